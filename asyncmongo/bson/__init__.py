@@ -1,0 +1,1 @@
+"""BSON: the binary document format of MongoDB, pure Python, no asyncio."""

@@ -1,0 +1,28 @@
+"""Exceptions raised by the BSON codec.
+
+Every failure to decode bytes is an :class:`InvalidBSON`; every failure to encode a Python
+value is an :class:`InvalidDocument`. Callers never see IndexError, struct.error,
+UnicodeDecodeError or RecursionError from the codec.
+"""
+
+from __future__ import annotations
+
+
+class BSONError(Exception):
+    """Base class of every BSON error."""
+
+
+class InvalidBSON(BSONError):
+    """The bytes are not valid BSON (bad length, truncated, unknown type, bad UTF-8, ...)."""
+
+
+class InvalidDocument(BSONError):
+    """A Python value cannot be encoded as BSON (bad key, unsupported type, too deep, ...)."""
+
+
+class InvalidStringData(InvalidDocument):
+    """A string to encode is not valid UTF-8 or contains a forbidden NUL byte."""
+
+
+class InvalidId(BSONError):
+    """A value cannot be turned into an ObjectId."""

@@ -1,0 +1,1 @@
+"""asyncmongo.core.cmap."""

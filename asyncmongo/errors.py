@@ -1,0 +1,260 @@
+"""The one exception hierarchy of asyncmongo.
+
+Names follow PyMongo's ``pymongo.errors`` where users already catch them, so code moving over
+from Motor or PyMongo's ``AsyncMongoClient`` keeps its ``except`` clauses. Error labels are a
+frozenset. Classification (retryable? state change? shutdown?) lives in pure predicates over the
+spec's code tables (``asyncmongo.core.error_policy``), never in these classes.
+
+This module is pure: it imports nothing from the runtime, so the core may raise these errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from asyncmongo.bson.errors import (
+    BSONError,
+    InvalidBSON,
+    InvalidDocument,
+    InvalidId,
+    InvalidStringData,
+)
+
+__all__ = [
+    "AutoReconnect",
+    "BSONError",
+    "BulkWriteError",
+    "ClientBulkWriteException",
+    "CollectionInvalid",
+    "ConfigurationError",
+    "ConnectionFailure",
+    "CursorNotFound",
+    "DocumentTooLarge",
+    "DuplicateKeyError",
+    "ExecutionTimeout",
+    "InvalidBSON",
+    "InvalidDocument",
+    "InvalidId",
+    "InvalidName",
+    "InvalidOperation",
+    "InvalidStringData",
+    "InvalidURI",
+    "MongoError",
+    "NetworkTimeout",
+    "NotPrimaryError",
+    "OperationFailure",
+    "PoolClearedError",
+    "ProtocolError",
+    "PyMongoError",
+    "ServerSelectionTimeoutError",
+    "WaitQueueTimeoutError",
+    "WriteConcernError",
+    "WriteError",
+]
+
+
+class MongoError(Exception):
+    """Base class of every error asyncmongo raises (except the BSON codec's own)."""
+
+    def __init__(self, message: str = "", error_labels: Iterable[str] | None = None) -> None:
+        super().__init__(message)
+        self._message = message
+        self._error_labels: frozenset[str] = frozenset(error_labels or ())
+
+    @property
+    def error_labels(self) -> frozenset[str]:
+        """The server's (or driver's) error labels, e.g. ``RetryableWriteError``."""
+        return self._error_labels
+
+    def has_error_label(self, label: str) -> bool:
+        return label in self._error_labels
+
+    def _add_error_label(self, label: str) -> None:
+        self._error_labels = self._error_labels | {label}
+
+    def _remove_error_label(self, label: str) -> None:
+        self._error_labels = self._error_labels - {label}
+
+    @property
+    def timeout(self) -> bool:
+        """True when this error was caused by a timeout (client-side operation timeout)."""
+        return False
+
+
+#: PyMongo's name for the base class, for ``except`` clauses carried over from PyMongo.
+PyMongoError = MongoError
+
+
+class ProtocolError(MongoError):
+    """The peer sent bytes that break the wire protocol; the connection is discarded."""
+
+
+class ConfigurationError(MongoError):
+    """An option, connection string or combination of settings is invalid."""
+
+
+class InvalidURI(ConfigurationError):
+    """A connection string cannot be parsed."""
+
+
+class InvalidName(MongoError):
+    """A database or collection name is invalid."""
+
+
+class InvalidOperation(MongoError):
+    """The operation is not valid in this state (closed client, ended session, ...)."""
+
+
+class CollectionInvalid(MongoError):
+    """A collection-level operation is invalid (e.g. creating one that exists)."""
+
+
+class DocumentTooLarge(InvalidDocument):
+    """A document exceeds the server's maxBsonObjectSize."""
+
+
+class ConnectionFailure(MongoError):
+    """A network-level failure talking to a server."""
+
+
+class AutoReconnect(ConnectionFailure):
+    """A network failure after which the operation may succeed if retried.
+
+    ``errors`` holds the per-server details when there are several (server selection).
+    """
+
+    def __init__(
+        self,
+        message: str = "",
+        errors: Mapping[str, Any] | Sequence[Any] | None = None,
+        error_labels: Iterable[str] | None = None,
+    ) -> None:
+        super().__init__(message, error_labels)
+        self.errors = errors if errors is not None else []
+
+
+class NetworkTimeout(AutoReconnect):
+    """A network operation timed out (connectTimeoutMS, socketTimeoutMS or timeoutMS)."""
+
+    @property
+    def timeout(self) -> bool:
+        return True
+
+
+class NotPrimaryError(AutoReconnect):
+    """The server is no longer a writable primary (or is recovering)."""
+
+
+class ServerSelectionTimeoutError(AutoReconnect):
+    """No suitable server was found within serverSelectionTimeoutMS (or timeoutMS)."""
+
+    @property
+    def timeout(self) -> bool:
+        return True
+
+
+class WaitQueueTimeoutError(ConnectionFailure):
+    """No connection could be checked out of a pool in time."""
+
+    @property
+    def timeout(self) -> bool:
+        return True
+
+
+class PoolClearedError(AutoReconnect):
+    """The pool was cleared (the server was marked Unknown) while waiting for a connection.
+
+    It carries the ``RetryableWriteError`` label, as CMAP requires.
+    """
+
+    def __init__(self, message: str = "", error_labels: Iterable[str] | None = None) -> None:
+        labels = set(error_labels or ())
+        labels.add("RetryableWriteError")
+        super().__init__(message, error_labels=labels)
+
+
+class OperationFailure(MongoError):
+    """The server answered a command with ``ok: 0``."""
+
+    def __init__(
+        self,
+        message: str,
+        code: int | None = None,
+        details: Mapping[str, Any] | None = None,
+        error_labels: Iterable[str] | None = None,
+    ) -> None:
+        labels = set(error_labels or ())
+        if details is not None:
+            labels.update(details.get("errorLabels", ()) or ())
+        super().__init__(message, labels)
+        self._code = code
+        self._details = details
+
+    @property
+    def code(self) -> int | None:
+        return self._code
+
+    @property
+    def code_name(self) -> str | None:
+        if self._details is None:
+            return None
+        name = self._details.get("codeName")
+        return name if isinstance(name, str) else None
+
+    @property
+    def details(self) -> Mapping[str, Any] | None:
+        """The raw server reply (or write error document)."""
+        return self._details
+
+    def __str__(self) -> str:
+        return f"{self._message}, full error: {self._details!r}"
+
+
+class ExecutionTimeout(OperationFailure):
+    """The server stopped the operation at its time limit (code 50, MaxTimeMSExpired)."""
+
+    @property
+    def timeout(self) -> bool:
+        return True
+
+
+class CursorNotFound(OperationFailure):
+    """The server no longer knows the cursor (code 43)."""
+
+
+class WriteError(OperationFailure):
+    """A single write failed (one entry of ``writeErrors``)."""
+
+
+class DuplicateKeyError(WriteError):
+    """A write violated a unique index (code 11000)."""
+
+
+class WriteConcernError(OperationFailure):
+    """The write was applied but its write concern could not be satisfied."""
+
+
+class BulkWriteError(OperationFailure):
+    """A bulk write had write errors or a write concern error; ``details`` has them all."""
+
+    def __init__(self, results: Mapping[str, Any]) -> None:
+        super().__init__("batch op errors occurred", 65, results)
+
+
+class ClientBulkWriteException(OperationFailure):
+    """``client.bulk_write`` failed in part; the partial result and every error are kept."""
+
+    def __init__(
+        self,
+        message: str,
+        error: BaseException | None = None,
+        write_errors: Mapping[int, Any] | None = None,
+        write_concern_errors: Sequence[Any] | None = None,
+        partial_result: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.error = error
+        self.write_errors = dict(write_errors or {})
+        self.write_concern_errors = list(write_concern_errors or [])
+        self.partial_result = partial_result

@@ -1,0 +1,1 @@
+"""The asyncio runtime: connections, pools, monitors, the topology, SRV polling."""
