@@ -26,3 +26,8 @@ class InvalidStringData(InvalidDocument):
 
 class InvalidId(BSONError):
     """A value cannot be turned into an ObjectId."""
+
+
+class InvalidDecimal128(BSONError, ValueError):
+    """A value cannot be turned into a Decimal128: bad syntax, overflow, underflow or a
+    rounding that would lose digits (the Decimal128 spec rejects inexact values)."""
