@@ -1,1 +1,85 @@
-"""BSON: the binary document format of MongoDB, pure Python, no asyncio."""
+"""BSON: the binary document format of MongoDB, pure Python, no asyncio.
+
+The public names of the codec and its types; see the submodules for details.
+"""
+
+from __future__ import annotations
+
+from asyncmongo.bson.binary import (
+    BINARY_SUBTYPE,
+    FUNCTION_SUBTYPE,
+    MD5_SUBTYPE,
+    OLD_BINARY_SUBTYPE,
+    OLD_UUID_SUBTYPE,
+    USER_DEFINED_SUBTYPE,
+    UUID_SUBTYPE,
+    VECTOR_SUBTYPE,
+    Binary,
+    BinaryVector,
+    BinaryVectorDtype,
+)
+from asyncmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
+from asyncmongo.bson.dbref import DBRef
+from asyncmongo.bson.decimal128 import Decimal128
+from asyncmongo.bson.errors import (
+    BSONError,
+    InvalidBinary,
+    InvalidBSON,
+    InvalidDecimal128,
+    InvalidDocument,
+    InvalidId,
+    InvalidStringData,
+)
+from asyncmongo.bson.objectid import ObjectId
+from asyncmongo.bson.types import (
+    Code,
+    DatetimeConversion,
+    DatetimeMS,
+    DBPointer,
+    Int64,
+    MaxKey,
+    MinKey,
+    Regex,
+    Symbol,
+    Timestamp,
+    Undefined,
+    UuidRepresentation,
+)
+
+__all__ = [
+    "BINARY_SUBTYPE",
+    "DEFAULT_CODEC_OPTIONS",
+    "FUNCTION_SUBTYPE",
+    "MD5_SUBTYPE",
+    "OLD_BINARY_SUBTYPE",
+    "OLD_UUID_SUBTYPE",
+    "USER_DEFINED_SUBTYPE",
+    "UUID_SUBTYPE",
+    "VECTOR_SUBTYPE",
+    "BSONError",
+    "Binary",
+    "BinaryVector",
+    "BinaryVectorDtype",
+    "Code",
+    "CodecOptions",
+    "DBPointer",
+    "DBRef",
+    "DatetimeConversion",
+    "DatetimeMS",
+    "Decimal128",
+    "Int64",
+    "InvalidBSON",
+    "InvalidBinary",
+    "InvalidDecimal128",
+    "InvalidDocument",
+    "InvalidId",
+    "InvalidStringData",
+    "MaxKey",
+    "MinKey",
+    "ObjectId",
+    "Regex",
+    "Symbol",
+    "Timestamp",
+    "Undefined",
+    "UuidRepresentation",
+]

@@ -31,3 +31,7 @@ class InvalidId(BSONError):
 class InvalidDecimal128(BSONError, ValueError):
     """A value cannot be turned into a Decimal128: bad syntax, overflow, underflow or a
     rounding that would lose digits (the Decimal128 spec rejects inexact values)."""
+
+
+class InvalidBinary(BSONError, ValueError):
+    """A Binary cannot be converted to or from the requested UUID or vector form."""

@@ -1,0 +1,86 @@
+"""CodecOptions: how BSON decodes to Python (and how UUIDs encode).
+
+One frozen value passed down to every encode/decode call; ``with_options`` derives a
+changed copy. ``DEFAULT_CODEC_OPTIONS`` is what a plain ``decode(data)`` uses.
+"""
+
+from __future__ import annotations
+
+import codecs
+import dataclasses
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass
+from datetime import tzinfo as _tzinfo
+from typing import Any, Final
+
+from asyncmongo.bson.types import DatetimeConversion, UuidRepresentation
+
+__all__ = ["DEFAULT_CODEC_OPTIONS", "CodecOptions"]
+
+
+@dataclass(frozen=True, slots=True)
+class CodecOptions:
+    """Options of the BSON codec.
+
+    - ``document_class``: the mapping type decoded documents become (dict, an OrderedDict, a
+      MutableMapping subclass, or RawBSONDocument for the top level kept raw).
+    - ``tz_aware``: decode datetimes as aware (UTC, or ``tzinfo``) instead of naive UTC.
+    - ``uuid_representation``: how native UUIDs encode and binary subtypes 3/4 decode.
+    - ``unicode_decode_error_handler``: the ``bytes.decode`` error handler for strings.
+    - ``tzinfo``: the zone aware datetimes are converted to (needs ``tz_aware``).
+    - ``datetime_conversion``: datetime, clamped datetime, DatetimeMS, or auto.
+    """
+
+    document_class: type[Mapping[Any, Any]] = dict
+    tz_aware: bool = False
+    uuid_representation: UuidRepresentation = UuidRepresentation.UNSPECIFIED
+    unicode_decode_error_handler: str = "strict"
+    tzinfo: _tzinfo | None = None
+    datetime_conversion: DatetimeConversion = DatetimeConversion.DATETIME
+
+    def __post_init__(self) -> None:
+        doc_class = self.document_class
+        if not (isinstance(doc_class, type) and _is_document_class(doc_class)):
+            raise TypeError(
+                "document_class must be dict, a MutableMapping subclass or RawBSONDocument, "
+                f"not {doc_class!r}"
+            )
+        if not isinstance(self.tz_aware, bool):
+            raise TypeError(f"tz_aware must be a bool, not {type(self.tz_aware).__name__}")
+        try:
+            object.__setattr__(
+                self, "uuid_representation", UuidRepresentation(self.uuid_representation)
+            )
+            object.__setattr__(
+                self, "datetime_conversion", DatetimeConversion(self.datetime_conversion)
+            )
+        except ValueError as exc:
+            raise TypeError(str(exc)) from None
+        handler = self.unicode_decode_error_handler
+        if not isinstance(handler, str):
+            raise TypeError(f"unicode_decode_error_handler must be a str, not {handler!r}")
+        try:
+            codecs.lookup_error(handler)
+        except LookupError:
+            raise TypeError(f"unknown unicode_decode_error_handler {handler!r}") from None
+        if self.tzinfo is not None:
+            if not isinstance(self.tzinfo, _tzinfo):
+                raise TypeError(f"tzinfo must be a datetime.tzinfo, not {self.tzinfo!r}")
+            if not self.tz_aware:
+                raise TypeError("tzinfo needs tz_aware=True")
+
+    def with_options(self, **kwargs: Any) -> CodecOptions:
+        """A copy with the given fields changed (validated like the constructor)."""
+        return dataclasses.replace(self, **kwargs)
+
+
+def _is_document_class(doc_class: type) -> bool:
+    if issubclass(doc_class, MutableMapping) or doc_class is dict:
+        return True
+    return getattr(doc_class, "_type_marker", None) == _RAW_BSON_DOCUMENT_MARKER
+
+
+# RawBSONDocument (raw.py) sets this marker; checked by value to avoid an import cycle.
+_RAW_BSON_DOCUMENT_MARKER: Final = 101
+
+DEFAULT_CODEC_OPTIONS: Final = CodecOptions()

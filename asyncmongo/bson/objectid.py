@@ -1,0 +1,183 @@
+"""ObjectId: the 12-byte default ``_id`` of MongoDB (specs/bson-objectid).
+
+Layout: 4-byte big-endian seconds since the epoch, a 5-byte random value unique to the
+process (regenerated after ``fork``), a 3-byte big-endian counter that starts at a random
+value and wraps at 2**24. The clock is read through :mod:`datetime` (the pure core never
+imports :mod:`time`); the random parts come from :func:`os.urandom`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from asyncmongo.bson.errors import InvalidId
+
+__all__ = ["ObjectId"]
+
+_HEX_DIGITS: Final = frozenset("0123456789abcdefABCDEF")
+_COUNTER_MASK: Final = 0xFFFFFF
+
+
+class _Generator:
+    """Per-process state of ObjectId generation (spec: random value + counter)."""
+
+    __slots__ = ("counter", "pid", "random5")
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.random5 = os.urandom(5)
+        self.counter = itertools.count(int.from_bytes(os.urandom(3), "big"))
+
+    def next_oid(self, seconds: int) -> bytes:
+        if os.getpid() != self.pid:
+            # Spec: the process-unique value must differ in a forked child.
+            self.pid = os.getpid()
+            self.random5 = os.urandom(5)
+        count = next(self.counter) & _COUNTER_MASK
+        return (seconds & 0xFFFFFFFF).to_bytes(4, "big") + self.random5 + count.to_bytes(3, "big")
+
+
+_GENERATOR: Final = _Generator()
+
+
+def _now_seconds() -> int:
+    return int(datetime.now(UTC).timestamp())
+
+
+class ObjectId:
+    """A 12-byte BSON ObjectId.
+
+    ``ObjectId()`` generates a new id; ``ObjectId("24 hex chars")``, ``ObjectId(12 bytes)`` and
+    ``ObjectId(other_oid)`` parse one. Ordered and hashed by its bytes.
+    """
+
+    __slots__ = ("__id",)
+
+    def __init__(self, oid: str | bytes | ObjectId | None = None) -> None:
+        if oid is None:
+            self.__id = _GENERATOR.next_oid(_now_seconds())
+        elif type(oid) is bytes:
+            if len(oid) != 12:
+                raise InvalidId(f"{oid!r} is not a valid ObjectId: it must be 12 bytes")
+            self.__id = oid
+        elif isinstance(oid, ObjectId):
+            self.__id = oid.binary
+        elif isinstance(oid, str):
+            self.__id = _parse_hex(oid)
+        elif isinstance(oid, bytes | bytearray | memoryview):
+            raw = bytes(oid)
+            if len(raw) != 12:
+                raise InvalidId(f"{oid!r} is not a valid ObjectId: it must be 12 bytes")
+            self.__id = raw
+        else:
+            raise TypeError(
+                f"id must be an ObjectId, 12 bytes or a 24-character hex string, "
+                f"not {type(oid).__name__}"
+            )
+
+    @classmethod
+    def _from_bytes(cls, raw: bytes) -> ObjectId:
+        """Build from exactly 12 trusted bytes without validation (the decoder's fast path)."""
+        oid = cls.__new__(cls)
+        oid.__id = raw
+        return oid
+
+    @classmethod
+    def from_datetime(cls, generation_time: datetime) -> ObjectId:
+        """An ObjectId whose timestamp is ``generation_time`` and whose other bytes are zero.
+
+        Useful only for range queries on ``_id``; never insert it (it is not unique). A naive
+        datetime is taken as UTC.
+        """
+        if generation_time.tzinfo is not None:
+            offset = generation_time.utcoffset()
+            if offset is not None:
+                generation_time = generation_time - offset
+        seconds = int((generation_time.replace(tzinfo=None) - _EPOCH_NAIVE).total_seconds())
+        if not 0 <= seconds <= 0xFFFFFFFF:
+            raise InvalidId(f"{generation_time!r} is outside the ObjectId timestamp range")
+        return cls._from_bytes(seconds.to_bytes(4, "big") + b"\x00" * 8)
+
+    @classmethod
+    def is_valid(cls, oid: Any) -> bool:
+        """True if ``oid`` can be turned into an ObjectId (never raises)."""
+        if oid is None:
+            return False
+        try:
+            cls(oid)
+        except (InvalidId, TypeError):
+            return False
+        return True
+
+    @property
+    def binary(self) -> bytes:
+        """The 12 bytes of this ObjectId."""
+        return self.__id
+
+    @property
+    def generation_time(self) -> datetime:
+        """The creation time (whole seconds) as an aware UTC datetime; unsigned per spec."""
+        seconds = int.from_bytes(self.__id[:4], "big")
+        return datetime.fromtimestamp(seconds, UTC)
+
+    def __str__(self) -> str:
+        return self.__id.hex()
+
+    def __repr__(self) -> str:
+        return f"ObjectId('{self.__id.hex()}')"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ObjectId):
+            return self.__id == other.binary
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        if isinstance(other, ObjectId):
+            return self.__id != other.binary
+        return NotImplemented
+
+    def __lt__(self, other: object) -> bool:
+        if isinstance(other, ObjectId):
+            return self.__id < other.binary
+        return NotImplemented
+
+    def __le__(self, other: object) -> bool:
+        if isinstance(other, ObjectId):
+            return self.__id <= other.binary
+        return NotImplemented
+
+    def __gt__(self, other: object) -> bool:
+        if isinstance(other, ObjectId):
+            return self.__id > other.binary
+        return NotImplemented
+
+    def __ge__(self, other: object) -> bool:
+        if isinstance(other, ObjectId):
+            return self.__id >= other.binary
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.__id)
+
+    def __copy__(self) -> ObjectId:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> ObjectId:
+        return self
+
+    def __reduce__(self) -> tuple[type[ObjectId], tuple[bytes]]:
+        return (ObjectId, (self.__id,))
+
+
+_EPOCH_NAIVE: Final = datetime(1970, 1, 1)
+
+
+def _parse_hex(text: str) -> bytes:
+    if len(text) != 24 or not _HEX_DIGITS.issuperset(text):
+        raise InvalidId(
+            f"{text!r} is not a valid ObjectId: it must be 12 bytes or a 24-character hex string"
+        )
+    return bytes.fromhex(text)
