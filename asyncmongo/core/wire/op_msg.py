@@ -1,0 +1,180 @@
+"""OP_MSG encoding and decoding (OP_MSG spec).
+
+Documents travel as already-encoded BSON ``bytes``: this module frames them and nothing else,
+so it stays independent of the codec and never copies a document more than once. Encoders
+return a list of buffers for ``transport.writelines``; the decoder takes the bytes after the
+16-byte header and validates every section.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from asyncmongo.core.wire.crc32c import crc32c
+from asyncmongo.core.wire.opcodes import (
+    HEADER,
+    HEADER_SIZE,
+    KNOWN_REQUIRED_FLAGS,
+    REQUIRED_FLAGS_MASK,
+    OpCode,
+    OpMsgFlags,
+)
+from asyncmongo.errors import ProtocolError
+
+_INT32 = struct.Struct("<i")
+_UINT32 = struct.Struct("<I")
+_MIN_DOCUMENT_SIZE = 5
+_KIND_BODY = b"\x00"
+_KIND_SEQUENCE = b"\x01"
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentSequence:
+    """An OP_MSG payload type 1 section: ``identifier`` and encoded BSON documents."""
+
+    identifier: str
+    documents: Sequence[bytes]
+
+    def encoded_size(self) -> int:
+        """Bytes on the wire, including the kind byte."""
+        return 1 + 4 + len(self.identifier.encode()) + 1 + sum(map(len, self.documents))
+
+
+@dataclass(frozen=True, slots=True)
+class OpMsg:
+    """A decoded OP_MSG: the kind-0 ``body`` and any kind-1 sequences, still as BSON bytes."""
+
+    request_id: int
+    response_to: int
+    flags: int
+    body: bytes
+    sequences: tuple[DocumentSequence, ...] = ()
+
+    @property
+    def more_to_come(self) -> bool:
+        """The sender will send another message (exhaust) and expects no request meanwhile."""
+        return bool(self.flags & OpMsgFlags.MORE_TO_COME)
+
+    @property
+    def exhaust_allowed(self) -> bool:
+        return bool(self.flags & OpMsgFlags.EXHAUST_ALLOWED)
+
+
+def encode_op_msg_payload(
+    body: bytes, sequences: Sequence[DocumentSequence] = (), flags: int = 0
+) -> list[bytes]:
+    """The OP_MSG after its header (flagBits and sections): what OP_COMPRESSED wraps."""
+    if flags & OpMsgFlags.CHECKSUM_PRESENT:
+        raise ProtocolError("asyncmongo never sends OP_MSG checksums")
+    parts = [_UINT32.pack(flags), _KIND_BODY, body]
+    for seq in sequences:
+        identifier = seq.identifier.encode() + b"\x00"
+        size = 4 + len(identifier) + sum(map(len, seq.documents))
+        parts.append(_KIND_SEQUENCE)
+        parts.append(_INT32.pack(size) + identifier)
+        parts.extend(seq.documents)
+    return parts
+
+
+def encode_op_msg(
+    request_id: int,
+    body: bytes,
+    sequences: Sequence[DocumentSequence] = (),
+    flags: int = 0,
+    response_to: int = 0,
+) -> list[bytes]:
+    """A complete OP_MSG as buffers for ``writelines`` (header first)."""
+    payload = encode_op_msg_payload(body, sequences, flags)
+    length = HEADER_SIZE + sum(map(len, payload))
+    return [HEADER.pack(length, request_id, response_to, OpCode.OP_MSG), *payload]
+
+
+def decode_op_msg(request_id: int, response_to: int, data: bytes | memoryview) -> OpMsg:
+    """Decode an OP_MSG from the bytes after its header; any defect is a ProtocolError."""
+    view = memoryview(data)
+    if len(view) < 4:
+        raise ProtocolError("OP_MSG too short for its flagBits")
+    (flags,) = _UINT32.unpack_from(view, 0)
+    unknown = flags & REQUIRED_FLAGS_MASK & ~KNOWN_REQUIRED_FLAGS
+    if unknown:
+        raise ProtocolError(f"OP_MSG has unsupported required flag bits 0x{unknown:04x}")
+    end = len(view)
+    if flags & OpMsgFlags.CHECKSUM_PRESENT:
+        end = _verify_checksum(request_id, response_to, view)
+    body, sequences = _decode_sections(view[4:end])
+    return OpMsg(request_id, response_to, flags, body, sequences)
+
+
+def _verify_checksum(request_id: int, response_to: int, view: memoryview) -> int:
+    """Check the trailing CRC-32C (computed over the whole message, header included)."""
+    end = len(view) - 4
+    if end < 4:
+        raise ProtocolError("OP_MSG too short for its checksum")
+    (expected,) = _UINT32.unpack_from(view, end)
+    header = HEADER.pack(HEADER_SIZE + len(view), request_id, response_to, OpCode.OP_MSG)
+    actual = crc32c(view[:end], crc32c(header))
+    if actual != expected:
+        raise ProtocolError(f"OP_MSG checksum mismatch: 0x{actual:08x} != 0x{expected:08x}")
+    return end
+
+
+def _decode_sections(view: memoryview) -> tuple[bytes, tuple[DocumentSequence, ...]]:
+    body: bytes | None = None
+    sequences: list[DocumentSequence] = []
+    pos = 0
+    while pos < len(view):
+        kind = view[pos]
+        pos += 1
+        if kind == 0:
+            if body is not None:
+                raise ProtocolError("OP_MSG has more than one payload type 0 section")
+            size = _document_size(view, pos, len(view))
+            body = bytes(view[pos : pos + size])
+            pos += size
+        elif kind == 1:
+            seq, pos = _decode_sequence(view, pos)
+            if any(s.identifier == seq.identifier for s in sequences):
+                raise ProtocolError(f"OP_MSG repeats the sequence identifier {seq.identifier!r}")
+            sequences.append(seq)
+        else:
+            raise ProtocolError(f"OP_MSG has an unknown payload type {kind}")
+    if body is None:
+        raise ProtocolError("OP_MSG has no payload type 0 section")
+    return body, tuple(sequences)
+
+
+def _decode_sequence(view: memoryview, pos: int) -> tuple[DocumentSequence, int]:
+    if pos + 4 > len(view):
+        raise ProtocolError("OP_MSG document sequence truncated")
+    (size,) = _INT32.unpack_from(view, pos)
+    end = pos + size
+    if size < 5 or end > len(view):
+        raise ProtocolError(f"OP_MSG document sequence has a bad size {size}")
+    nul = bytes(view[pos + 4 : end]).find(b"\x00")
+    if nul < 0:
+        raise ProtocolError("OP_MSG document sequence identifier is not terminated")
+    try:
+        identifier = bytes(view[pos + 4 : pos + 4 + nul]).decode()
+    except UnicodeDecodeError as exc:
+        raise ProtocolError("OP_MSG document sequence identifier is not UTF-8") from exc
+    docs: list[bytes] = []
+    doc_pos = pos + 4 + nul + 1
+    while doc_pos < end:
+        doc_size = _document_size(view, doc_pos, end)
+        docs.append(bytes(view[doc_pos : doc_pos + doc_size]))
+        doc_pos += doc_size
+    return DocumentSequence(identifier, tuple(docs)), end
+
+
+def _document_size(view: memoryview, pos: int, end: int) -> int:
+    """The size of the BSON document at ``pos``, checked to fit before ``end``."""
+    if pos + 4 > end:
+        raise ProtocolError("OP_MSG section truncated before its document length")
+    size: int = _INT32.unpack_from(view, pos)[0]
+    if size < _MIN_DOCUMENT_SIZE or pos + size > end:
+        raise ProtocolError(f"OP_MSG section has a bad document length {size}")
+    if view[pos + size - 1] != 0:
+        raise ProtocolError("OP_MSG section document is not NUL-terminated")
+    return size
