@@ -28,8 +28,10 @@ __all__ = [
     "ClientBulkWriteException",
     "CollectionInvalid",
     "ConfigurationError",
+    "ConfigurationWarning",
     "ConnectionFailure",
     "CursorNotFound",
+    "DeprecatedOptionWarning",
     "DocumentTooLarge",
     "DuplicateKeyError",
     "ExecutionTimeout",
@@ -96,6 +98,18 @@ class ConfigurationError(MongoError):
 
 class InvalidURI(ConfigurationError):
     """A connection string cannot be parsed."""
+
+
+class ConfigurationWarning(UserWarning):
+    """A connection-string option was ignored: unknown key, invalid value, repeated key.
+
+    The connection-string spec asks drivers to warn rather than fail for these, so that one
+    URI stays portable between drivers with different option sets.
+    """
+
+
+class DeprecatedOptionWarning(DeprecationWarning):
+    """A deprecated option name or value was used; the message names the replacement."""
 
 
 class InvalidName(MongoError):
