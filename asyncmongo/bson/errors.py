@@ -35,3 +35,10 @@ class InvalidDecimal128(BSONError, ValueError):
 
 class InvalidBinary(BSONError, ValueError):
     """A Binary cannot be converted to or from the requested UUID or vector form."""
+
+
+class InvalidExtendedJSON(BSONError, ValueError):
+    """Extended JSON text is valid JSON but a ``$``-type wrapper in it is malformed (missing or
+    extra keys, a value of the wrong type or out of range), so it names no BSON value.
+
+    Malformed JSON itself raises :class:`json.JSONDecodeError` (also a ValueError)."""
