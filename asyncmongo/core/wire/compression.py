@@ -151,9 +151,7 @@ def encode_op_compressed(
     return [HEADER.pack(length, request_id, response_to, OpCode.OP_COMPRESSED), prefix, packed]
 
 
-def decode_op_compressed(
-    data: bytes | memoryview, max_message_size: int
-) -> tuple[int, bytes]:
+def decode_op_compressed(data: bytes | memoryview, max_message_size: int) -> tuple[int, bytes]:
     """``(originalOpcode, inflated body)`` from the bytes after an OP_COMPRESSED header."""
     if len(data) < COMPRESSED_PREFIX.size:
         raise ProtocolError("OP_COMPRESSED too short for its prefix")

@@ -102,6 +102,4 @@ class MessageReader:
         if self._expected is None:
             raise ProtocolError(f"unsolicited message (responseTo {response_to})")
         if response_to != self._expected:
-            raise ProtocolError(
-                f"reply answers request {response_to}, expected {self._expected}"
-            )
+            raise ProtocolError(f"reply answers request {response_to}, expected {self._expected}")

@@ -1,0 +1,154 @@
+"""The sans-I/O reader: framing under any chunking, responseTo tracking, every error path."""
+
+from __future__ import annotations
+
+import random
+import struct
+
+import bson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from asyncmongo.core.wire.compression import Compressor, encode_op_compressed
+from asyncmongo.core.wire.op_msg import encode_op_msg, encode_op_msg_payload
+from asyncmongo.core.wire.opcodes import HEADER, OpCode, OpMsgFlags
+from asyncmongo.core.wire.reader import MessageReader
+from asyncmongo.errors import InvalidBSON, ProtocolError
+
+
+def reply(response_to: int, doc: dict[str, object], request_id: int = 100, flags: int = 0) -> bytes:
+    return b"".join(
+        encode_op_msg(request_id, bson.encode(doc), flags=flags, response_to=response_to)
+    )
+
+
+def test_whole_message() -> None:
+    reader = MessageReader()
+    reader.expect(5)
+    assert reader.next_reply() is None
+    reader.feed(reply(5, {"ok": 1}))
+    msg = reader.next_reply()
+    assert msg is not None and bson.decode(msg.body) == {"ok": 1}
+    assert reader.next_reply() is None and reader.expected_response_to is None
+
+
+def test_byte_by_byte() -> None:
+    reader = MessageReader()
+    reader.expect(5)
+    data = reply(5, {"ok": 1, "s": "x" * 300})
+    got = []
+    for i in range(len(data)):
+        reader.feed(data[i : i + 1])
+        msg = reader.next_reply()
+        if msg is not None:
+            got.append((i, msg))
+    assert [i for i, _ in got] == [len(data) - 1]
+    assert reader.buffered == 0
+
+
+@given(st.lists(st.integers(min_value=1, max_value=64), min_size=1), st.randoms())
+@settings(max_examples=60, deadline=None)
+def test_random_chunks_exhaust_stream(chunk_sizes: list[int], rng: random.Random) -> None:
+    # an exhaust stream: each moreToCome reply is answered by the next one
+    stream = reply(1, {"n": 0}, request_id=10, flags=OpMsgFlags.MORE_TO_COME)
+    stream += reply(10, {"n": 1}, request_id=11, flags=OpMsgFlags.MORE_TO_COME)
+    stream += reply(11, {"n": 2}, request_id=12)
+    reader = MessageReader()
+    reader.expect(1)
+    got, pos = [], 0
+    while pos < len(stream):
+        size = rng.choice(chunk_sizes)
+        reader.feed(stream[pos : pos + size])
+        pos += size
+        while (msg := reader.next_reply()) is not None:
+            got.append(bson.decode(msg.body)["n"])
+    assert got == [0, 1, 2]
+    assert reader.expected_response_to is None
+
+
+def test_compressed_reply_is_inflated() -> None:
+    payload = encode_op_msg_payload(bson.encode({"ok": 1, "z": "a" * 1000}))
+    reader = MessageReader()
+    reader.expect(3)
+    reader.feed(
+        b"".join(encode_op_compressed(50, OpCode.OP_MSG, payload, Compressor.ZSTD, response_to=3))
+    )
+    msg = reader.next_reply()
+    assert msg is not None and bson.decode(msg.body)["z"] == "a" * 1000
+
+
+def header(length: int, response_to: int = 1, opcode: int = 2013) -> bytes:
+    return HEADER.pack(length, 9, response_to, opcode)
+
+
+def compressed(opcode: int, size: int, cid: int, data: bytes, response_to: int = 1) -> bytes:
+    body = struct.pack("<iiB", opcode, size, cid) + data
+    return header(16 + len(body), response_to, 2012) + body
+
+
+ERRORS = {
+    "length below header": header(8),
+    "length above max": header(1000),
+    "unsolicited": reply(7, {"ok": 1}),
+    "wrong responseTo": reply(2, {"ok": 1}),
+    "unknown opcode": header(20, opcode=1) + b"\x00" * 4,
+    "op_query reply": header(20, opcode=2004) + b"\x00" * 4,
+    "garbage sections": header(24) + b"\x00" * 4 + b"\x07" * 4,
+    "compressed: unknown compressor": compressed(2013, 10, 9, b"x" * 10),
+    "compressed: too big": compressed(2013, 10**6, 1, b"x"),
+    "compressed: nested": compressed(2012, 10, 0, b"x" * 10),
+    "compressed: garbage snappy": compressed(2013, 10, 1, b"\xff" * 10),
+    "compressed: garbage zlib": compressed(2013, 10, 2, b"\xff" * 10),
+    "compressed: garbage zstd": compressed(2013, 10, 3, b"\xff" * 10),
+    "compressed: size lie": compressed(2013, 11, 0, b"x" * 10),
+    "compressed: short prefix": header(20, opcode=2012) + b"\x00" * 4,
+}
+
+
+@pytest.mark.parametrize("data", ERRORS.values(), ids=ERRORS.keys())
+def test_protocol_errors(data: bytes) -> None:
+    reader = MessageReader(max_message_size=500)
+    reader.expect(1)
+    reader.feed(data)
+    with pytest.raises(ProtocolError):
+        reader.next_reply()
+    with pytest.raises(ProtocolError):  # stays broken: the connection must be discarded
+        reader.next_reply()
+    assert "broken" in repr(reader)
+
+
+def test_server_mode_reads_requests() -> None:
+    reader = MessageReader(check_response_to=False)
+    reader.feed(reply(0, {"ping": 1}, request_id=42))
+    msg = reader.next_reply()
+    assert msg is not None and msg.request_id == 42
+
+
+@given(st.binary(max_size=300))
+@settings(max_examples=400, deadline=None)
+def test_fuzz_only_protocol_errors(data: bytes) -> None:
+    reader = MessageReader(max_message_size=1024)
+    reader.expect(struct.unpack_from("<i", data, 8)[0] if len(data) >= 12 else 0)
+    reader.feed(data)
+    try:
+        while (msg := reader.next_reply()) is not None:
+            bson.decode(msg.body)
+            reader.expect(msg.request_id)
+    except (ProtocolError, InvalidBSON, bson.errors.InvalidBSON):
+        pass
+
+
+@given(st.binary(min_size=1, max_size=200), st.integers(min_value=0, max_value=2))
+@settings(max_examples=300, deadline=None)
+def test_fuzz_mutated_valid_message(noise: bytes, where: int) -> None:
+    good = reply(1, {"ok": 1, "arr": [1, 2, 3]})
+    cut = [len(good) // 2, 16, 20][where]
+    data = good[:cut] + noise + good[cut + len(noise) :]
+    reader = MessageReader(max_message_size=2048)
+    reader.expect(1)
+    reader.feed(data)
+    try:
+        reader.next_reply()
+    except ProtocolError:
+        pass
