@@ -47,6 +47,7 @@ __all__ = [
     "NotPrimaryError",
     "OperationFailure",
     "PoolClearedError",
+    "PoolClosedError",
     "ProtocolError",
     "PyMongoError",
     "ServerSelectionTimeoutError",
@@ -186,6 +187,14 @@ class PoolClearedError(AutoReconnect):
         labels = set(error_labels or ())
         labels.add("RetryableWriteError")
         super().__init__(message, error_labels=labels)
+
+
+class PoolClosedError(MongoError):
+    """A connection was requested from a closed pool (CMAP: PoolClosedError).
+
+    Not a network error: the server was removed from the topology or the client was closed, so
+    SDAM must not mark anything Unknown because of it.
+    """
 
 
 class OperationFailure(MongoError):
