@@ -1,0 +1,130 @@
+"""Authenticating a new connection: the ``Authenticator`` of the connection contract.
+
+:class:`CredentialAuthenticator` drives the pure conversations of
+:mod:`asyncmongo.core.auth` over ``conn.command(...)``; it does no I/O of its own. The
+connection's ``connect()`` uses it in two steps:
+
+1. ``speculative_document()`` before the hello (and :attr:`sasl_supported_mechs` for the hello's
+   ``saslSupportedMechs`` when the mechanism is negotiated);
+2. ``await authenticate(conn, hello_reply)`` after it: continue the speculative conversation if
+   the server answered it, otherwise run a full one with the negotiated mechanism.
+
+One instance per connection attempt is the simple use (the SCRAM key cache, passed in, is what
+is shared across connections). Sharing one instance between concurrent handshakes is also
+safe: the speculative conversations started but not yet finished are kept (a bounded few) and
+matched to a hello reply by their nonce.
+
+Errors: the server's refusal is an :class:`~asyncmongo.errors.OperationFailure` with the
+server's code (18, AuthenticationFailed); a bad server signature, nonce or iteration count is
+an OperationFailure too (as in PyMongo); a credential unusable for its mechanism is a
+ConfigurationError.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from asyncmongo.core.auth.conversation import Conversation
+from asyncmongo.core.auth.negotiation import (
+    Credential,
+    negotiated_mechanism,
+    new_conversation,
+    sasl_supported_mechs_query,
+    speculative_mechanism,
+)
+from asyncmongo.core.auth.scram import ScramCache, generate_nonce
+
+__all__ = ["CommandConnection", "CredentialAuthenticator"]
+
+#: How many speculative conversations may wait for their hello reply at once.
+_MAX_PENDING = 16
+
+
+class CommandConnection(Protocol):
+    """The part of ``runtime.connection.Connection`` authentication uses."""
+
+    async def command(
+        self, db: str, command: Mapping[str, Any], *, deadline: float | None = None
+    ) -> Mapping[str, Any]: ...
+
+
+class CredentialAuthenticator:
+    """Authenticates connections with one credential (SCRAM-SHA-1/256, PLAIN, MONGODB-X509)."""
+
+    __slots__ = ("_cache", "_credential", "_nonce_factory", "_pending")
+
+    def __init__(
+        self,
+        credential: Credential,
+        cache: ScramCache | None = None,
+        *,
+        nonce_factory: Callable[[], str] = generate_nonce,
+    ) -> None:
+        self._credential = credential
+        self._cache = cache if cache is not None else ScramCache()
+        self._nonce_factory = nonce_factory
+        self._pending: deque[Conversation] = deque(maxlen=_MAX_PENDING)
+
+    @property
+    def credential(self) -> Credential:
+        return self._credential
+
+    @property
+    def sasl_supported_mechs(self) -> str | None:
+        """The hello's ``saslSupportedMechs`` value (``"<source>.<user>"``) or None."""
+        return sasl_supported_mechs_query(self._credential)
+
+    def speculative_document(self) -> Mapping[str, Any] | None:
+        """The hello's ``speculativeAuthenticate`` document, or None (e.g. for PLAIN)."""
+        mechanism = speculative_mechanism(self._credential)
+        if mechanism is None:
+            return None
+        conversation = self._new(mechanism)
+        document = conversation.speculative_document()
+        if document is not None:
+            self._pending.append(conversation)
+        return document
+
+    async def authenticate(
+        self,
+        conn: CommandConnection,
+        hello_reply: Mapping[str, Any],
+        *,
+        deadline: float | None = None,
+    ) -> None:
+        """Finish (or run) the conversation on ``conn``; raises OperationFailure on refusal."""
+        if hello_reply.get("arbiterOnly") is True:
+            return  # auth spec: no authentication is possible on an arbiter.
+        conversation, command = self._resume(hello_reply)
+        if conversation is None:
+            conversation = self._new(negotiated_mechanism(self._credential, hello_reply))
+            command = conversation.first_command()
+        while command is not None:
+            reply = await conn.command(conversation.source, command, deadline=deadline)
+            command = conversation.step(reply)
+
+    def _resume(
+        self, hello_reply: Mapping[str, Any]
+    ) -> tuple[Conversation | None, dict[str, Any] | None]:
+        """The speculative conversation this hello reply answers and its next command."""
+        speculative = hello_reply.get("speculativeAuthenticate")
+        if not isinstance(speculative, Mapping):
+            return None, None
+        for conversation in self._pending:
+            if conversation.accepts_speculative(speculative):
+                self._pending.remove(conversation)
+                return conversation, conversation.resume(speculative)
+        return None, None
+
+    def _new(self, mechanism: str) -> Conversation:
+        return new_conversation(mechanism, self._credential, self._cache, self._nonce_factory)
+
+    def __repr__(self) -> str:
+        credential = self._credential
+        return (
+            f"<CredentialAuthenticator {credential.mechanism or 'negotiated'} "
+            f"user={credential.username!r} source={credential.source!r}, "
+            f"{len(self._pending)} speculative pending>"
+        )
