@@ -1,0 +1,217 @@
+"""The connection-pool log messages of specs/logging and CMAP: Connection Pool Logging.
+
+``log_message(event)`` turns a CMAP event into a ``LogMessage``: the structured fields under the
+spec's exact names (null values omitted, as the logging spec requires) and the unstructured
+text. The runtime logs the ``LogMessage`` object itself at DEBUG on the "asyncmongo.connection"
+logger, so ``str(record.msg)`` is the text and ``record.msg.fields`` the structured form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from asyncmongo.core.cmap.events import (
+    ConnectionCheckedInEvent,
+    ConnectionCheckedOutEvent,
+    ConnectionCheckOutFailedEvent,
+    ConnectionCheckOutFailedReason,
+    ConnectionCheckOutStartedEvent,
+    ConnectionClosedEvent,
+    ConnectionClosedReason,
+    ConnectionCreatedEvent,
+    ConnectionReadyEvent,
+    PoolClearedEvent,
+    PoolClosedEvent,
+    PoolCreatedEvent,
+    PoolEvent,
+    PoolReadyEvent,
+)
+
+__all__ = ["CHECKOUT_FAILED_REASON_TEXT", "CLOSED_REASON_TEXT", "LogMessage", "log_message"]
+
+CLOSED_REASON_TEXT: Mapping[ConnectionClosedReason, str] = {
+    ConnectionClosedReason.STALE: "Connection became stale because the pool was cleared",
+    ConnectionClosedReason.IDLE: (
+        "Connection has been available but unused for longer than the configured max idle time"
+    ),
+    ConnectionClosedReason.ERROR: "An error occurred while using the connection",
+    ConnectionClosedReason.POOL_CLOSED: "Connection pool was closed",
+}
+
+CHECKOUT_FAILED_REASON_TEXT: Mapping[ConnectionCheckOutFailedReason, str] = {
+    ConnectionCheckOutFailedReason.TIMEOUT: (
+        "Wait queue timeout elapsed without a connection becoming available"
+    ),
+    ConnectionCheckOutFailedReason.CONNECTION_ERROR: (
+        "An error occurred while trying to establish a new connection"
+    ),
+    ConnectionCheckOutFailedReason.POOL_CLOSED: "Connection pool was closed",
+}
+
+_POOL_CREATED_OPTIONS = (
+    "maxIdleTimeMS",
+    "minPoolSize",
+    "maxPoolSize",
+    "maxConnecting",
+    "waitQueueTimeoutMS",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LogMessage:
+    """One structured log message: ``fields`` carries "message" plus the spec's keys."""
+
+    fields: Mapping[str, Any]
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def log_message(event: PoolEvent) -> LogMessage:
+    """The spec's log message for ``event``."""
+    return _BUILDERS[type(event)](event)
+
+
+def format_error(error: BaseException) -> str:
+    """The logging spec leaves the format open; type name and message carry all we report."""
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _common(event: PoolEvent, message: str) -> dict[str, Any]:
+    host, port = event.address
+    fields: dict[str, Any] = {"message": message, "serverHost": host}
+    if port is not None:
+        fields["serverPort"] = port
+    return fields
+
+
+def _where(fields: Mapping[str, Any]) -> str:
+    port = fields.get("serverPort")
+    return fields["serverHost"] if port is None else f"{fields['serverHost']}:{port}"
+
+
+def _pool_created(event: Any) -> LogMessage:
+    assert isinstance(event, PoolCreatedEvent)
+    fields = _common(event, "Connection pool created")
+    for name in _POOL_CREATED_OPTIONS:
+        if name in event.options:
+            fields[name] = event.options[name]
+    used = ", ".join(f"{name}={fields[name]}" for name in _POOL_CREATED_OPTIONS if name in fields)
+    text = f"Connection pool created for {_where(fields)}"
+    return LogMessage(fields, f"{text} using options {used}" if used else text)
+
+
+def _pool_ready(event: Any) -> LogMessage:
+    fields = _common(event, "Connection pool ready")
+    return LogMessage(fields, f"Connection pool ready for {_where(fields)}")
+
+
+def _pool_cleared(event: Any) -> LogMessage:
+    assert isinstance(event, PoolClearedEvent)
+    fields = _common(event, "Connection pool cleared")
+    text = f"Connection pool for {_where(fields)} cleared"
+    if event.service_id is not None:
+        fields["serviceId"] = str(event.service_id)
+        text += f" for serviceId {fields['serviceId']}"
+    return LogMessage(fields, text)
+
+
+def _pool_closed(event: Any) -> LogMessage:
+    fields = _common(event, "Connection pool closed")
+    return LogMessage(fields, f"Connection pool closed for {_where(fields)}")
+
+
+def _connection_created(event: Any) -> LogMessage:
+    assert isinstance(event, ConnectionCreatedEvent)
+    fields = _common(event, "Connection created")
+    fields["driverConnectionId"] = event.connection_id
+    text = (
+        f"Connection created: address={_where(fields)}, driver-generated ID={event.connection_id}"
+    )
+    return LogMessage(fields, text)
+
+
+def _connection_ready(event: Any) -> LogMessage:
+    assert isinstance(event, ConnectionReadyEvent)
+    fields = _common(event, "Connection ready")
+    fields["driverConnectionId"] = event.connection_id
+    fields["durationMS"] = event.duration_ms
+    text = (
+        f"Connection ready: address={_where(fields)}, driver-generated ID={event.connection_id}"
+        f", established in={event.duration_ms:.3f} ms"
+    )
+    return LogMessage(fields, text)
+
+
+def _connection_closed(event: Any) -> LogMessage:
+    assert isinstance(event, ConnectionClosedEvent)
+    fields = _common(event, "Connection closed")
+    fields["driverConnectionId"] = event.connection_id
+    fields["reason"] = CLOSED_REASON_TEXT[event.reason]
+    text = (
+        f"Connection closed: address={_where(fields)}, driver-generated ID={event.connection_id}"
+        f". Reason: {fields['reason']}"
+    )
+    if event.reason is ConnectionClosedReason.ERROR and event.error is not None:
+        fields["error"] = format_error(event.error)
+        text += f". Error: {fields['error']}"
+    return LogMessage(fields, text)
+
+
+def _checkout_started(event: Any) -> LogMessage:
+    fields = _common(event, "Connection checkout started")
+    return LogMessage(fields, f"Checkout started for connection to {_where(fields)}")
+
+
+def _checkout_failed(event: Any) -> LogMessage:
+    assert isinstance(event, ConnectionCheckOutFailedEvent)
+    fields = _common(event, "Connection checkout failed")
+    fields["reason"] = CHECKOUT_FAILED_REASON_TEXT[event.reason]
+    text = f"Checkout failed for connection to {_where(fields)}. Reason: {fields['reason']}"
+    if event.reason is ConnectionCheckOutFailedReason.CONNECTION_ERROR and event.error is not None:
+        fields["error"] = format_error(event.error)
+        text += f". Error: {fields['error']}"
+    fields["durationMS"] = event.duration_ms
+    return LogMessage(fields, f"{text}. Duration: {event.duration_ms:.3f} ms")
+
+
+def _checked_out(event: Any) -> LogMessage:
+    assert isinstance(event, ConnectionCheckedOutEvent)
+    fields = _common(event, "Connection checked out")
+    fields["driverConnectionId"] = event.connection_id
+    fields["durationMS"] = event.duration_ms
+    text = (
+        f"Connection checked out: address={_where(fields)}, "
+        f"driver-generated ID={event.connection_id}, duration={event.duration_ms:.3f} ms"
+    )
+    return LogMessage(fields, text)
+
+
+def _checked_in(event: Any) -> LogMessage:
+    assert isinstance(event, ConnectionCheckedInEvent)
+    fields = _common(event, "Connection checked in")
+    fields["driverConnectionId"] = event.connection_id
+    text = (
+        f"Connection checked in: address={_where(fields)}, "
+        f"driver-generated ID={event.connection_id}"
+    )
+    return LogMessage(fields, text)
+
+
+_BUILDERS: Mapping[type, Callable[[Any], LogMessage]] = {
+    PoolCreatedEvent: _pool_created,
+    PoolReadyEvent: _pool_ready,
+    PoolClearedEvent: _pool_cleared,
+    PoolClosedEvent: _pool_closed,
+    ConnectionCreatedEvent: _connection_created,
+    ConnectionReadyEvent: _connection_ready,
+    ConnectionClosedEvent: _connection_closed,
+    ConnectionCheckOutStartedEvent: _checkout_started,
+    ConnectionCheckOutFailedEvent: _checkout_failed,
+    ConnectionCheckedOutEvent: _checked_out,
+    ConnectionCheckedInEvent: _checked_in,
+}
