@@ -1,0 +1,123 @@
+"""The only socket and ssl code of asyncmongo: open a transport, build TLS contexts, and turn
+every outside failure into the driver's errors in one place (:func:`translate_error`).
+
+TCP (IPv4/IPv6, ``TCP_NODELAY``) and Unix domain sockets (an address whose port is None).
+TLS uses the standard ``ssl`` module with the URI options' semantics:
+``tlsAllowInvalidCertificates`` turns off chain verification (and with it hostname checks),
+``tlsAllowInvalidHostnames`` only the hostname check, ``tlsInsecure`` both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import socket
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from asyncmongo.core.address import Address, format_address
+from asyncmongo.errors import AutoReconnect, ConfigurationError, ConnectionFailure, NetworkTimeout
+
+P = TypeVar("P", bound=asyncio.BaseProtocol)
+
+
+@dataclass(frozen=True, slots=True)
+class TlsSettings:
+    """The ``tls*`` options of the connection string / client."""
+
+    enabled: bool = False
+    ca_file: str | None = None
+    certificate_key_file: str | None = None
+    certificate_key_file_password: str | None = None
+    allow_invalid_certificates: bool = False
+    allow_invalid_hostnames: bool = False
+    insecure: bool = False
+
+    @property
+    def verify_certificates(self) -> bool:
+        return not (self.insecure or self.allow_invalid_certificates)
+
+    @property
+    def check_hostname(self) -> bool:
+        return self.verify_certificates and not self.allow_invalid_hostnames
+
+
+@functools.lru_cache(maxsize=16)
+def create_ssl_context(tls: TlsSettings) -> ssl.SSLContext:
+    """A client context for ``tls`` (cached: loading CA files is slow, settings are frozen)."""
+    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+    try:
+        if tls.ca_file is not None:
+            context.load_verify_locations(cafile=tls.ca_file)
+        if tls.certificate_key_file is not None:
+            context.load_cert_chain(
+                tls.certificate_key_file, password=tls.certificate_key_file_password
+            )
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigurationError(f"cannot load TLS certificates: {exc}") from exc
+    context.check_hostname = tls.check_hostname
+    if not tls.verify_certificates:
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+async def open_transport(
+    address: Address,
+    protocol_factory: Callable[[], P],
+    *,
+    tls: TlsSettings,
+    deadline: float | None,
+) -> tuple[asyncio.Transport, P]:
+    """Connect to ``address`` (TCP or Unix socket, TLS if asked) before ``deadline``."""
+    context = create_ssl_context(tls) if tls.enabled else None
+    loop = asyncio.get_running_loop()
+    host, port = address
+    try:
+        async with asyncio.timeout_at(deadline):
+            if port is None:
+                transport, protocol = await loop.create_unix_connection(
+                    protocol_factory, host, ssl=context, server_hostname=host if context else None
+                )
+            else:
+                transport, protocol = await loop.create_connection(
+                    protocol_factory, host, port, ssl=context
+                )
+    except (OSError, TimeoutError, EOFError) as exc:
+        raise translate_error(exc, address, "connect") from exc
+    _tune_socket(transport)
+    return transport, protocol
+
+
+def _tune_socket(transport: asyncio.BaseTransport) -> None:
+    """TCP_NODELAY (commands are small and latency-bound) and keepalive."""
+    sock = transport.get_extra_info("socket")
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    except OSError:
+        pass  # best effort: a socket that refuses options still works
+
+
+def translate_error(exc: BaseException | None, address: Address, action: str) -> ConnectionFailure:
+    """The driver's error for an outside failure while ``action``-ing with ``address``.
+
+    Timeouts become NetworkTimeout; OSError, ssl errors and EOF (``exc`` None: the peer closed)
+    become AutoReconnect; anything already a ConnectionFailure passes through.
+    """
+    where = format_address(address)
+    if isinstance(exc, ConnectionFailure):
+        return exc
+    if isinstance(exc, TimeoutError | socket.timeout):
+        return NetworkTimeout(f"{where}: timed out during {action}")
+    if exc is None or isinstance(exc, EOFError):
+        return AutoReconnect(f"{where}: connection closed by the peer during {action}")
+    if isinstance(exc, ssl.SSLError):
+        reason = getattr(exc, "verify_message", None) or exc.reason or str(exc)
+        return AutoReconnect(f"{where}: TLS error during {action}: {reason}")
+    if isinstance(exc, OSError):
+        return AutoReconnect(f"{where}: {exc.strerror or exc} during {action}")
+    return AutoReconnect(f"{where}: {exc!r} during {action}")
