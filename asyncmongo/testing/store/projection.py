@@ -1,0 +1,242 @@
+"""Projections for find and ``$project``: inclusion, exclusion, ``_id``, dotted paths,
+computed fields (aggregation expressions), ``$slice``, ``$elemMatch`` and positional ``a.$``.
+
+Inclusion keeps the document's own field order, with computed fields after; a projection that
+mixes inclusion and exclusion (other than ``_id``) fails with 31253/31254 as on the server.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from asyncmongo.testing.store import expressions
+from asyncmongo.testing.store.compare import is_number, number_value
+from asyncmongo.testing.store.errors import StoreError, bad_value
+from asyncmongo.testing.store.matcher import compile_condition, compile_filter
+from asyncmongo.testing.store.paths import MISSING, split_path
+
+Projector = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+@dataclass(slots=True)
+class _Node:
+    """One level of a projection: included/excluded fields, subtrees, computed fields."""
+
+    flags: dict[str, bool] = field(default_factory=dict)
+    children: dict[str, _Node] = field(default_factory=dict)
+    computed: dict[str, Any] = field(default_factory=dict)
+    slices: dict[str, Any] = field(default_factory=dict)
+    elem_matches: dict[str, Callable[[Any], bool]] = field(default_factory=dict)
+    positional: set[str] = field(default_factory=set)
+
+
+def _flag(value: Any) -> bool | None:
+    """True/False for an inclusion/exclusion value, None for an expression."""
+    if isinstance(value, bool):
+        return value
+    if is_number(value):
+        return number_value(value) != 0
+    return None
+
+
+def compile_projection(spec: Mapping[str, Any] | None, *, query: Mapping[str, Any] | None = None,
+                       aggregate: bool = False) -> Projector:
+    """A function that projects one document by ``spec``."""
+    if not spec:
+        if aggregate:
+            raise StoreError(51272, "$project specification must have at least one field")
+        return lambda doc: dict(doc)
+    if not isinstance(spec, Mapping):
+        raise bad_value("projection must be an object")
+    root = _Node()
+    inclusion: bool | None = None
+    id_flag = True
+    for path, value in spec.items():
+        kind = _add(root, path, value, aggregate)
+        if path == "_id" and kind in ("include", "exclude"):
+            id_flag = kind == "include"
+            continue
+        if kind in ("include", "exclude"):
+            wanted = kind == "include"
+            if inclusion is None:
+                inclusion = wanted
+            elif inclusion != wanted:
+                if wanted:
+                    raise StoreError(31253, f"Cannot do inclusion on field {path} in exclusion "
+                                            "projection")
+                raise StoreError(31254, f"Cannot do exclusion on field {path} in inclusion "
+                                        "projection")
+        elif kind == "computed":
+            if inclusion is False:
+                raise StoreError(31254, f"Cannot use expression other than $meta in exclusion "
+                                        f"projection")
+            inclusion = True
+        elif kind == "elemMatch" and inclusion is None:
+            inclusion = True
+    if inclusion is None:
+        inclusion = id_flag and "_id" in spec and not root.slices
+    root.flags["_id"] = id_flag
+    return _projector(root, inclusion, query)
+
+
+def _add(root: _Node, path: str, value: Any, aggregate: bool) -> str:
+    parts = split_path(path)
+    if parts[-1] == "$":
+        parts = parts[:-1]
+        node = _descend(root, parts[:-1])
+        node.positional.add(parts[-1])
+        node.flags[parts[-1]] = True
+        return "include"
+    node = _descend(root, parts[:-1])
+    name = parts[-1]
+    flag = _flag(value)
+    if flag is not None:
+        node.flags[name] = flag
+        return "include" if flag else "exclude"
+    if isinstance(value, Mapping) and list(value) == ["$slice"] and not aggregate:
+        node.slices[name] = _parse_slice(value["$slice"])
+        return "slice"
+    if isinstance(value, Mapping) and list(value) == ["$elemMatch"] and not aggregate:
+        condition = value["$elemMatch"]
+        if not isinstance(condition, Mapping):
+            raise bad_value("elemMatch: Invalid argument, object required.")
+        node.elem_matches[name] = _elem_test(condition)
+        node.flags[name] = True
+        return "elemMatch"
+    if isinstance(value, Mapping) and value and not next(iter(value)).startswith("$"):
+        for key, sub in value.items():
+            kind = _add(root, f"{path}.{key}", sub, aggregate)
+        return kind
+    node.computed[name] = expressions.parse(value)
+    return "computed"
+
+
+def _descend(root: _Node, parts: list[str]) -> _Node:
+    node = root
+    for part in parts:
+        node = node.children.setdefault(part, _Node())
+    return node
+
+
+def _parse_slice(argument: Any) -> tuple[int, int | None]:
+    if is_number(argument):
+        return int(number_value(argument)), None
+    if (isinstance(argument, list) and len(argument) == 2
+            and all(is_number(a) for a in argument)):
+        skip, limit = (int(number_value(a)) for a in argument)
+        if limit <= 0:
+            raise bad_value(f"$slice limit must be positive, got {limit}")
+        return skip, limit
+    raise bad_value("$slice only supports numbers and [skip, limit] arrays")
+
+
+def _elem_test(condition: Mapping[str, Any]) -> Callable[[Any], bool]:
+    first = next(iter(condition), "")
+    if first.startswith("$") and first not in ("$and", "$or", "$nor", "$expr"):
+        test = compile_condition(condition)
+        return lambda e: test([e])
+    predicate = compile_filter(condition)
+    return lambda e: isinstance(e, Mapping) and predicate(e)
+
+
+def _projector(root: _Node, inclusion: bool, query: Mapping[str, Any] | None) -> Projector:
+    def project(document: Mapping[str, Any]) -> dict[str, Any]:
+        if inclusion:
+            result = _include(document, root, document, query, top=True)
+        else:
+            result = _exclude(document, root)
+        return result
+
+    return project
+
+
+def _slice(value: Any, spec: tuple[int, int | None]) -> Any:
+    if not isinstance(value, list):
+        return value
+    skip, limit = spec
+    if limit is None:
+        return value[:skip] if skip >= 0 else value[max(0, len(value) + skip):]
+    start = skip if skip >= 0 else max(0, len(value) + skip)
+    return value[start:start + limit]
+
+
+def _include(document: Mapping[str, Any], node: _Node, root: Mapping[str, Any],
+             query: Mapping[str, Any] | None, top: bool = False) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in document.items():
+        if node.flags.get(key) and key not in node.children:
+            result[key] = _special(key, value, node, root, query)
+        elif key in node.children:
+            sub = _include_value(value, node.children[key], root, query)
+            if sub is not MISSING:
+                result[key] = sub
+        elif key in node.slices:
+            result[key] = _slice(copy.deepcopy(value), node.slices[key])
+    if top and "_id" in document and node.flags.get("_id", True) and "_id" not in result:
+        result = {"_id": document["_id"], **result}
+    for key, expression in node.computed.items():
+        value = expressions.evaluate(expression, root)
+        if value is not MISSING:
+            result[key] = value
+    return result
+
+
+def _special(key: str, value: Any, node: _Node, root: Mapping[str, Any],
+             query: Mapping[str, Any] | None) -> Any:
+    if key in node.elem_matches:
+        if not isinstance(value, list):
+            return MISSING
+        for element in value:
+            if node.elem_matches[key](element):
+                return [copy.deepcopy(element)]
+        return MISSING
+    if key in node.positional and isinstance(value, list):
+        from asyncmongo.testing.store.update import positional_index
+
+        try:
+            index = positional_index(query, root, [key])
+        except StoreError as exc:
+            raise bad_value("Executor error during find command :: caused by :: positional "
+                            "operator '.$' couldn't find a matching element in the array") from exc
+        return [copy.deepcopy(value[index])]
+    if key in node.slices:
+        return _slice(copy.deepcopy(value), node.slices[key])
+    return copy.deepcopy(value)
+
+
+def _include_value(value: Any, node: _Node, root: Mapping[str, Any],
+                   query: Mapping[str, Any] | None) -> Any:
+    if isinstance(value, Mapping):
+        return _include(value, node, root, query)
+    if isinstance(value, list):
+        items = [_include_value(e, node, root, query) for e in value
+                 if isinstance(e, Mapping | list)]
+        return [i for i in items if i is not MISSING]
+    if node.computed:
+        return _include({}, node, root, query)
+    return MISSING
+
+
+def _exclude(document: Mapping[str, Any], node: _Node) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in document.items():
+        if node.flags.get(key) is False:
+            continue
+        if key in node.children:
+            result[key] = _exclude_value(value, node.children[key])
+        elif key in node.slices:
+            result[key] = _slice(copy.deepcopy(value), node.slices[key])
+        else:
+            result[key] = copy.deepcopy(value)
+    return result
+
+
+def _exclude_value(value: Any, node: _Node) -> Any:
+    if isinstance(value, Mapping):
+        return _exclude(value, node)
+    if isinstance(value, list):
+        return [_exclude_value(e, node) for e in value]
+    return copy.deepcopy(value)
