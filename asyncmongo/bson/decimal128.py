@@ -171,8 +171,7 @@ class Decimal128:
             bits = _from_decimal(value)
         else:
             raise TypeError(
-                f"Decimal128 needs a str, decimal.Decimal or Decimal128, not "
-                f"{type(value).__name__}"
+                f"Decimal128 needs a str, decimal.Decimal or Decimal128, not {type(value).__name__}"
             )
         object.__setattr__(self, "_bits", bits)
 
