@@ -18,6 +18,13 @@ from asyncmongo.bson.binary import (
     BinaryVector,
     BinaryVectorDtype,
 )
+from asyncmongo.bson.codec import (
+    MAX_NESTING_DEPTH,
+    decode,
+    decode_all,
+    decode_iter,
+    encode,
+)
 from asyncmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from asyncmongo.bson.dbref import DBRef
 from asyncmongo.bson.decimal128 import Decimal128
@@ -31,6 +38,7 @@ from asyncmongo.bson.errors import (
     InvalidStringData,
 )
 from asyncmongo.bson.objectid import ObjectId
+from asyncmongo.bson.raw import RawBSONDocument
 from asyncmongo.bson.types import (
     Code,
     DatetimeConversion,
@@ -50,6 +58,7 @@ __all__ = [
     "BINARY_SUBTYPE",
     "DEFAULT_CODEC_OPTIONS",
     "FUNCTION_SUBTYPE",
+    "MAX_NESTING_DEPTH",
     "MD5_SUBTYPE",
     "OLD_BINARY_SUBTYPE",
     "OLD_UUID_SUBTYPE",
@@ -77,9 +86,14 @@ __all__ = [
     "MaxKey",
     "MinKey",
     "ObjectId",
+    "RawBSONDocument",
     "Regex",
     "Symbol",
     "Timestamp",
     "Undefined",
     "UuidRepresentation",
+    "decode",
+    "decode_all",
+    "decode_iter",
+    "encode",
 ]
