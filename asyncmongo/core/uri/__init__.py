@@ -5,7 +5,7 @@
 """
 
 from asyncmongo.core.uri.client_options import ClientOptions
-from asyncmongo.core.uri.parse import parse, parse_lenient
+from asyncmongo.core.uri.parse import parse, parse_lenient, parse_uri_options
 from asyncmongo.core.uri.srv import (
     SrvRecord,
     apply_srv_records,
@@ -24,6 +24,7 @@ __all__ = [
     "is_valid_target",
     "parse",
     "parse_lenient",
+    "parse_uri_options",
     "parse_txt_records",
     "polled_hosts",
     "srv_query_name",

@@ -10,9 +10,10 @@ from typing import Any
 
 from asyncmongo.core.uri.client_options import ClientOptions, build_client_options
 from asyncmongo.core.uri.collect import collect_kwargs, collect_pairs
-from asyncmongo.core.uri.split import split_uri
+from asyncmongo.core.uri.rules import check_combination
+from asyncmongo.core.uri.split import SplitUri, split_uri
 
-__all__ = ["parse", "parse_lenient"]
+__all__ = ["parse", "parse_lenient", "parse_uri_options"]
 
 
 def parse(uri: str, /, **kwargs: Any) -> ClientOptions:
@@ -33,6 +34,21 @@ def parse_lenient(uri: str, /, **kwargs: Any) -> ClientOptions:
     ignored and MUST log a WARN level message"). Keyword arguments are still strict.
     """
     return _parse(uri, kwargs, lenient=True)
+
+
+def parse_uri_options(uri: str, /, *, lenient: bool = False) -> tuple[SplitUri, dict[str, Any]]:
+    """The parsing stage alone: the URI's parts and its options, each validated and checked
+    against the others, but no credential built and no ClientOptions.
+
+    This is what the connection-string and uri-options spec tests exercise ("Doing so may
+    require exposing the driver's URI parsing component"): e.g. a URI whose invalid
+    authMechanismProperties are ignored with a warning is a valid URI, even though the
+    credential it leaves behind is incomplete and ``parse`` rejects it.
+    """
+    parts = split_uri(uri)
+    options = collect_pairs(parts.options, lenient=lenient, where="connection string")
+    check_combination(options, hosts=parts.hosts, is_srv=parts.is_srv, resolved=not parts.is_srv)
+    return parts, options
 
 
 def _parse(uri: str, kwargs: dict[str, Any], *, lenient: bool) -> ClientOptions:

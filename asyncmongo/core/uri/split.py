@@ -49,6 +49,8 @@ def split_uri(uri: str) -> SplitUri:
     cut = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
     authority, path = rest[:cut], rest[cut:]
     userinfo, at, host_text = authority.rpartition("@")
+    if not host_text:
+        raise InvalidURI("no host in the connection string (a socket path must be %-encoded)")
     username, password = _userinfo(userinfo) if at else (None, None)
     database, query = _path(path)
     if is_srv:
@@ -90,6 +92,12 @@ def _path(path: str) -> tuple[str | None, str]:
     raw_db, _, query = path[1:].partition("?")
     if not raw_db:
         return None, query
+    if "@" in raw_db:
+        # Most likely a '/' in the password: never echo this part, it may hold the password.
+        raise InvalidURI(
+            "an '@' follows the first '/': a '/' in the username or password must be "
+            "percent-encoded as %2F (and an '@' in the database name as %40)"
+        )
     database = percent_decode(raw_db, "the database name")
     bad = sorted(_FORBIDDEN_IN_DATABASE.intersection(database))
     if bad:
