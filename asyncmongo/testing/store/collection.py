@@ -1,0 +1,242 @@
+"""A collection: documents in insertion order, keyed by ``_id``, plus its indexes.
+
+Documents are never changed in place: a write stores a new document object, so a clone (a
+transaction's snapshot) can share the others. Every write goes through ``guard`` first, which is
+how the store detects write conflicts between transactions and plain writes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from asyncmongo.bson.binary import Binary
+from asyncmongo.testing.store.compare import hash_key, is_number, number_value
+from asyncmongo.testing.store.errors import StoreError
+from asyncmongo.testing.store.matcher import Predicate, compile_filter
+from asyncmongo.testing.store.paths import MISSING, collect, split_path
+from asyncmongo.testing.store.render import render
+
+Document = dict[str, Any]
+Guard = Callable[["Collection", Any], None]
+
+ID_INDEX_NAME = "_id_"
+_MAX_KEYS_PER_DOCUMENT = 10_000
+
+
+@dataclass(slots=True)
+class Index:
+    """One index: its specification as listed, and (for unique ones) its key → _id entries."""
+
+    name: str
+    key: dict[str, Any]
+    unique: bool = False
+    sparse: bool = False
+    partial: Predicate | None = None
+    spec: dict[str, Any] = field(default_factory=dict)
+    entries: dict[Any, Any] = field(default_factory=dict)
+
+    def copy(self) -> Index:
+        return Index(self.name, self.key, self.unique, self.sparse, self.partial, self.spec,
+                     dict(self.entries))
+
+    def keys_for(self, document: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        """The index keys of a document (several for array fields); none if not indexed."""
+        if self.partial is not None and not self.partial(document):
+            return []
+        per_field: list[list[Any]] = []
+        present = False
+        for path in self.key:
+            values = _index_values(document, path)
+            present = present or values != [None] or _has_path(document, path)
+            per_field.append(values)
+        if self.sparse and not present:
+            return []
+        keys = itertools.islice(itertools.product(*per_field), _MAX_KEYS_PER_DOCUMENT)
+        return [tuple(combo) for combo in keys]
+
+    def key_value(self, combo: tuple[Any, ...]) -> dict[str, Any]:
+        return dict(zip(self.key, combo, strict=True))
+
+
+def _has_path(document: Mapping[str, Any], path: str) -> bool:
+    return any(v is not MISSING for v in collect(document, split_path(path)))
+
+
+def _index_values(document: Mapping[str, Any], path: str) -> list[Any]:
+    values: list[Any] = []
+    for value in collect(document, split_path(path)):
+        if value is MISSING:
+            values.append(None)
+        elif isinstance(value, list):
+            values.extend(value or [None])
+        else:
+            values.append(value)
+    unique: dict[Any, Any] = {}
+    for value in values:
+        unique.setdefault(hash_key(value), value)
+    return list(unique.values())
+
+
+def id_key(value: Any) -> Any:
+    """The key a document's ``_id`` is stored under (1, 1.0 and Int64(1) are one key)."""
+    return hash_key(value)
+
+
+def new_uuid(rng_bytes: bytes) -> Binary:
+    """A UUID (subtype 4) from 16 random bytes, version 4 bits set."""
+    data = bytearray(rng_bytes)
+    data[6] = (data[6] & 0x0F) | 0x40
+    data[8] = (data[8] & 0x3F) | 0x80
+    return Binary(bytes(data), 4)
+
+
+class Collection:
+    """The documents and indexes of one namespace."""
+
+    def __init__(self, db_name: str, name: str, options: Mapping[str, Any] | None = None,
+                 uuid: Binary | None = None) -> None:
+        self.db_name = db_name
+        self.name = name
+        self.options: dict[str, Any] = dict(options or {})
+        self.uuid = uuid
+        self.documents: dict[Any, Document] = {}
+        self.indexes: dict[str, Index] = {
+            ID_INDEX_NAME: Index(ID_INDEX_NAME, {"_id": 1}, spec={"v": 2, "key": {"_id": 1},
+                                                                  "name": ID_INDEX_NAME})
+        }
+        self.guard: Guard | None = None
+
+    def __repr__(self) -> str:
+        return (f"Collection({self.namespace!r}: {len(self.documents)} documents, "
+                f"{len(self.indexes)} indexes)")
+
+    @property
+    def namespace(self) -> str:
+        return f"{self.db_name}.{self.name}"
+
+    def clone(self) -> Collection:
+        """A copy sharing the (immutable) documents: a transaction's snapshot."""
+        copy = Collection(self.db_name, self.name, self.options, self.uuid)
+        copy.documents = dict(self.documents)
+        copy.indexes = {name: index.copy() for name, index in self.indexes.items()}
+        return copy
+
+    def __iter__(self) -> Iterator[Document]:
+        return iter(list(self.documents.values()))
+
+    def __len__(self) -> int:
+        return len(self.documents)
+
+    # --- writes ---------------------------------------------------------------------------
+
+    def insert(self, document: Document) -> None:
+        """Add a document (it must have ``_id``); duplicate keys fail with 11000."""
+        key = id_key(document["_id"])
+        if key in self.documents:
+            raise self._duplicate(self.indexes[ID_INDEX_NAME], (document["_id"],))
+        self._check_unique(document, key)
+        if self.guard is not None:
+            self.guard(self, key)
+        self.documents[key] = document
+        self._add_entries(document, key)
+
+    def replace(self, key: Any, document: Document) -> None:
+        """Store a new version of the document with the given key."""
+        old = self.documents[key]
+        self._check_unique(document, key)
+        if self.guard is not None:
+            self.guard(self, key)
+        self._remove_entries(old)
+        self.documents[key] = document
+        self._add_entries(document, key)
+
+    def delete(self, key: Any) -> None:
+        if self.guard is not None:
+            self.guard(self, key)
+        self._remove_entries(self.documents.pop(key))
+
+    def put_raw(self, key: Any, document: Document | None) -> None:
+        """Set or remove a document without checks (applying a committed transaction)."""
+        old = self.documents.pop(key, None) if document is None else self.documents.get(key)
+        if old is not None:
+            self._remove_entries(old)
+        if document is not None:
+            self.documents[key] = document
+            self._add_entries(document, key)
+
+    # --- unique indexes -------------------------------------------------------------------
+
+    def _unique_indexes(self) -> list[Index]:
+        return [i for i in self.indexes.values() if i.unique and i.name != ID_INDEX_NAME]
+
+    def _check_unique(self, document: Document, key: Any) -> None:
+        for index in self._unique_indexes():
+            for combo in index.keys_for(document):
+                owner = index.entries.get(_combo_key(combo))
+                if owner is not None and owner != key:
+                    raise self._duplicate(index, combo)
+
+    def _add_entries(self, document: Document, key: Any) -> None:
+        for index in self._unique_indexes():
+            for combo in index.keys_for(document):
+                index.entries[_combo_key(combo)] = key
+
+    def _remove_entries(self, document: Document) -> None:
+        key = id_key(document["_id"])
+        for index in self._unique_indexes():
+            for combo in index.keys_for(document):
+                if index.entries.get(_combo_key(combo)) == key:
+                    del index.entries[_combo_key(combo)]
+
+    def _duplicate(self, index: Index, combo: tuple[Any, ...]) -> StoreError:
+        key_value = index.key_value(combo)
+        shown = render(key_value, spaced=True)
+        return StoreError(
+            11000,
+            f"E11000 duplicate key error collection: {self.namespace} index: {index.name} "
+            f"dup key: {shown}",
+            extra={"keyPattern": dict(index.key), "keyValue": key_value},
+        )
+
+    def add_index(self, index: Index) -> None:
+        """Build ``index`` over the existing documents (duplicates fail with 11000)."""
+        if index.unique and index.name != ID_INDEX_NAME:
+            for key, document in self.documents.items():
+                for combo in index.keys_for(document):
+                    owner = index.entries.setdefault(_combo_key(combo), key)
+                    if owner != key:
+                        raise self._duplicate(index, combo)
+        self.indexes[index.name] = index
+
+
+def _combo_key(combo: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(hash_key(v) for v in combo)
+
+
+def index_name(key: Mapping[str, Any]) -> str:
+    """The default index name: ``a_1_b_-1``."""
+    parts = []
+    for path, direction in key.items():
+        shown = int(number_value(direction)) if is_number(direction) and number_value(
+            direction) == int(number_value(direction)) else direction
+        parts.append(f"{path}_{shown}")
+    return "_".join(parts)
+
+
+def make_index(spec: Mapping[str, Any]) -> Index:
+    """An :class:`Index` from a createIndexes specification (validated)."""
+    key = spec.get("key")
+    if not isinstance(key, Mapping) or not key:
+        raise StoreError(67, "Index key pattern must be a non-empty object")
+    name = spec.get("name")
+    if not isinstance(name, str) or not name:
+        raise StoreError(9, "The 'name' field is a required property of an index specification")
+    partial_spec = spec.get("partialFilterExpression")
+    partial = compile_filter(partial_spec) if partial_spec is not None else None
+    listed = {"v": 2, "key": dict(key), "name": name}
+    listed.update({k: v for k, v in spec.items() if k not in ("key", "name", "v")})
+    return Index(name, dict(key), bool(spec.get("unique", False)),
+                 bool(spec.get("sparse", False)), partial, listed)

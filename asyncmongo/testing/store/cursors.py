@@ -1,0 +1,94 @@
+"""Server-side cursors: ids, batches, getMore and killCursors.
+
+A cursor holds the rest of a result (already computed: the store answers from memory) and
+hands it out in batches. Ids are positive Int64 values; an unknown id gives code 43.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from asyncmongo.bson.types import Int64
+from asyncmongo.testing.store.errors import StoreError
+
+DEFAULT_FIRST_BATCH = 101
+
+
+@dataclass(slots=True)
+class Cursor:
+    """The remaining documents of one result, and where they come from."""
+
+    cursor_id: int
+    namespace: str
+    documents: list[dict[str, Any]]
+    position: int = 0
+    lsid_key: Any = None
+
+    @property
+    def exhausted(self) -> bool:
+        return self.position >= len(self.documents)
+
+    def next_batch(self, batch_size: int | None) -> list[dict[str, Any]]:
+        end = len(self.documents) if not batch_size else self.position + batch_size
+        batch = self.documents[self.position:end]
+        self.position += len(batch)
+        return [copy.deepcopy(d) for d in batch]
+
+
+class CursorManager:
+    """Every open cursor of the store, by id."""
+
+    def __init__(self, first_id: int = 7_340_033) -> None:
+        self._next_id = first_id
+        self.cursors: dict[int, Cursor] = {}
+
+    def __repr__(self) -> str:
+        return f"CursorManager({len(self.cursors)} open)"
+
+    def first_batch(self, namespace: str, documents: list[dict[str, Any]],
+                    batch_size: int | None, *, single_batch: bool = False,
+                    lsid_key: Any = None) -> dict[str, Any]:
+        """The ``cursor`` sub-document of a find/aggregate/list reply (registers the rest)."""
+        cursor = Cursor(0, namespace, documents, lsid_key=lsid_key)
+        size = batch_size
+        if size is None:
+            size = None if single_batch else DEFAULT_FIRST_BATCH
+        batch = [] if size == 0 else cursor.next_batch(size)
+        cursor_id = 0
+        if not cursor.exhausted and not single_batch:
+            cursor_id = self._next_id
+            self._next_id += 1
+            cursor.cursor_id = cursor_id
+            self.cursors[cursor_id] = cursor
+        return {"firstBatch": batch, "id": Int64(cursor_id), "ns": namespace}
+
+    def get_more(self, cursor_id: int, collection: str, db_name: str,
+                 batch_size: int | None) -> dict[str, Any]:
+        cursor = self.cursors.get(int(cursor_id))
+        if cursor is None:
+            raise StoreError(43, f"cursor id {int(cursor_id)} not found")
+        if cursor.namespace != f"{db_name}.{collection}":
+            raise StoreError(13, f"Requested getMore on namespace '{db_name}.{collection}', but "
+                                 f"cursor belongs to a different namespace "
+                                 f"{cursor.namespace}")
+        batch = cursor.next_batch(batch_size)
+        if cursor.exhausted:
+            del self.cursors[cursor.cursor_id]
+            cursor_id = 0
+        return {"nextBatch": batch, "id": Int64(cursor_id), "ns": cursor.namespace}
+
+    def kill(self, cursor_ids: list[Any]) -> dict[str, Any]:
+        killed, not_found = [], []
+        for cursor_id in cursor_ids:
+            if self.cursors.pop(int(cursor_id), None) is None:
+                not_found.append(Int64(cursor_id))
+            else:
+                killed.append(Int64(cursor_id))
+        return {"cursorsKilled": killed, "cursorsNotFound": not_found, "cursorsAlive": [],
+                "cursorsUnknown": []}
+
+    def kill_namespace(self, namespace: str) -> None:
+        for cursor_id in [i for i, c in self.cursors.items() if c.namespace == namespace]:
+            del self.cursors[cursor_id]
