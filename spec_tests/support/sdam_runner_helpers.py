@@ -29,11 +29,13 @@ from asyncmongo.core.error_policy import (
     ErrorPhase,
     application_error_verdict,
 )
+from asyncmongo.core.sdam.compatibility import first_compatibility_error
 from asyncmongo.core.sdam.events import SdamEvent
 from asyncmongo.core.sdam.rtt import RttStats
 from asyncmongo.core.sdam.server_description import ServerDescription
 from asyncmongo.core.sdam.settings import TopologySettings
 from asyncmongo.core.sdam.topology_description import TopologyDescription
+from asyncmongo.core.sdam.types import ServerType, TopologyType
 from spec_tests.support.spec_json import load_spec_json
 
 
@@ -173,3 +175,50 @@ class SdamHarness:
             self._apply(verdict.new_description)
         if verdict.clear_pool:
             self.generations[address] = self.generation(address) + 1
+
+
+# -- server selection test files ---------------------------------------------------------------
+
+#: Server selection files without maxWireVersion describe current servers.
+DEFAULT_TEST_MAX_WIRE_VERSION = 21
+
+
+def server_from_selection_test(spec: Mapping[str, Any]) -> ServerDescription:
+    """A ServerDescription from a server-selection (or max-staleness) test's server entry."""
+    address = parse_address(spec["address"])
+    server_type = ServerType(spec["type"])
+    last_write = spec.get("lastWrite") or {}
+    return ServerDescription(
+        address,
+        server_type=server_type,
+        round_trip_time_ms=spec.get("avg_rtt_ms"),
+        last_write_date_ms=_ms(last_write.get("lastWriteDate")),
+        last_update_time_ms=spec.get("lastUpdateTime"),
+        max_wire_version=spec.get("maxWireVersion", DEFAULT_TEST_MAX_WIRE_VERSION),
+        tags=dict(spec.get("tags") or {}),
+    )
+
+
+def _ms(value: Any) -> int | None:
+    if isinstance(value, datetime):
+        return int((value - datetime(1970, 1, 1, tzinfo=UTC)).total_seconds() * 1000)
+    return None if value is None else int(value)
+
+
+def topology_from_selection_test(test: Mapping[str, Any]) -> TopologyDescription:
+    """The mocked TopologyDescription of a server-selection test (incl. heartbeatFrequencyMS)."""
+    spec = test["topology_description"]
+    servers = {s.address: s for s in map(server_from_selection_test, spec["servers"])}
+    seeds = tuple(servers) or (("placeholder.invalid", 27017),)
+    settings = TopologySettings(
+        seeds,
+        heartbeat_frequency_ms=test.get("heartbeatFrequencyMS", 10_000),
+    )
+    error = first_compatibility_error(servers.values())
+    return TopologyDescription(
+        TopologyType(spec["type"]),
+        servers,
+        settings,
+        compatible=error is None,
+        compatibility_error=error,
+    )
