@@ -125,10 +125,13 @@ _EVENT_NAMES: dict[type, str] = {
 }
 
 
+_SERVER_EVENTS = (ServerOpeningEvent, ServerClosedEvent, ServerDescriptionChangedEvent)
+
+
 def check_event(event: SdamEvent, expected: Mapping[str, Any], where: str) -> None:
     assert event.topology_id == expected["topologyId"], where
     if "address" in expected:
-        assert isinstance(event, ServerOpeningEvent | ServerClosedEvent | ServerDescriptionChangedEvent)
+        assert isinstance(event, _SERVER_EVENTS), where
         assert event.address == parse_address(expected["address"]), where
     if isinstance(event, ServerDescriptionChangedEvent):
         match_server_shape(event.previous_description, expected["previousDescription"], where)

@@ -218,7 +218,7 @@ def application_error_verdict(
 def _state_change_verdict(
     server: ServerDescription, error: ApplicationError, load_balanced: bool
 ) -> ErrorVerdict:
-    """"Not writable primary" / "node is recovering": Unknown, check now, clear on shutdown."""
+    """ "Not writable primary" / "node is recovering": Unknown, check now, clear on shutdown."""
     unknown = None
     if not load_balanced:
         unknown = ServerDescription.unknown(

@@ -48,8 +48,6 @@ class TopologyDescription:
     logical_session_timeout_minutes: int | None = None
     topology_id: object = field(default=None, compare=False)
 
-    __hash__ = None  # type: ignore[assignment]
-
     # -- construction -------------------------------------------------------------------
 
     @classmethod

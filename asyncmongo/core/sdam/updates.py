@@ -153,9 +153,7 @@ def update_rs_with_primary_from_member(draft: Draft, server: ServerDescription) 
     """SDAM updateRSWithPrimaryFromMember: a member's reply while a primary is known."""
     if server.address not in draft.servers:
         return
-    if draft.set_name != server.set_name or (
-        server.me is not None and server.address != server.me
-    ):
+    if draft.set_name != server.set_name or (server.me is not None and server.address != server.me):
         remove(draft, server.address)
         check_if_has_primary(draft)
         return

@@ -50,7 +50,7 @@ class ReadPreference:
 
     def __post_init__(self) -> None:
         staleness = self.max_staleness_seconds
-        if staleness is not None and (isinstance(staleness, bool) or not isinstance(staleness, int)):
+        if isinstance(staleness, bool) or not isinstance(staleness, int | None):
             raise ConfigurationError(f"maxStalenessSeconds must be an integer, not {staleness!r}")
         if staleness == -1:
             object.__setattr__(self, "max_staleness_seconds", None)
@@ -58,14 +58,15 @@ class ReadPreference:
             raise ConfigurationError("maxStalenessSeconds must be a positive integer or -1")
         object.__setattr__(self, "tag_sets", _tag_sets(self.tag_sets))
         if self.mode is Mode.PRIMARY:
-            if any(self.tag_sets):
-                raise ConfigurationError("read preference mode primary cannot be combined with tags")
-            if self.max_staleness_seconds is not None:
-                raise ConfigurationError(
-                    "read preference mode primary cannot be combined with maxStalenessSeconds"
-                )
-            if self.hedge is not None:
-                raise ConfigurationError("read preference mode primary cannot be combined with hedge")
+            for name, used in (
+                ("tags", any(self.tag_sets)),
+                ("maxStalenessSeconds", self.max_staleness_seconds is not None),
+                ("hedge", self.hedge is not None),
+            ):
+                if used:
+                    raise ConfigurationError(
+                        f"read preference mode primary cannot be combined with {name}"
+                    )
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any]) -> ReadPreference:
@@ -109,7 +110,6 @@ class ReadPreference:
         if self.max_staleness_seconds is not None:
             extra += f", maxStalenessSeconds {self.max_staleness_seconds}"
         return f"<ReadPreference {self.mode.value}{extra}>"
-
 
 
 def _tag_sets(tag_sets: Any) -> tuple[TagSet, ...]:

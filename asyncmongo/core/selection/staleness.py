@@ -72,9 +72,7 @@ def filter_by_staleness(
             if s.server_type is not ServerType.RS_SECONDARY
             or staleness_with_primary_ms(s, primary, heartbeat) <= limit_ms
         ]
-    secondaries = [
-        s for s in topology.servers.values() if s.server_type is ServerType.RS_SECONDARY
-    ]
+    secondaries = [s for s in topology.servers.values() if s.server_type is ServerType.RS_SECONDARY]
     freshest = max((_write_date(s) for s in secondaries), default=0)
     return [
         s
