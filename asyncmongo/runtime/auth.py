@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from asyncmongo.core.auth.conversation import Conversation
 from asyncmongo.core.auth.negotiation import (
@@ -35,6 +35,9 @@ from asyncmongo.core.auth.negotiation import (
     speculative_mechanism,
 )
 from asyncmongo.core.auth.scram import ScramCache, generate_nonce
+
+if TYPE_CHECKING:
+    from asyncmongo.runtime.connection import Authenticator, Connection
 
 __all__ = ["CommandConnection", "CredentialAuthenticator"]
 
@@ -128,3 +131,12 @@ class CredentialAuthenticator:
             f"user={credential.username!r} source={credential.source!r}, "
             f"{len(self._pending)} speculative pending>"
         )
+
+
+if TYPE_CHECKING:
+    # Static proof (mypy) that this class fits the connection contract.
+    def _fits_the_contract(authenticator: CredentialAuthenticator) -> Authenticator:
+        return authenticator
+
+    def _connection_fits(conn: Connection) -> CommandConnection:
+        return conn
