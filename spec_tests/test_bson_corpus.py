@@ -19,11 +19,14 @@ keys and regexes) rejects; for Decimal128 (0x13) the Decimal128 constructor must
 
 JSON texts are compared after parsing with key order kept and numbers typed (int vs double,
 -0.0 vs 0.0), because the corpus writes JSON with its own spacing, escapes and exponent case.
+
+The README's prose test (NUL bytes refused in keys and regexes when encoding) is here too.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,7 +43,7 @@ from asyncmongo.bson.errors import (
     InvalidExtendedJSON,
 )
 from asyncmongo.bson.json_util import JSONMode, JSONOptions, dumps, loads
-from asyncmongo.bson.types import DatetimeConversion
+from asyncmongo.bson.types import DatetimeConversion, Regex
 
 CORPUS = Path(__file__).parent / "data" / "bson-corpus"
 
@@ -146,3 +149,19 @@ def test_parse_error(suite: dict[str, Any], case: dict[str, Any]) -> None:
             Decimal128(text)
     else:
         pytest.fail(f"the bson-corpus README defines no parseErrors rule for type {bson_type}")
+
+
+# Prose test 1: "Prohibit null bytes in null-terminated strings when encoding BSON".
+@pytest.mark.parametrize(
+    "document",
+    [
+        pytest.param({"a\x00": 1}, id="field name within a root document"),
+        pytest.param({"a": {"b\x00": 1}}, id="field name within a sub-document"),
+        pytest.param({"a": Regex("b\x00", "i")}, id="pattern for a regular expression"),
+        pytest.param({"a": Regex("b", "i\x00")}, id="flags for a regular expression"),
+        pytest.param({"a": re.compile("b\x00")}, id="pattern of a native re.Pattern"),
+    ],
+)
+def test_prose_null_bytes_prohibited_when_encoding(document: dict[str, Any]) -> None:
+    with pytest.raises(InvalidDocument):
+        encode(document, codec_options=CODEC_OPTIONS)
