@@ -53,6 +53,7 @@ class Catalog:
     def __init__(self, new_uuid: Callable[[], Binary]) -> None:
         self.databases: dict[str, dict[str, Collection]] = {}
         self.new_uuid = new_uuid
+        self.guard: Callable[[Collection, Any], None] | None = None
 
     def __repr__(self) -> str:
         count = sum(len(c) for c in self.databases.values())
@@ -69,6 +70,7 @@ class Catalog:
         check_database_name(db_name)
         check_collection_name(db_name, name)
         collection = Collection(db_name, name, options, self.new_uuid())
+        collection.guard = self.guard
         self.databases.setdefault(db_name, {})[name] = collection
         return collection
 
@@ -93,9 +95,11 @@ class TransactionView:
     """A transaction's snapshot: collections are cloned on first touch, writes stay here
     until commit. ``guard`` is installed on each clone to track and lock written documents."""
 
-    def __init__(self, catalog: Catalog, guard: Callable[[Collection, Any], None]) -> None:
+    def __init__(self, catalog: Catalog, guard: Callable[[Collection, Any], None],
+                 on_touch: Callable[[Namespace], None]) -> None:
         self.catalog = catalog
         self.guard = guard
+        self.on_touch = on_touch
         self.views: dict[Namespace, Collection | None] = {}
 
     def __repr__(self) -> str:
@@ -104,6 +108,7 @@ class TransactionView:
     def get(self, db_name: str, name: str) -> Collection | None:
         key = (db_name, name)
         if key not in self.views:
+            self.on_touch(key)
             real = self.catalog.get(db_name, name)
             clone = real.clone() if real is not None else None
             if clone is not None:
@@ -120,6 +125,7 @@ class TransactionView:
         check_collection_name(db_name, name)
         collection = Collection(db_name, name, options, self.catalog.new_uuid())
         collection.guard = self.guard
+        self.on_touch((db_name, name))
         self.views[(db_name, name)] = collection
         return collection
 

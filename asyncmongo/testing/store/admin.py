@@ -1,0 +1,171 @@
+"""Catalog commands: create, drop, dropDatabase, listCollections, listDatabases,
+createIndexes, listIndexes, dropIndexes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from asyncmongo.testing.store.collection import ID_INDEX_NAME, Collection, make_index
+from asyncmongo.testing.store.context import (
+    CommandContext,
+    collection_name,
+    optional_document,
+    optional_int,
+    require_list,
+)
+from asyncmongo.testing.store.errors import StoreError, bad_value
+from asyncmongo.testing.store.matcher import compile_filter
+from asyncmongo.testing.store.update import strict_key
+
+Reply = dict[str, Any]
+_CREATE_IGNORED = frozenset({"create", "lsid", "txnNumber", "autocommit", "startTransaction",
+                             "writeConcern", "$db", "$clusterTime", "$readPreference",
+                             "apiVersion", "apiStrict", "apiDeprecationErrors", "comment",
+                             "maxTimeMS", "readConcern"})
+
+
+def _reply(**fields: Any) -> Reply:
+    return {**fields, "ok": 1.0}
+
+
+def create(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
+    name = collection_name(command, "create", ctx.db_name)
+    options = {k: v for k, v in command.items() if k not in _CREATE_IGNORED}
+    existing = ctx.namespaces.get(ctx.db_name, name)
+    if existing is not None:
+        if strict_key(existing.options) == strict_key(options):
+            return _reply()
+        raise StoreError(48, f"Collection {ctx.db_name}.{name} already exists.")
+    ctx.namespaces.create(ctx.db_name, name, options)
+    return _reply()
+
+
+def drop(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
+    name = collection_name(command, "drop", ctx.db_name)
+    dropped = ctx.namespaces.drop(ctx.db_name, name)
+    ctx.cursors.kill_namespace(f"{ctx.db_name}.{name}")
+    if dropped is None:
+        return _reply()
+    return _reply(nIndexesWas=len(dropped.indexes), ns=f"{ctx.db_name}.{name}")
+
+
+def _collection_info(collection: Collection) -> dict[str, Any]:
+    return {
+        "name": collection.name,
+        "type": "collection",
+        "options": dict(collection.options),
+        "info": {"readOnly": False, "uuid": collection.uuid},
+        "idIndex": {"v": 2, "key": {"_id": 1}, "name": ID_INDEX_NAME},
+    }
+
+
+def list_collections(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
+    predicate = compile_filter(optional_document(command, "filter"))
+    name_only = bool(command.get("nameOnly", False))
+    entries = []
+    for name in ctx.namespaces.names(ctx.db_name):
+        collection = ctx.namespaces.get(ctx.db_name, name)
+        if collection is None:
+            continue
+        info = _collection_info(collection)
+        if predicate(info):
+            entries.append({"name": name, "type": "collection"} if name_only else info)
+    batch_size = optional_int(optional_document(command, "cursor") or {}, "batchSize")
+    cursor = ctx.cursors.first_batch(f"{ctx.db_name}.$cmd.listCollections", entries,
+                                     batch_size, lsid_key=ctx.lsid_key)
+    return _reply(cursor=cursor)
+
+
+def list_databases(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
+    predicate = compile_filter(optional_document(command, "filter"))
+    name_only = bool(command.get("nameOnly", False))
+    databases = []
+    for name in ctx.namespaces.database_names():
+        entry: dict[str, Any] = {"name": name, "sizeOnDisk": 8192, "empty": False}
+        if predicate(entry):
+            databases.append({"name": name} if name_only else entry)
+    if name_only:
+        return _reply(databases=databases)
+    return _reply(databases=databases, totalSize=8192 * len(databases),
+                  totalSizeMb=len(databases) // 128)
+
+
+def create_indexes(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
+    name = collection_name(command, "createIndexes", ctx.db_name)
+    specs = require_list(command, "indexes")
+    if not specs:
+        raise bad_value("Must specify at least one index to create")
+    existing = ctx.namespaces.get(ctx.db_name, name)
+    collection = existing or ctx.namespaces.create(ctx.db_name, name, {})
+    before = len(collection.indexes)
+    for spec in specs:
+        if not isinstance(spec, Mapping):
+            raise StoreError(14, "index specification must be an object")
+        index = make_index(spec)
+        current = collection.indexes.get(index.name)
+        same_key = next((i for i in collection.indexes.values()
+                         if strict_key(i.key) == strict_key(index.key)), None)
+        if current is not None:
+            if strict_key(current.key) != strict_key(index.key):
+                raise StoreError(86, "An existing index has the same name as the requested "
+                                     f"index. Requested index: {index.spec}, existing index: "
+                                     f"{current.spec}")
+            continue
+        if same_key is not None:
+            if same_key.unique != index.unique:
+                raise StoreError(86, "An existing index has the same key pattern as the "
+                                     f"requested index but different options: {same_key.name}")
+            raise StoreError(85, f"Index already exists with a different name: {same_key.name}")
+        collection.add_index(index)
+    reply: Reply = {"numIndexesBefore": before, "numIndexesAfter": len(collection.indexes),
+                    "createdCollectionAutomatically": existing is None}
+    if before == len(collection.indexes):
+        reply["note"] = "all indexes already exist"
+    return _reply(**reply)
+
+
+def list_indexes(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
+    name = collection_name(command, "listIndexes", ctx.db_name)
+    collection = ctx.namespaces.get(ctx.db_name, name)
+    if collection is None:
+        raise StoreError(26, f"ns does not exist: {ctx.db_name}.{name}")
+    entries = [dict(index.spec) for index in collection.indexes.values()]
+    batch_size = optional_int(optional_document(command, "cursor") or {}, "batchSize")
+    cursor = ctx.cursors.first_batch(f"{ctx.db_name}.{name}", entries, batch_size,
+                                     lsid_key=ctx.lsid_key)
+    return _reply(cursor=cursor)
+
+
+def drop_indexes(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
+    name = collection_name(command, "dropIndexes", ctx.db_name)
+    collection = ctx.namespaces.get(ctx.db_name, name)
+    if collection is None:
+        raise StoreError(26, f"ns not found {ctx.db_name}.{name}")
+    before = len(collection.indexes)
+    target = command.get("index")
+    for index_name in _indexes_to_drop(collection, target):
+        del collection.indexes[index_name]
+    return _reply(nIndexesWas=before)
+
+
+def _indexes_to_drop(collection: Collection, target: Any) -> list[str]:
+    if target == "*":
+        return [n for n in collection.indexes if n != ID_INDEX_NAME]
+    names = target if isinstance(target, list) else [target]
+    found = []
+    for item in names:
+        if isinstance(item, Mapping):
+            match = next((i.name for i in collection.indexes.values()
+                          if strict_key(i.key) == strict_key(dict(item))), None)
+            if match is None:
+                raise StoreError(27, f"can't find index with key: {dict(item)}")
+            item = match
+        if not isinstance(item, str):
+            raise StoreError(14, "dropIndexes 'index' must be a string, object or array")
+        if item == ID_INDEX_NAME:
+            raise StoreError(72, "cannot drop _id index")
+        if item not in collection.indexes:
+            raise StoreError(27, f"index not found with name [{item}]")
+        found.append(item)
+    return found

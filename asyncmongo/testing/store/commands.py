@@ -1,0 +1,177 @@
+"""The store's front door: ``Store.handle(db_name, command)`` returns the reply document.
+
+Routing: the first key names the command (unknown ones get 59 CommandNotFound). A command
+with ``autocommit: false`` runs inside its session's transaction (``startTransaction`` opens
+it; any error aborts it); a write with ``lsid`` + ``txnNumber`` outside a transaction is a
+retryable write, applied at most once. Every ``StoreError`` becomes the server's error reply.
+"""
+
+from __future__ import annotations
+
+import datetime
+import random
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from asyncmongo.bson.objectid import ObjectId
+from asyncmongo.testing.store import admin, crud
+from asyncmongo.testing.store.collection import new_uuid
+from asyncmongo.testing.store.context import CommandContext, SessionContext
+from asyncmongo.testing.store.cursors import CursorManager
+from asyncmongo.testing.store.database import Catalog, Namespaces, check_database_name
+from asyncmongo.testing.store.errors import StoreError
+from asyncmongo.testing.store.transactions import (
+    TRANSIENT,
+    TransactionManager,
+    TransactionState,
+    lsid_of,
+)
+
+Reply = dict[str, Any]
+Handler = Callable[[CommandContext, Mapping[str, Any]], Reply]
+
+RETRYABLE_WRITES = frozenset({"insert", "update", "delete", "findAndModify", "findandmodify"})
+_IN_TRANSACTION = frozenset({"find", "insert", "update", "delete", "findAndModify",
+                             "findandmodify", "aggregate", "distinct", "getMore", "killCursors",
+                             "create", "createIndexes", "commitTransaction",
+                             "abortTransaction"})
+
+
+class Store:
+    """An in-memory MongoDB: databases, collections, indexes, cursors, sessions.
+
+    ``clock`` returns the current UTC time (tests pass a fixed one); ``rng`` makes collection
+    UUIDs reproducible. Thread-unsafe by design: one asyncio server calls it from one loop.
+    """
+
+    def __init__(self, *, clock: Callable[[], datetime.datetime] | None = None,
+                 rng: random.Random | None = None) -> None:
+        self._clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
+        self._rng = rng or random.Random()
+        self.catalog = Catalog(lambda: new_uuid(self._rng.randbytes(16)))
+        self.transactions = TransactionManager(self.catalog)
+        self.catalog.guard = self.transactions.direct_guard
+        self.cursors = CursorManager()
+        self._handlers: dict[str, Handler] = {
+            "insert": crud.insert,
+            "update": crud.update,
+            "delete": crud.delete,
+            "findAndModify": crud.find_and_modify,
+            "findandmodify": crud.find_and_modify,
+            "find": crud.find,
+            "getMore": crud.get_more,
+            "killCursors": crud.kill_cursors,
+            "count": crud.count,
+            "distinct": crud.distinct,
+            "aggregate": crud.aggregate,
+            "create": admin.create,
+            "drop": admin.drop,
+            "dropDatabase": self._drop_database,
+            "listCollections": admin.list_collections,
+            "listDatabases": admin.list_databases,
+            "createIndexes": admin.create_indexes,
+            "listIndexes": admin.list_indexes,
+            "dropIndexes": admin.drop_indexes,
+            "deleteIndexes": admin.drop_indexes,
+            "endSessions": self._end_sessions,
+        }
+
+    def __repr__(self) -> str:
+        return f"Store({self.catalog!r}, {self.cursors!r}, {self.transactions!r})"
+
+    def supports(self, command_name: str) -> bool:
+        """True if ``handle`` answers this command (the server answers the rest itself)."""
+        return command_name in self._handlers or command_name in (
+            "commitTransaction", "abortTransaction")
+
+    def handle(self, db_name: str, command: Mapping[str, Any],
+               session: SessionContext | None = None) -> Reply:
+        """Run one command document against database ``db_name`` and return the reply."""
+        try:
+            return self._dispatch(db_name, command, session or SessionContext())
+        except StoreError as exc:
+            return exc.to_reply()
+
+    def _dispatch(self, db_name: str, command: Mapping[str, Any],
+                  session: SessionContext) -> Reply:
+        if not command:
+            raise StoreError(59, "no such command: ''")
+        name = next(iter(command))
+        if not self.supports(name):
+            raise StoreError(59, f"no such command: '{name}'")
+        check_database_name(db_name)
+        lsid_key = lsid_of(command)
+        txn_number = command.get("txnNumber")
+        if command.get("autocommit") is False:
+            return self._in_transaction(name, db_name, command, session, lsid_key, txn_number)
+        if name in ("commitTransaction", "abortTransaction"):
+            raise StoreError(50768, f"txnNumber and autocommit=false are required for {name}"
+                             if txn_number is None else "autocommit must be false")
+        if lsid_key is not None and txn_number is not None and name in RETRYABLE_WRITES:
+            kept = self.transactions.retry_reply(lsid_key, int(txn_number))
+            if kept is not None:
+                return kept
+            reply = self._run(name, db_name, command, session, self.catalog, False, lsid_key)
+            self.transactions.remember_reply(lsid_key, int(txn_number), reply)
+            return reply
+        return self._run(name, db_name, command, session, self.catalog, False, lsid_key)
+
+    def _in_transaction(self, name: str, db_name: str, command: Mapping[str, Any],
+                        session: SessionContext, lsid_key: Any, txn_number: Any) -> Reply:
+        if lsid_key is None or txn_number is None:
+            raise StoreError(50768, "txnNumber and lsid are required for a transaction")
+        if name == "commitTransaction":
+            self.transactions.commit(lsid_key, int(txn_number))
+            return {"ok": 1.0}
+        if name == "abortTransaction":
+            self.transactions.abort_command(lsid_key, int(txn_number))
+            return {"ok": 1.0}
+        if name not in _IN_TRANSACTION:
+            raise StoreError(263 if name != "count" else 50851,
+                             f"Cannot run '{name}' in a multi-document transaction.")
+        start = command.get("startTransaction") is True
+        transaction = self.transactions.transaction_for(lsid_key, int(txn_number), start)
+        try:
+            reply = self._run(name, db_name, command, session, transaction.view, True, lsid_key)
+        except StoreError as exc:
+            self.transactions.abort(transaction)
+            if exc.code in (112, 251) and TRANSIENT not in exc.labels:
+                exc.labels = (*exc.labels, TRANSIENT)
+            raise
+        if reply.get("writeErrors"):
+            self.transactions.abort(transaction)
+        return reply
+
+    def _run(self, name: str, db_name: str, command: Mapping[str, Any],
+             session: SessionContext, namespaces: Namespaces, in_transaction: bool,
+             lsid_key: Any) -> Reply:
+        context = CommandContext(
+            db_name=db_name,
+            namespaces=namespaces,
+            cursors=self.cursors,
+            now=session.now or self._clock(),
+            timestamp=session.timestamp,
+            in_transaction=in_transaction,
+            lsid_key=lsid_key,
+            new_object_id=ObjectId,
+        )
+        return self._handlers[name](context, command)
+
+    def _drop_database(self, ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
+        for name in list(self.catalog.names(ctx.db_name)):
+            self.cursors.kill_namespace(f"{ctx.db_name}.{name}")
+        self.catalog.drop_database(ctx.db_name)
+        return {"dropped": ctx.db_name, "ok": 1.0}
+
+    def _end_sessions(self, ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
+        sessions = command.get("endSessions")
+        for lsid in sessions if isinstance(sessions, list) else []:
+            self.transactions.end_session(lsid_of({"lsid": lsid}))
+        return {"ok": 1.0}
+
+    def transaction_state(self, lsid: Mapping[str, Any]) -> TransactionState | None:
+        """The state of the session's newest transaction (for tests and the server)."""
+        state = self.transactions.sessions.get(lsid_of({"lsid": lsid}))
+        if state is None or state.transaction is None:
+            return None
+        return state.transaction.state
