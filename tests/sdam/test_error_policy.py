@@ -210,7 +210,8 @@ def test_monitor_network_error_on_a_known_server_retries_at_once() -> None:
     verdict = monitor_error_verdict(PRIMARY, MonitorError(ErrorKind.NETWORK, "reset"))
     assert verdict.check_again_immediately and not verdict.interrupt_in_use_connections
     unknown = ServerDescription.unknown(A)
-    assert not monitor_error_verdict(unknown, MonitorError(ErrorKind.NETWORK)).check_again_immediately
+    again = monitor_error_verdict(unknown, MonitorError(ErrorKind.NETWORK))
+    assert not again.check_again_immediately
 
 
 def test_monitor_command_error_waits_for_the_next_heartbeat() -> None:
