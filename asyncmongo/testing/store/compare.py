@@ -22,8 +22,8 @@ from decimal import Decimal
 from typing import Any
 
 from asyncmongo.bson.binary import Binary
-from asyncmongo.bson.decimal128 import Decimal128
 from asyncmongo.bson.dbref import DBRef
+from asyncmongo.bson.decimal128 import Decimal128
 from asyncmongo.bson.objectid import ObjectId
 from asyncmongo.bson.types import (
     Code,
@@ -83,7 +83,7 @@ def type_rank(value: Any) -> int:
     return _OTHER_RANKS(value)
 
 
-def _OTHER_RANKS(value: Any) -> int:  # noqa: N802 - a table-like helper
+def _OTHER_RANKS(value: Any) -> int:
     if isinstance(value, Mapping | DBRef):
         return RANK_OBJECT
     if isinstance(value, list | tuple):
@@ -128,7 +128,7 @@ def number_value(value: Any) -> int | float | Decimal:
 
 
 def _is_nan(value: int | float | Decimal) -> bool:
-    return isinstance(value, float | Decimal) and value != value  # noqa: PLR0124
+    return isinstance(value, float | Decimal) and value != value
 
 
 def compare_numbers(a: Any, b: Any) -> int:
@@ -140,11 +140,12 @@ def compare_numbers(a: Any, b: Any) -> int:
         y = Decimal(y)
     if isinstance(y, Decimal) and isinstance(x, float) and math.isinf(x):
         x = Decimal(x)
-    return (x > y) - (x < y)  # type: ignore[operator]
+    return (x > y) - (x < y)
 
 
 def _cmp(a: Any, b: Any) -> int:
-    return (a > b) - (a < b)  # type: ignore[no-any-return]
+    result: int = (a > b) - (a < b)
+    return result
 
 
 def as_document(value: Any) -> Mapping[str, Any]:
@@ -185,7 +186,8 @@ def compare(a: Any, b: Any) -> int:
     ra, rb = type_rank(a), type_rank(b)
     if ra != rb:
         return _cmp(ra, rb)
-    return _SAME_RANK[ra](a, b)
+    result: int = _SAME_RANK[ra](a, b)
+    return result
 
 
 def _compare_documents(a: Any, b: Any) -> int:

@@ -81,7 +81,7 @@ def insert(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     documents = require_list(command, "documents")
     ordered = command.get("ordered", True) is not False
     collection = ctx.namespaces.get_or_create(ctx.db_name, name)
-    n, errors = 0, []
+    n, errors = 0, list[Reply]()
     for index, document in enumerate(documents):
         try:
             collection.insert(prepare_insert(ctx, document))
@@ -224,7 +224,7 @@ def delete(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     name = collection_name(command, "delete", ctx.db_name)
     deletes = require_list(command, "deletes")
     ordered = command.get("ordered", True) is not False
-    n, errors = 0, []
+    n, errors = 0, list[Reply]()
     for index, spec in enumerate(deletes):
         try:
             n += _one_delete(ctx, name, spec)

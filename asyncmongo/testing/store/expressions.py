@@ -213,7 +213,8 @@ def _mod(argument: Any, scope: dict[str, Any]) -> Any:
     a, b = (number_value(v) for v in values)
     if b == 0:
         raise StoreError(16610, "can't $mod by zero")
-    result = abs(a) % abs(b)  # type: ignore[operator]
+    left: Any = abs(a)
+    result = left % abs(b)
     return from_number(-result if a < 0 else result, like=values)
 
 
@@ -221,7 +222,8 @@ def _abs(argument: Any, scope: dict[str, Any]) -> Any:
     values = _numeric("$abs", _args(argument, scope))
     if values is None:
         return None
-    return from_number(abs(number_value(values[0])), like=values)
+    magnitude: Any = abs(number_value(values[0]))
+    return from_number(magnitude, like=values)
 
 
 def _comparison(accept: Callable[[int], bool]) -> Callable[[Any, dict[str, Any]], Any]:

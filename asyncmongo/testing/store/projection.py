@@ -71,8 +71,8 @@ def compile_projection(spec: Mapping[str, Any] | None, *, query: Mapping[str, An
                                         "projection")
         elif kind == "computed":
             if inclusion is False:
-                raise StoreError(31254, f"Cannot use expression other than $meta in exclusion "
-                                        f"projection")
+                raise StoreError(31254, "Cannot use expression other than $meta in exclusion "
+                                        "projection")
             inclusion = True
         elif kind == "elemMatch" and inclusion is None:
             inclusion = True

@@ -439,7 +439,7 @@ def _push_each(array: list[Any], spec: Mapping[str, Any]) -> None:
         size = _int_clause(spec, "$slice", 0)
         array[:] = array[:size] if size >= 0 else array[len(array) + size:] if -size < len(
             array) else array
-        
+
 
 def _int_clause(spec: Mapping[str, Any], name: str, default: int) -> int:
     if name not in spec:
