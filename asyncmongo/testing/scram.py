@@ -435,7 +435,7 @@ def _payload(command: Mapping[str, Any]) -> bytes:
     if isinstance(payload, str):  # some clients send base64 text
         try:
             return base64.b64decode(payload, validate=True)
-        except binascii.Error:
+        except ValueError:  # binascii.Error, or non-ASCII text
             raise OperationFailure("Invalid SASL payload", 2, {"codeName": "BadValue"}) from None
     if isinstance(payload, bytes | bytearray | memoryview):
         return bytes(payload)
