@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pymongo.saslprep import saslprep as pymongo_saslprep
 
-from asyncmongo.core.auth.scram import ScramCache, ScramClient, ScramMechanism
 from asyncmongo.core.auth.saslprep import saslprep
+from asyncmongo.core.auth.scram import ScramCache, ScramClient, ScramMechanism
 from asyncmongo.errors import ConfigurationError, OperationFailure
 from asyncmongo.testing.scram import SaslServer, UserDirectory
 

@@ -16,7 +16,7 @@ import pytest
 from asyncmongo.core.auth.credential import MongoCredential
 from asyncmongo.core.auth.scram import ScramCache, ScramMechanism
 from asyncmongo.core.wire.handshake import HostInfo
-from asyncmongo.errors import ConfigurationError, OperationFailure
+from asyncmongo.errors import ConfigurationError, NetworkTimeout, OperationFailure
 from asyncmongo.runtime.auth import CredentialAuthenticator
 from asyncmongo.runtime.connection import ConnectionSettings, connect
 from asyncmongo.testing.scram import SaslServer, UserDirectory
@@ -360,3 +360,49 @@ async def test_connect_with_a_wrong_password_fails_and_closes(users: UserDirecto
         with pytest.raises(OperationFailure) as info:
             await connect(server.address, SETTINGS, id=1, authenticator=authenticator)
         assert info.value.code == 18
+
+
+def stalling_handler(users: UserDirectory, stalled: asyncio.Event) -> Any:
+    """A mongod that never answers saslContinue (the request is read, no reply is sent)."""
+    inner = mongod_handler(users, speculative=False)
+
+    async def handler(request: Request, peer: Peer) -> None:
+        if request.name == "saslContinue":
+            stalled.set()
+            return
+        await inner(request, peer)
+
+    return handler
+
+
+async def _wait_for_eof(server: ScriptedServer) -> None:
+    """The server side sees the client close its socket (the serve task ends)."""
+    tasks = set(server._tasks)
+    if tasks:
+        _, pending = await asyncio.wait(tasks, timeout=2)
+        assert not pending, "the client's socket is still open"
+
+
+async def test_authentication_stalled_by_the_server_times_out(users: UserDirectory) -> None:
+    stalled = asyncio.Event()
+    async with ScriptedServer(stalling_handler(users, stalled)) as server:
+        settings = ConnectionSettings(host=HOST, connect_timeout=0.3)
+        authenticator = CredentialAuthenticator(negotiate("both", "both"))
+        with pytest.raises(NetworkTimeout):
+            await connect(server.address, settings, id=1, authenticator=authenticator)
+        assert stalled.is_set()
+        await _wait_for_eof(server)
+
+
+async def test_cancelled_during_authentication_leaves_nothing_open(users: UserDirectory) -> None:
+    stalled = asyncio.Event()
+    async with ScriptedServer(stalling_handler(users, stalled)) as server:
+        authenticator = CredentialAuthenticator(negotiate("both", "both"))
+        task = asyncio.create_task(
+            connect(server.address, SETTINGS, id=1, authenticator=authenticator)
+        )
+        await asyncio.wait_for(stalled.wait(), 2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await _wait_for_eof(server)
