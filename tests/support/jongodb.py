@@ -1,0 +1,166 @@
+"""jongodb: an independent MongoDB-compatible server for differential and integration tests.
+
+The binary comes from the npm package ``@jongodb/memory-server-bin-linux-x64-gnu`` (fetched
+once with ``npm pack`` into the repo's git-ignored ``.cache/jongodb/``; the binary is
+``package/bin/jongodb``). One server per test process, on a free 127.0.0.1 port, stopped at
+exit. Talk to it with PyMongo's synchronous ``MongoClient`` (a test-only peer).
+
+API (keep it small):
+
+    reason = unavailable_reason()          # None, or why jongodb cannot run here
+    uri = shared_uri()                     # starts the shared server on first use
+    def test_x(jongodb_uri): ...           # session fixture; skips with the reason printed
+
+    with JongodbServer() as server:        # a private server, if a test needs its own
+        server.uri
+
+Import the fixture into a test module with ``from tests.support.jongodb import jongodb_uri``.
+jongodb has no ``drop`` command, no failpoints, no compression and no auth.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import socket
+import subprocess
+import tarfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+
+import pytest
+
+__all__ = ["JongodbServer", "binary", "jongodb_uri", "shared_uri", "unavailable_reason"]
+
+PACKAGE = "@jongodb/memory-server-bin-linux-x64-gnu"
+CACHE = Path(__file__).resolve().parents[2] / ".cache" / "jongodb"
+BINARY = CACHE / "package" / "bin" / "jongodb"
+START_TIMEOUT = 30.0
+
+_install_error: str | None = None
+_shared: JongodbServer | None = None
+
+
+def _install() -> str | None:
+    """Fetch and extract the npm package; the error text, or None on success."""
+    npm = shutil.which("npm")
+    if npm is None:
+        return "npm is not installed, so the jongodb binary cannot be fetched"
+    CACHE.mkdir(parents=True, exist_ok=True)
+    try:
+        done = subprocess.run([npm, "pack", PACKAGE], cwd=CACHE, capture_output=True,
+                              text=True, timeout=300, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"npm pack {PACKAGE} failed: {exc}"
+    tarballs = sorted(CACHE.glob("*.tgz"))
+    if done.returncode != 0 or not tarballs:
+        return f"npm pack {PACKAGE} failed: {done.stderr.strip()[-500:]}"
+    with tarfile.open(tarballs[-1]) as archive:
+        archive.extractall(CACHE, filter="data")
+    BINARY.chmod(0o755)
+    return None
+
+
+def binary() -> Path | None:
+    """The jongodb binary, installed on first use; None if it cannot be had."""
+    global _install_error
+    if not BINARY.exists() and _install_error is None:
+        _install_error = _install()
+    return BINARY if BINARY.exists() else None
+
+
+def unavailable_reason() -> str | None:
+    """Why jongodb cannot run here (None when it can)."""
+    if os.uname().sysname != "Linux" or os.uname().machine not in ("x86_64", "AMD64"):
+        return "jongodb is only packaged for linux x86_64 (glibc)"
+    if binary() is None:
+        return _install_error or "the jongodb binary is missing"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class JongodbServer:
+    """One jongodb process on a free 127.0.0.1 port (a context manager)."""
+
+    def __init__(self) -> None:
+        self.port = 0
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def __repr__(self) -> str:
+        state = "running" if self._process is not None else "stopped"
+        return f"JongodbServer(port={self.port}, {state})"
+
+    @property
+    def uri(self) -> str:
+        return f"mongodb://127.0.0.1:{self.port}/?directConnection=true"
+
+    def start(self) -> None:
+        path = binary()
+        if path is None:
+            raise RuntimeError(unavailable_reason() or "jongodb is unavailable")
+        self.port = _free_port()
+        self._process = subprocess.Popen([str(path), f"--port={self.port}"],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._wait_until_accepting()
+
+    def _wait_until_accepting(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            assert self._process is not None
+            if self._process.poll() is not None:
+                raise RuntimeError(f"jongodb exited with {self._process.returncode}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"jongodb did not accept connections within {START_TIMEOUT}s")
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def __enter__(self) -> JongodbServer:
+        self.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.stop()
+
+
+def shared_uri() -> str:
+    """The URI of this process's shared jongodb (started on first use, stopped at exit)."""
+    global _shared
+    if _shared is None:
+        server = JongodbServer()
+        server.start()
+        atexit.register(server.stop)
+        _shared = server
+    return _shared.uri
+
+
+@pytest.fixture(scope="session")
+def jongodb_uri() -> Iterator[str]:
+    """The shared jongodb's URI; skips (with the reason) if jongodb cannot run here."""
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"jongodb unavailable: {reason}")
+    yield shared_uri()
