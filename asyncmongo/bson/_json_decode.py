@@ -100,7 +100,16 @@ def object_hook(dct: Mapping[str, Any], json_options: JSONOptions) -> Any:
     ``dct``'s values must already be converted (as ``json.loads`` does bottom-up with an
     ``object_pairs_hook``). Raises :class:`InvalidExtendedJSON` for a malformed type wrapper.
     """
-    if not any(key.startswith("$") for key in dct):
+    if len(dct) == 1:
+        # Fast path: most wrappers have a single key ({"$numberInt": ...}, {"$oid": ...}).
+        (key,) = dct
+        entry = _SINGLE_KEY_WRAPPERS.get(key)
+        if entry is not None:
+            return _parse_checked(dct, entry, json_options)
+    for key in dct:
+        if key[:1] == "$":
+            break
+    else:
         return make_document(dct, json_options)
     if json_options.accept_legacy:
         legacy = _legacy(dct, json_options)
@@ -156,6 +165,11 @@ def _wrapper(dct: Mapping[str, Any], special: frozenset[str], options: JSONOptio
     if keys != expected:
         wanted = ", ".join(sorted(expected))
         raise _error(dct, f"a {key} wrapper must have exactly the keys {wanted}")
+    return _parse_checked(dct, parse, options)
+
+
+def _parse_checked(dct: Mapping[str, Any], parse: _Parser, options: JSONOptions) -> Any:
+    """Run a wrapper parser, turning any error from the value constructors into ours."""
     try:
         return parse(dct, options)
     except InvalidExtendedJSON:
@@ -184,16 +198,20 @@ def _symbol(dct: Mapping[str, Any], options: JSONOptions) -> Symbol:
 
 def _int32(dct: Mapping[str, Any], options: JSONOptions) -> int:
     text = _string(dct, "$numberInt")
-    if not _INTEGER.fullmatch(text) or not _INT32_MIN <= int(text) <= _INT32_MAX:
-        raise _error(dct, "$numberInt must be a 32-bit signed integer as a string")
-    return int(text)
+    if _INTEGER.fullmatch(text):
+        value = int(text)
+        if _INT32_MIN <= value <= _INT32_MAX:
+            return value
+    raise _error(dct, "$numberInt must be a 32-bit signed integer as a string")
 
 
 def _int64(dct: Mapping[str, Any], options: JSONOptions) -> Int64:
     text = _string(dct, "$numberLong")
-    if not _INTEGER.fullmatch(text) or not _INT64_MIN <= int(text) <= _INT64_MAX:
-        raise _error(dct, "$numberLong must be a 64-bit signed integer as a string")
-    return Int64(int(text))
+    if _INTEGER.fullmatch(text):
+        value = int(text)
+        if _INT64_MIN <= value <= _INT64_MAX:
+            return Int64(value)
+    raise _error(dct, "$numberLong must be a 64-bit signed integer as a string")
 
 
 def _double(dct: Mapping[str, Any], options: JSONOptions) -> float:
@@ -389,6 +407,10 @@ _WRAPPERS: Final[dict[str, tuple[frozenset[str], _Parser]]] = {
     "$minKey": (_keys("$minKey"), _min_key),
     "$maxKey": (_keys("$maxKey"), _max_key),
     "$undefined": (_keys("$undefined"), _undefined),
+}
+
+_SINGLE_KEY_WRAPPERS: Final[dict[str, _Parser]] = {
+    key: parse for key, (expected, parse) in _WRAPPERS.items() if expected == {key}
 }
 
 
