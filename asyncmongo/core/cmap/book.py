@@ -283,14 +283,18 @@ class PoolBook(Generic[C, W]):
             generation = record[0]
         self.in_use[conn.id] = _Entry(conn, generation, service_id)
 
-    def assign(self, now: float) -> list[tuple[W, C | _Permit]]:
+    def assign(self, now: float, abandoned: Callable[[W], bool]) -> list[tuple[W, C | _Permit]]:
         """Serve the wait queue in FIFO order: an idle connection, else a permit to open one.
 
         Stops at the first waiter that cannot be served, so no newer request overtakes it.
+        Waiters for which ``abandoned`` says True (cancelled, not yet dequeued) are dropped.
         """
         grants: list[tuple[W, C | _Permit]] = []
         waiters = self.waiters
         while waiters and self.state is PoolState.READY:
+            if abandoned(waiters[0]):
+                waiters.popleft()
+                continue
             conn = self.take_idle(now)
             if conn is not None:
                 grants.append((waiters.popleft(), conn))
