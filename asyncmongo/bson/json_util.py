@@ -10,7 +10,8 @@ Errors: malformed JSON raises :class:`json.JSONDecodeError`; a malformed ``$`` t
 (``{"$oid": 42}``, ``{"$date": {...}, "extra": 1}``, a bad ``$numberDecimal`` ...) raises
 :class:`~asyncmongo.bson.errors.InvalidExtendedJSON`. Both are ValueErrors. Writing a value
 with no BSON type raises :class:`~asyncmongo.bson.errors.InvalidDocument` (unless a
-``default=`` function is passed through to ``json.dumps``).
+``default=`` function is passed through to ``json.dumps``). Nesting: at least the spec's
+200 levels are read and 100 written; far deeper input raises the same typed errors.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from asyncmongo.bson._json_options import (
     JSONMode,
     JSONOptions,
 )
-from asyncmongo.bson.errors import InvalidExtendedJSON
+from asyncmongo.bson.errors import InvalidDocument, InvalidExtendedJSON
 
 __all__ = [
     "CANONICAL_JSON_OPTIONS",
@@ -51,7 +52,10 @@ def dumps(obj: Any, json_options: JSONOptions = RELAXED_JSON_OPTIONS, **json_kwa
     Document key order is kept. ``json_kwargs`` go to :func:`json.dumps` (``indent``,
     ``sort_keys``, ``default``, ...).
     """
-    tree = to_extended_json(obj, json_options, json_kwargs.get("default"))
+    try:
+        tree = to_extended_json(obj, json_options, json_kwargs.get("default"))
+    except RecursionError:
+        raise InvalidDocument("value nested too deeply (or containing itself)") from None
     return json.dumps(tree, **json_kwargs)
 
 
@@ -63,12 +67,15 @@ def loads(s: str | bytes | bytearray, json_options: JSONOptions = DEFAULT_JSON_O
     top-level ``{"$regex": ...}`` filter stay documents.
     """
     parser = _Parser(json_options)
-    value = json.loads(
-        s,
-        object_pairs_hook=parser.pairs_hook,
-        parse_int=parse_json_int,
-        parse_constant=_reject_constant,
-    )
+    try:
+        value = json.loads(
+            s,
+            object_pairs_hook=parser.pairs_hook,
+            parse_int=parse_json_int,
+            parse_constant=_reject_constant,
+        )
+    except RecursionError:
+        raise InvalidExtendedJSON("JSON text nested too deeply") from None
     top_level_object = parser.last_pairs is not None and _is_object_text(s)
     for call, error in parser.errors:
         if not (top_level_object and call == parser.calls):

@@ -365,6 +365,25 @@ def test_json_errors() -> None:
         loads('{"a": NaN}')
 
 
+def test_nesting_limits() -> None:
+    # Spec: parsers support at least 200 levels, generators at least 100.
+    deep_text = '{"a": ' * 200 + '{"$numberLong": "1"}' + "}" * 200
+    value = loads(deep_text)
+    for _ in range(200):
+        value = value["a"]
+    assert value == Int64(1)
+    deep: dict[str, Any] = {"leaf": Int64(1)}
+    for _ in range(100):
+        deep = {"a": [deep]}
+    assert loads(dumps(deep, CANONICAL_JSON_OPTIONS), CANONICAL_JSON_OPTIONS) == deep
+    with pytest.raises(InvalidExtendedJSON, match="too deeply"):
+        loads("[" * 100_000 + "]" * 100_000)
+    looped: dict[str, Any] = {}
+    looped["self"] = looped
+    with pytest.raises(InvalidDocument, match="too deeply"):
+        dumps(looped)
+
+
 def test_document_class_and_hooks() -> None:
     options = RELAXED_JSON_OPTIONS.with_options(document_class=OrderedDict)
     value = loads('{"a": {"b": 1}, "c": [{"d": {"$numberLong": "1"}}]}', options)
