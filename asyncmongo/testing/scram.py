@@ -11,7 +11,16 @@ document to :meth:`SaslServer.handle` and sends back the reply document it retur
   with a password (the stand-in for LDAP); X.509 users in ``$external`` by certificate subject.
 - :class:`SaslServer`: one per client connection: ``saslStart`` / ``saslContinue`` (SCRAM-SHA-1,
   SCRAM-SHA-256 with or without ``skipEmptyExchange``, PLAIN), ``authenticate``
-  (MONGODB-X509), the hello's ``speculativeAuthenticate`` and ``saslSupportedMechs``.
+  (MONGODB-X509), the hello's ``speculativeAuthenticate`` and ``saslSupportedMechs``
+  (:meth:`SaslServer.hello_fields`).
+
+A server plays mongod with one :class:`SaslServer` per client connection::
+
+    sasl = SaslServer(users)                       # when the connection is accepted
+    reply.update(sasl.hello_fields(hello_command))   # in the hello reply
+    if SaslServer.handles(name):                   # saslStart / saslContinue / authenticate
+        reply = sasl.handle(db, command_without_dollar_db)
+    sasl.authenticated_users                       # who may run what (empty: Unauthorized)
 
 Randomness (salts, server nonces) comes from an injectable ``rng(n) -> bytes``.
 """
@@ -309,6 +318,25 @@ class SaslServer:
     def sasl_supported_mechs(self, namespace: str) -> list[str] | None:
         """hello's ``saslSupportedMechs`` for ``"<db>.<user>"`` (None: omit the field)."""
         return self._users.sasl_supported_mechs(namespace)
+
+    def hello_fields(
+        self, hello: Mapping[str, Any], *, peer_subject: str | None = None
+    ) -> dict[str, Any]:
+        """The authentication fields of the reply to ``hello`` (or legacy hello), to merge
+        into it: ``saslSupportedMechs`` when asked and the user exists, and
+        ``speculativeAuthenticate`` when asked and the speculative step succeeded."""
+        fields: dict[str, Any] = {}
+        namespace = hello.get("saslSupportedMechs")
+        if isinstance(namespace, str):
+            mechs = self.sasl_supported_mechs(namespace)
+            if mechs is not None:
+                fields["saslSupportedMechs"] = mechs
+        document = hello.get("speculativeAuthenticate")
+        if isinstance(document, Mapping):
+            answer = self.speculative_authenticate(document, peer_subject=peer_subject)
+            if answer is not None:
+                fields["speculativeAuthenticate"] = answer
+        return fields
 
     def _sasl_start(self, db: str, command: Mapping[str, Any]) -> dict[str, Any]:
         mechanism = command.get("mechanism")

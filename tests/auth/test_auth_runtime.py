@@ -10,8 +10,11 @@ import hashlib
 import itertools
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 import pytest
+from pymongo import AsyncMongoClient
+from pymongo.errors import OperationFailure as PyMongoOperationFailure
 
 from asyncmongo.core.auth.credential import MongoCredential
 from asyncmongo.core.auth.scram import ScramCache, ScramMechanism
@@ -315,16 +318,9 @@ def mongod_handler(users: UserDirectory, *, speculative: bool = True) -> Any:
         command = {k: v for k, v in request.command.items() if k != "$db"}
         name = request.name.lower()
         if name in ("hello", "ismaster"):
-            reply = dict(HELLO_REPLY)
-            namespace = command.get("saslSupportedMechs")
-            mechs = sasl.sasl_supported_mechs(namespace) if isinstance(namespace, str) else None
-            if mechs is not None:
-                reply["saslSupportedMechs"] = mechs
-            document = command.get("speculativeAuthenticate")
-            if speculative and isinstance(document, dict):
-                answer = sasl.speculative_authenticate(document)
-                if answer is not None:
-                    reply["speculativeAuthenticate"] = answer
+            if not speculative:
+                command.pop("speculativeAuthenticate", None)  # a pre-4.4 server ignores it
+            reply = dict(HELLO_REPLY, **sasl.hello_fields(command))
         elif SaslServer.handles(request.name):
             reply = sasl.handle(request.db, command)
         elif sasl.authenticated_users:
@@ -406,3 +402,50 @@ async def test_cancelled_during_authentication_leaves_nothing_open(users: UserDi
         with pytest.raises(asyncio.CancelledError):
             await task
         await _wait_for_eof(server)
+
+
+@pytest.mark.parametrize(
+    ("user", "password", "expected"),
+    [
+        ("both", "both", ["saslContinue"]),  # speculative SCRAM-SHA-256
+        ("sha1", "sha1", ["saslStart:SCRAM-SHA-1", "saslContinue"]),  # negotiated
+        ("\u2168", "I\u00adV", ["saslContinue"]),
+    ],
+)
+async def test_pymongo_client_authenticates_against_the_testing_server(
+    users: UserDirectory, user: str, password: str, expected: list[str]
+) -> None:
+    """The independent client (PyMongo's AsyncMongoClient, its own handshake, speculative
+    authentication and negotiation) accepts asyncmongo.testing.scram as a mongod."""
+    async with ScriptedServer(mongod_handler(users)) as server:
+        _, port = server.address
+        uri = (
+            f"mongodb://{quote(user)}:{quote(password)}@127.0.0.1:{port}/"
+            "?directConnection=true&serverSelectionTimeoutMS=2000"
+        )
+        client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(uri)
+        try:
+            assert await client.admin.command("ping") == {"ok": 1.0}
+        finally:
+            await client.close()
+        sasl = [
+            f"{r.name}:{r.command['mechanism']}" if r.name == "saslStart" else r.name
+            for r in server.requests
+            if r.name.startswith("sasl")
+        ]
+        assert sasl == expected
+
+
+async def test_pymongo_client_with_a_wrong_password_gets_code_18(users: UserDirectory) -> None:
+    async with ScriptedServer(mongod_handler(users)) as server:
+        _, port = server.address
+        client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
+            f"mongodb://both:bad@127.0.0.1:{port}/?directConnection=true"
+            "&serverSelectionTimeoutMS=2000"
+        )
+        try:
+            with pytest.raises(PyMongoOperationFailure) as info:
+                await client.admin.command("ping")
+            assert info.value.code == 18
+        finally:
+            await client.close()
