@@ -11,7 +11,7 @@ monitor timeout), request an immediate check or cancel the in-progress one.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, Final
 
@@ -19,6 +19,19 @@ from asyncmongo.bson.objectid import ObjectId
 from asyncmongo.core.sdam.server_description import ServerDescription
 from asyncmongo.core.sdam.topology_version import TopologyVersion, compare_topology_version
 from asyncmongo.core.sdam.types import TopologyType
+from asyncmongo.errors import (
+    BulkWriteError,
+    ConnectionFailure,
+    MongoError,
+    NetworkTimeout,
+    NotPrimaryError,
+    OperationFailure,
+    PoolClearedError,
+    ServerSelectionTimeoutError,
+    WaitQueueTimeoutError,
+    WriteConcernError,
+    WriteError,
+)
 
 # -- code tables -----------------------------------------------------------------------------
 
@@ -152,12 +165,83 @@ class ApplicationError:
             service_id=service_id,
         )
 
+    @classmethod
+    def from_exception(
+        cls,
+        exc: BaseException,
+        generation: int,
+        phase: ErrorPhase = ErrorPhase.ESTABLISHED,
+        max_wire_version: int | None = None,
+        service_id: ObjectId | None = None,
+    ) -> ApplicationError | None:
+        """The SDAM view of an exception an operation raised, or None if SDAM ignores it.
+
+        Pool-cleared, wait-queue and selection timeouts, and write errors never change SDAM
+        state. Network errors and timeouts (ours or the OS's) and command errors (with their
+        reply, including a write concern error) are described for the verdict.
+        """
+        if isinstance(
+            exc, PoolClearedError | WaitQueueTimeoutError | ServerSelectionTimeoutError | WriteError
+        ):
+            return None
+        labels = exc.error_labels if isinstance(exc, MongoError) else frozenset()
+        reply = _reply_of(exc)
+        if reply is not None:
+            error = cls.from_command_reply(reply, generation, phase, max_wire_version, service_id)
+            return None if error is None else _with_labels(error, labels)
+        if isinstance(exc, NetworkTimeout | TimeoutError):
+            kind = ErrorKind.TIMEOUT
+        elif isinstance(exc, ConnectionFailure | OSError):
+            kind = ErrorKind.NETWORK
+        else:
+            return None
+        return cls(
+            kind,
+            phase,
+            generation,
+            message=str(exc),
+            labels=labels,
+            max_wire_version=max_wire_version,
+            service_id=service_id,
+        )
+
     def describe(self) -> str:
         """The text stored in the Unknown ServerDescription's error field."""
         if self.kind is ErrorKind.COMMAND:
             code = f" (code {self.code})" if self.code is not None else ""
             return f"command error{code}: {self.message}"
         return f"{self.kind.value} error: {self.message}" if self.message else self.kind.value
+
+
+def _reply_of(exc: BaseException) -> Mapping[str, Any] | None:
+    """The server reply behind a command-error exception, shaped like a reply."""
+    if isinstance(exc, NotPrimaryError):
+        details = exc.errors if isinstance(exc.errors, Mapping) else {}
+        return {"errmsg": str(exc), **details, "ok": 0}
+    if isinstance(exc, WriteConcernError):
+        return {"ok": 1, "writeConcernError": {"code": exc.code, "errmsg": _message(exc)}}
+    if isinstance(exc, BulkWriteError):
+        concern_errors = (exc.details or {}).get("writeConcernErrors") or []
+        if not concern_errors:
+            return {"ok": 1}
+        return {"ok": 1, "writeConcernError": concern_errors[-1]}
+    if isinstance(exc, OperationFailure):
+        reply = exc.details
+        if isinstance(reply, Mapping) and reply.get("ok") not in (1, 1.0, True, None):
+            return reply
+        return {"ok": 0, "code": exc.code, "errmsg": _message(exc)}
+    return None
+
+
+def _message(exc: BaseException) -> str:
+    """The error's own message (``str`` of an OperationFailure adds the full reply)."""
+    return str(exc.args[0]) if exc.args else ""
+
+
+def _with_labels(error: ApplicationError, labels: frozenset[str]) -> ApplicationError:
+    if labels <= error.labels:
+        return error
+    return replace(error, labels=error.labels | labels)
 
 
 def _labels(value: Any) -> Iterable[str]:

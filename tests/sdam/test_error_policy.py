@@ -218,3 +218,67 @@ def test_monitor_command_error_waits_for_the_next_heartbeat() -> None:
     verdict = monitor_error_verdict(PRIMARY, MonitorError(ErrorKind.COMMAND, "hello failed"))
     assert verdict.clear_pool and not verdict.check_again_immediately
     assert "hello failed" in (verdict.new_description.error or "")
+
+
+# -- exceptions to errors ----------------------------------------------------------------
+
+
+def test_exceptions_map_to_error_kinds() -> None:
+    from asyncmongo.errors import AutoReconnect, NetworkTimeout
+
+    timeout = ApplicationError.from_exception(NetworkTimeout("timed out"), 3)
+    assert timeout is not None and timeout.kind is ErrorKind.TIMEOUT and timeout.generation == 3
+    os_timeout = ApplicationError.from_exception(TimeoutError(), 0)
+    assert os_timeout is not None and os_timeout.kind is ErrorKind.TIMEOUT
+    reset = ApplicationError.from_exception(ConnectionResetError("reset"), 0)
+    assert reset is not None and reset.kind is ErrorKind.NETWORK
+    labelled = ApplicationError.from_exception(
+        AutoReconnect("x", error_labels=["SystemOverloadedError"]), 0, ErrorPhase.AUTHENTICATING
+    )
+    assert labelled is not None and "SystemOverloadedError" in labelled.labels
+    assert labelled.phase is ErrorPhase.AUTHENTICATING
+
+
+def test_command_exceptions_keep_code_message_and_topology_version() -> None:
+    from asyncmongo.errors import NotPrimaryError, OperationFailure, WriteConcernError
+
+    reply = {
+        "ok": 0,
+        "code": 91,
+        "errmsg": "shutting down",
+        "topologyVersion": {"processId": PID, "counter": 9},
+        "errorLabels": ["RetryableWriteError"],
+    }
+    failure = ApplicationError.from_exception(OperationFailure("shutting down", 91, reply), 0)
+    assert failure is not None and failure.code == 91
+    assert failure.topology_version == TopologyVersion(PID, 9)
+    assert "RetryableWriteError" in failure.labels
+    bare = ApplicationError.from_exception(OperationFailure("not master"), 0)
+    assert bare is not None and bare.code is None and bare.message == "not master"
+    not_primary = ApplicationError.from_exception(NotPrimaryError("node is recovering"), 0)
+    assert not_primary is not None and is_recovering(not_primary.code, not_primary.message)
+    concern = ApplicationError.from_exception(WriteConcernError("repl shutdown", 91), 0)
+    assert concern is not None and concern.code == 91
+
+
+def test_exceptions_sdam_ignores() -> None:
+    from asyncmongo.errors import (
+        BulkWriteError,
+        PoolClearedError,
+        ServerSelectionTimeoutError,
+        WaitQueueTimeoutError,
+        WriteError,
+    )
+
+    for exc in (
+        PoolClearedError("cleared"),
+        WaitQueueTimeoutError("slow"),
+        ServerSelectionTimeoutError("none"),
+        WriteError("dup", 11000),
+        ValueError("not ours"),
+        BulkWriteError({"writeErrors": [{"code": 10107}], "writeConcernErrors": []}),
+    ):
+        assert ApplicationError.from_exception(exc, 0) is None, exc
+    bulk = BulkWriteError({"writeConcernErrors": [{"code": 11600, "errmsg": "shutdown"}]})
+    concern = ApplicationError.from_exception(bulk, 0)
+    assert concern is not None and concern.code == 11600
