@@ -9,6 +9,7 @@ public values stay immutable (the mongo-rust-driver's TopologyDescription::updat
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,7 +112,7 @@ def update_topology_rs_with_primary(draft: Draft, server: ServerDescription) -> 
         check_if_has_primary(draft)
 
 
-_BY_TOPOLOGY_TYPE: dict[TopologyType, Any] = {
+_BY_TOPOLOGY_TYPE: dict[TopologyType, Callable[[Draft, ServerDescription], None]] = {
     TopologyType.SINGLE: update_single,
     TopologyType.LOAD_BALANCED: update_load_balanced,
     TopologyType.UNKNOWN: update_topology_unknown,
