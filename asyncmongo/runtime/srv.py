@@ -26,7 +26,7 @@ import dns.resolver
 
 from asyncmongo.core.address import Address
 from asyncmongo.core.uri import ClientOptions, SrvRecord, apply_srv_records, polled_hosts
-from asyncmongo.core.uri.srv import Shuffler, srv_query_name
+from asyncmongo.core.uri.srv import Shuffler, is_valid_target, srv_query_name
 from asyncmongo.errors import ConfigurationError, InvalidOperation
 
 __all__ = [
@@ -69,7 +69,10 @@ class DnspythonResolver:
         port: int = 53,
         timeout_s: float = 5.0,
     ) -> None:
-        self._resolver = dns.asyncresolver.Resolver(configure=nameservers is None)
+        try:
+            self._resolver = dns.asyncresolver.Resolver(configure=nameservers is None)
+        except dns.exception.DNSException as exc:  # e.g. no /etc/resolv.conf
+            raise ConfigurationError(f"cannot configure the DNS resolver: {exc}") from exc
         if nameservers is not None:
             self._resolver.nameservers = list(nameservers)
             self._resolver.port = port
@@ -194,11 +197,12 @@ class SrvPoller:
         task, self._task = self._task, None
         if task is None or task.done():
             return
-        task.cancel()
+        task.cancel()  # synchronous: the task ends even if our caller is cancelled below
         try:
             await task
         except asyncio.CancelledError:
-            if not task.cancelled():
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
                 raise  # our caller was cancelled while we waited: keep that cancellation
 
     def _rescan_interval(self, ttl_s: float | None) -> float:
@@ -220,6 +224,13 @@ class SrvPoller:
         except ConfigurationError as exc:
             self._failed(f"{exc}")
             return
+        for record in answer.records:
+            if not is_valid_target(self._srv_host, record.target):
+                _log.warning(
+                    "SRV rescan: ignoring %r, not in the domain of %r",
+                    record.target,
+                    self._srv_host,
+                )
         hosts = polled_hosts(
             self._hosts, answer.records, self._srv_host, self._srv_max_hosts, self._rng
         )

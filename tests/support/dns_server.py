@@ -29,8 +29,7 @@ import dns.resolver
 __all__ = ["SEEDLIST_README", "DnsRecords", "DnsServer"]
 
 SEEDLIST_README = (
-    Path(__file__).resolve().parents[2]
-    / "spec_tests/data/initial-dns-seedlist-discovery/README.md"
+    Path(__file__).resolve().parents[2] / "spec_tests/data/initial-dns-seedlist-discovery/README.md"
 )
 _DNSMASQ_NAMES = ("dnsmasq", "/usr/sbin/dnsmasq")
 

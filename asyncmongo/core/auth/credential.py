@@ -51,9 +51,7 @@ class MongoCredential:
     source: str
     username: str | None = None
     password: str | None = field(default=None, repr=False)
-    mechanism_properties: Mapping[str, Any] = field(
-        default_factory=lambda: MappingProxyType({})
-    )
+    mechanism_properties: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def __repr__(self) -> str:
         hidden = None if self.password is None else "<hidden>"

@@ -24,8 +24,8 @@ __all__ = [
     "is_valid_target",
     "parse",
     "parse_lenient",
-    "parse_uri_options",
     "parse_txt_records",
+    "parse_uri_options",
     "polled_hosts",
     "srv_query_name",
 ]

@@ -183,5 +183,14 @@ def build_client_options(
         max_adaptive_retries=o.get("maxAdaptiveRetries", 2),
         enable_overload_retargeting=o.get("enableOverloadRetargeting", False),
         server_api=extras.get("server_api"),
-        options=MappingProxyType(o),
+        options=MappingProxyType({name: _frozen(value) for name, value in o.items()}),
     )
+
+
+def _frozen(value: Any) -> Any:
+    """Lists become tuples and dicts read-only mappings, so ``options`` is immutable too."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({key: _frozen(item) for key, item in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(item) for item in value)
+    return value

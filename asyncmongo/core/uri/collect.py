@@ -33,9 +33,7 @@ _NO_REPEAT = frozenset({"proxyHost", "proxyPort", "proxyUsername", "proxyPasswor
 _STACK = 5
 
 
-def collect_pairs(
-    pairs: Iterable[tuple[str, str]], *, lenient: bool, where: str
-) -> dict[str, Any]:
+def collect_pairs(pairs: Iterable[tuple[str, str]], *, lenient: bool, where: str) -> dict[str, Any]:
     """Options from decoded ``(key, value)`` pairs, under their canonical names."""
     pairs = tuple(pairs)
     present = {canonical_name(key) for key, _ in pairs}
@@ -57,25 +55,28 @@ def collect_pairs(
     return options
 
 
-def _resolve(
-    key: str, raw: str, present: set[str | None], where: str
-) -> tuple[Option, Any] | None:
+def _resolve(key: str, raw: str, present: set[str | None], where: str) -> tuple[Option, Any] | None:
     name = canonical_name(key)
     if name is not None:
         return OPTIONS[name], raw
     replacement = DEPRECATED.get(fold_key(key))
     if replacement is None:
-        warnings.warn(f"Unsupported option {key!r} in the {where}: ignored",
-                      ConfigurationWarning, _STACK + 1)
+        warnings.warn(
+            f"Unsupported option {key!r} in the {where}: ignored", ConfigurationWarning, _STACK + 1
+        )
         return None
     if replacement in present:
         warnings.warn(
             f"Deprecated key {key!r} present and ignored as found replacement {replacement!r}",
-            DeprecatedOptionWarning, _STACK + 1,
+            DeprecatedOptionWarning,
+            _STACK + 1,
         )
         return None
-    warnings.warn(f"Deprecated key {key!r} has been replaced with {replacement!r}",
-                  DeprecatedOptionWarning, _STACK + 1)
+    warnings.warn(
+        f"Deprecated key {key!r} has been replaced with {replacement!r}",
+        DeprecatedOptionWarning,
+        _STACK + 1,
+    )
     if replacement == "authMechanismProperties":
         return OPTIONS[replacement], {"SERVICE_NAME": raw}
     return OPTIONS[replacement], raw
@@ -104,8 +105,11 @@ def _store(options: dict[str, Any], option: Option, value: Any, key: str, where:
             return
         if name in _NO_REPEAT:
             raise InvalidURI(f"option {key!r} may be given only once")
-        warnings.warn(f"option {key!r} repeated in the {where}: the last value is used",
-                      ConfigurationWarning, _STACK)
+        warnings.warn(
+            f"option {key!r} repeated in the {where}: the last value is used",
+            ConfigurationWarning,
+            _STACK,
+        )
     options[name] = value
 
 
@@ -126,17 +130,23 @@ def collect_kwargs(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str,
         name = canonical_name(folded)
         if name is None and folded in DEPRECATED:
             name = DEPRECATED[folded]
-            warnings.warn(f"Deprecated option {key!r} has been replaced with {name!r}",
-                          DeprecatedOptionWarning, _STACK - 1)
+            warnings.warn(
+                f"Deprecated option {key!r} has been replaced with {name!r}",
+                DeprecatedOptionWarning,
+                _STACK - 1,
+            )
             if name == "authMechanismProperties":
                 raw = {"SERVICE_NAME": raw}
         if name is None:
             raise ConfigurationError(f"unknown option {key!r}")
         option = OPTIONS[name]
         try:
-            options[name] = _kwarg_value(option, raw)
+            value = _kwarg_value(option, raw)
         except BadValue as exc:
             raise _bad_value(option, key, raw, exc, "keyword arguments") from None
+        if name == "tls" and options.get(name, value) != value:
+            raise ConfigurationError("conflicting values for 'tls'/'ssl' in keyword arguments")
+        options[name] = value
     return options, extras
 
 
