@@ -141,8 +141,8 @@ async def test_close_cancelled_still_finishes_cleanup() -> None:
     server = FakeServer(close_yields=5)
     pool = Pool(ADDRESS, PoolOptions(min_pool_size=2), server.establish, maintenance_interval=1)
     pool.ready()
-    while pool.statistics().idle < 2:
-        await asyncio.sleep(0)
+    await yields(20)
+    assert pool.statistics().idle == 2
     closer = asyncio.create_task(pool.close())
     await asyncio.sleep(0)
     closer.cancel()
@@ -229,9 +229,7 @@ async def _batch(rng: random.Random) -> Counter[str]:
     assert not holders
     assert_quiet(pool, server)
     assert counts["ConnectionCheckOutStartedEvent"] == BATCH
-    assert (
-        counts["ConnectionCheckedOutEvent"] + counts["ConnectionCheckOutFailedEvent"] == BATCH
-    )
+    assert counts["ConnectionCheckedOutEvent"] + counts["ConnectionCheckOutFailedEvent"] == BATCH
     assert counts["ConnectionCheckedOutEvent"] == counts["ConnectionCheckedInEvent"]
     open_now = len(server.open_connections())
     assert counts["ConnectionCreatedEvent"] == counts["ConnectionClosedEvent"] + open_now
