@@ -35,6 +35,7 @@ from asyncmongo.core.auth.negotiation import (
     speculative_mechanism,
 )
 from asyncmongo.core.auth.scram import ScramCache, generate_nonce
+from asyncmongo.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from asyncmongo.runtime.connection import Authenticator, Connection
@@ -84,7 +85,14 @@ class CredentialAuthenticator:
         mechanism = speculative_mechanism(self._credential)
         if mechanism is None:
             return None
-        conversation = self._new(mechanism)
+        try:
+            conversation = self._new(mechanism)
+        except ConfigurationError:
+            if self._credential.mechanism is not None:
+                raise
+            # A password SASLprep refuses can still be a SCRAM-SHA-1 user's password (SHA-1
+            # does not SASLprep): skip speculation and let negotiation decide.
+            return None
         document = conversation.speculative_document()
         if document is not None:
             self._pending.append(conversation)

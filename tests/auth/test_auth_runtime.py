@@ -290,6 +290,27 @@ async def test_unmatched_speculative_reply_falls_back_to_a_full_conversation(
     assert names(server) == ["saslStart", "saslContinue"]
 
 
+async def test_password_saslprep_refuses_still_works_for_a_scram_sha_1_user(
+    users: UserDirectory,
+) -> None:
+    """SCRAM-SHA-1 never SASLpreps: a negotiated credential skips the speculative SHA-256
+    attempt instead of failing, and authenticates with SHA-1."""
+    users.add_user("old", "pw\u0007", mechanisms=["SCRAM-SHA-1"])
+    server = FakeMongod(users)
+    hello = await handshake(CredentialAuthenticator(negotiate("old", "pw\u0007")), server)
+    assert "speculativeAuthenticate" not in hello
+    assert server.commands[0][1]["mechanism"] == "SCRAM-SHA-1"
+    assert [u.name for u in server.sasl.authenticated_users] == ["old"]
+    # With SCRAM-SHA-256 chosen (explicitly or negotiated), the refusal is a clear error.
+    with pytest.raises(ConfigurationError, match="SASLprep"):
+        await handshake(
+            CredentialAuthenticator(MongoCredential("SCRAM-SHA-256", "admin", "x", "pw\u0007")),
+            FakeMongod(users),
+        )
+    with pytest.raises(ConfigurationError, match="SASLprep"):
+        await handshake(CredentialAuthenticator(negotiate("both", "pw\u0007")), FakeMongod(users))
+
+
 async def test_unusable_credential_is_a_configuration_error(users: UserDirectory) -> None:
     with pytest.raises(ConfigurationError, match="not supported"):
         await handshake(

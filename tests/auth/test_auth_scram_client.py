@@ -212,8 +212,10 @@ def test_usernames_are_escaped_not_saslprepped() -> None:
     assert escape_username("\u2168") == "\u2168"
     client = ScramClient(SHA256, "a=b,c", b"pencil", nonce="abc")
     assert client.client_first() == b"n,,n=a=3Db=2Cc,r=abc"
-    with pytest.raises(OperationFailure):
-        unescape_username("a=b")
+    for bad in ("a=b", "=2=3DC", "a,b", "=", "=2"):
+        with pytest.raises(OperationFailure):
+            unescape_username(bad)
+    assert unescape_username("=3D2C") == "=2C"
 
 
 class CountingPbkdf2:

@@ -24,6 +24,7 @@ import binascii
 import enum
 import hashlib
 import hmac
+import re
 import secrets
 from collections import OrderedDict
 from collections.abc import Callable
@@ -178,11 +179,15 @@ def escape_username(username: str) -> str:
     return username.replace("=", "=3D").replace(",", "=2C")
 
 
+_SASLNAME = re.compile(r"(?:[^=,]|=2C|=3D)*")
+_ESCAPES = re.compile(r"=2C|=3D")
+
+
 def unescape_username(saslname: str) -> str:
-    """The inverse of :func:`escape_username`; a stray ``=`` raises OperationFailure."""
-    if saslname.replace("=3D", "").replace("=2C", "").count("="):
+    """The inverse of :func:`escape_username`; a stray ``=`` or ``,`` raises OperationFailure."""
+    if _SASLNAME.fullmatch(saslname) is None:
         raise OperationFailure("SCRAM: invalid escape sequence in the username")
-    return saslname.replace("=2C", ",").replace("=3D", "=")
+    return _ESCAPES.sub(lambda m: "," if m.group() == "=2C" else "=", saslname)
 
 
 def parse_attributes(message: bytes, what: str) -> dict[str, str]:
