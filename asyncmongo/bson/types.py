@@ -166,10 +166,11 @@ def flags_to_re(flags: str) -> int:
     return result
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Regex:
     """A BSON regular expression (type 0x0B), kept verbatim (MongoDB's PCRE syntax is not
-    Python's). ``flags`` are kept as given and encoded sorted, as the BSON spec requires."""
+    Python's). ``flags`` are kept as given and encoded sorted, as the BSON spec requires;
+    equality ignores their order (``Regex("a", "mi") == Regex("a", "im")``)."""
 
     pattern: str
     flags: str = ""
@@ -181,6 +182,14 @@ class Regex:
             object.__setattr__(self, "flags", flags_from_re(self.flags))
         elif not isinstance(self.flags, str):
             raise TypeError(f"Regex flags must be a str, not {type(self.flags).__name__}")
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Regex):
+            return self.pattern == other.pattern and sorted(self.flags) == sorted(other.flags)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.pattern, "".join(sorted(self.flags))))
 
     @classmethod
     def from_native(cls, regex: re.Pattern[str]) -> Regex:
