@@ -8,6 +8,7 @@ ServerDescriptionChangedEvents. Times are milliseconds; ``now`` comes in as an a
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -137,9 +138,7 @@ class ServerDescription:
 
     def replace(self, **changes: Any) -> ServerDescription:
         """A copy with some fields changed."""
-        values = {name: getattr(self, name) for name in _FIELDS}
-        values.update(changes)
-        return ServerDescription(**values)
+        return dataclasses.replace(self, **changes)
 
     # -- Server Description Equality -------------------------------------------------------
 
@@ -183,9 +182,6 @@ class ServerDescription:
         if self.error:
             parts.append(f"error {self.error!r}")
         return f"<ServerDescription {', '.join(parts)}>"
-
-
-_FIELDS = tuple(ServerDescription.__dataclass_fields__)
 
 
 def hello_server_type(reply: Mapping[str, Any]) -> ServerType:

@@ -8,11 +8,14 @@ combinations") raise ConfigurationError.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final
 
 from asyncmongo.core.address import Address
 from asyncmongo.core.sdam.types import TopologyType
 from asyncmongo.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from asyncmongo.core.uri.client_options import ClientOptions
 
 MIN_HEARTBEAT_FREQUENCY_MS: Final = 500
 DEFAULT_HEARTBEAT_FREQUENCY_MS: Final = 10_000
@@ -52,24 +55,17 @@ class TopologySettings:
             raise ConfigurationError("localThresholdMS must not be negative")
 
     @classmethod
-    def from_options(cls, options: Any) -> TopologySettings:
-        """From a parsed connection string (``asyncmongo.core.uri.parse``'s ClientOptions)."""
-
-        def pick(name: str, default: Any) -> Any:
-            value = getattr(options, name, None)
-            return default if value is None else value
-
+    def from_options(cls, options: ClientOptions) -> TopologySettings:
+        """From a parsed connection string (``asyncmongo.core.uri.parse``)."""
         return cls(
             seeds=tuple(options.hosts),
-            replica_set_name=getattr(options, "replica_set", None),
-            direct_connection=getattr(options, "direct_connection", None),
-            load_balanced=bool(pick("load_balanced", False)),
-            heartbeat_frequency_ms=pick("heartbeat_frequency_ms", DEFAULT_HEARTBEAT_FREQUENCY_MS),
-            local_threshold_ms=pick("local_threshold_ms", DEFAULT_LOCAL_THRESHOLD_MS),
-            server_selection_timeout_ms=pick(
-                "server_selection_timeout_ms", DEFAULT_SERVER_SELECTION_TIMEOUT_MS
-            ),
-            srv_max_hosts=pick("srv_max_hosts", 0),
+            replica_set_name=options.replica_set,
+            direct_connection=options.direct_connection,
+            load_balanced=options.load_balanced,
+            heartbeat_frequency_ms=options.heartbeat_frequency_ms,
+            local_threshold_ms=options.local_threshold_ms,
+            server_selection_timeout_ms=options.server_selection_timeout_ms,
+            srv_max_hosts=options.srv_max_hosts,
         )
 
     @property
