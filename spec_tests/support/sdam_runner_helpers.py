@@ -1,10 +1,7 @@
 """Shared helpers of the SDAM and server-selection spec runners.
 
-* ``plain``: finishes Extended JSON conversion ($oid, $numberLong, $date) for values the shared
-  loader left as documents, so the runners work before and after ``json_util`` lands.
-* ``settings_from_uri``: the TopologySettings of a test's connection string, through
-  ``asyncmongo.core.uri.parse`` when it exists, else a tiny parser for the URI shapes the SDAM
-  tests use.
+* ``load_test_json``: the shared spec loader (Extended JSON becomes BSON types).
+* ``settings_from_uri``: the TopologySettings of a test's connection string.
 * ``SdamHarness``: plays a test's phases against the pure core exactly as the runtime would:
   hello replies become ServerDescriptions, application errors go through the error verdicts,
   pool generations are kept per server and bumped when a verdict clears the pool.
@@ -12,16 +9,13 @@
 
 from __future__ import annotations
 
-import importlib
-import json
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
-from asyncmongo.bson.objectid import ObjectId
 from asyncmongo.core.address import Address, parse_address
 from asyncmongo.core.error_policy import (
     ApplicationError,
@@ -36,76 +30,19 @@ from asyncmongo.core.sdam.server_description import ServerDescription
 from asyncmongo.core.sdam.settings import TopologySettings
 from asyncmongo.core.sdam.topology_description import TopologyDescription
 from asyncmongo.core.sdam.types import ServerType, TopologyType
+from asyncmongo.core.uri import parse
 from spec_tests.support.spec_json import load_spec_json
 
 
 def load_test_json(path: Path) -> Any:
-    """A spec file through the shared loader, with any leftover Extended JSON converted.
-
-    While ``asyncmongo.bson.json_util`` is still landing the shared loader may not be usable;
-    then the file is read with the standard library and converted by ``plain`` alone.
-    """
-    try:
-        return plain(load_spec_json(path))
-    except (ImportError, AttributeError):
-        return plain(json.loads(path.read_text(encoding="utf-8")))
-
-
-def plain(value: Any) -> Any:
-    """Convert leftover Extended JSON documents into ObjectId / int / datetime."""
-    if isinstance(value, Mapping):
-        if set(value) == {"$oid"}:
-            return ObjectId(value["$oid"])
-        if set(value) == {"$numberLong"}:
-            return int(value["$numberLong"])
-        if set(value) == {"$date"}:
-            return _date(value["$date"])
-        return {key: plain(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [plain(item) for item in value]
-    return value
-
-
-def _date(value: Any) -> datetime:
-    if isinstance(value, Mapping):
-        value = int(value["$numberLong"])
-    if isinstance(value, str):
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return datetime.fromtimestamp(int(value) / 1000, tz=UTC)
+    """A spec file through the shared loader (Extended JSON converted to BSON types)."""
+    return load_spec_json(path)
 
 
 def settings_from_uri(uri: str, **overrides: Any) -> TopologySettings:
     """TopologySettings for a test connection string (overrides win)."""
-    parse = getattr(importlib.import_module("asyncmongo.core.uri"), "parse", None)
-    if parse is None:
-        return _settings_from_simple_uri(uri, **overrides)
     settings = TopologySettings.from_options(parse(uri))
-    if not overrides:
-        return settings
-    values = {name: getattr(settings, name) for name in TopologySettings.__dataclass_fields__}
-    values.update(overrides)
-    return TopologySettings(**values)
-
-
-_BOOLEANS = {"true": True, "false": False}
-
-
-def _settings_from_simple_uri(uri: str, **overrides: Any) -> TopologySettings:
-    """``mongodb://h1[:p],h2/?replicaSet=x&directConnection=..&loadBalanced=..`` only."""
-    parts = urlsplit(uri)
-    if parts.scheme != "mongodb":
-        raise ValueError(f"the local URI parser only understands mongodb:// URIs: {uri}")
-    options = {key.lower(): value for key, value in parse_qsl(parts.query)}
-    values: dict[str, Any] = {
-        "seeds": tuple(parse_address(host) for host in parts.netloc.split(",")),
-        "replica_set_name": options.get("replicaset"),
-        "direct_connection": _BOOLEANS.get(options.get("directconnection", "")),
-        "load_balanced": _BOOLEANS.get(options.get("loadbalanced", ""), False),
-    }
-    if "heartbeatfrequencyms" in options:
-        values["heartbeat_frequency_ms"] = int(options["heartbeatfrequencyms"])
-    values.update(overrides)
-    return TopologySettings(**values)
+    return dataclasses.replace(settings, **overrides) if overrides else settings
 
 
 _KINDS = {"network": ErrorKind.NETWORK, "timeout": ErrorKind.TIMEOUT, "command": ErrorKind.COMMAND}

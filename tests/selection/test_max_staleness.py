@@ -22,7 +22,6 @@ from asyncmongo.core.selection.staleness import (
 from asyncmongo.core.selection.suitability import Operation
 from asyncmongo.errors import ConfigurationError
 from spec_tests.support.sdam_runner_helpers import (
-    plain,
     server_from_selection_test,
     topology_from_selection_test,
 )
@@ -34,7 +33,7 @@ def server(address: str, kind: str, update: int, write: int, rtt: int = 5) -> di
         "type": kind,
         "avg_rtt_ms": rtt,
         "lastUpdateTime": update,
-        "lastWrite": {"lastWriteDate": {"$numberLong": str(write)}},
+        "lastWrite": {"lastWriteDate": write},
         "maxWireVersion": 21,
     }
 
@@ -70,7 +69,7 @@ def addresses(*texts: str) -> set[Any]:
 
 
 def run(test: dict[str, Any], document: dict[str, Any]) -> tuple[set[Any], set[Any]]:
-    topology = topology_from_selection_test(plain(test))
+    topology = topology_from_selection_test(test)
     selection = Selection(Operation.READ, ReadPreference.from_document(document))
     suitable, window = suitable_and_in_window(topology, selection)
     return {s.address for s in suitable}, {s.address for s in window}
@@ -108,7 +107,7 @@ def test_secondary_preferred_falls_back_to_the_primary_when_all_are_stale() -> N
 
 def test_direct_formulas() -> None:
     primary, secondary = (
-        server_from_selection_test(plain(spec))
+        server_from_selection_test(spec)
         for spec in (
             server("a:27017", "RSPrimary", 200000, 200000),
             server("b:27017", "RSSecondary", 200000, 199999),
