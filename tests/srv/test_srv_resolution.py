@@ -10,7 +10,7 @@ import pytest
 
 from asyncmongo.core.uri import SrvRecord, apply_srv_records, parse, parse_txt_records
 from asyncmongo.errors import ConfigurationError
-from asyncmongo.runtime.srv import DnspythonResolver, resolve_srv_options
+from asyncmongo.runtime.srv import DnspythonResolver, SrvPoller, resolve_srv_options
 from tests.support.dns_server import DnsRecords, DnsServer
 
 
@@ -133,3 +133,31 @@ async def test_custom_records_on_a_real_dns_server() -> None:
     assert sorted(options.hosts) == [("m1.example.net", 1), ("m2.example.net", 2)]
     assert options.credential is not None and options.credential.source == "adm"
     assert answer.ttl == records.ttl
+
+
+def _records(*ports: int) -> DnsRecords:
+    return DnsRecords(srv=[("_mongodb._tcp.db.example.net", "m.example.net", p) for p in ports])
+
+
+@pytest.mark.dns
+async def test_poller_against_a_real_dns_server_whose_records_change() -> None:
+    reason = DnsServer.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    changes: list[tuple[object, ...]] = []
+    with DnsServer(_records(1, 2), ("example.net",)) as first:
+        resolver = DnspythonResolver([first.host], first.port, timeout_s=0.5)
+        options, answer = await resolve_srv_options(parse("mongodb+srv://db.example.net"), resolver)
+        poller = SrvPoller(
+            options,
+            resolver=resolver,
+            on_hosts_changed=changes.append,
+            should_poll=lambda: True,
+            initial_ttl_s=answer.ttl,
+        )
+        port = first.port
+    await poller.rescan()  # the server is gone: the DNS error keeps the hosts
+    assert changes == [] and sorted(poller.hosts) == [("m.example.net", 1), ("m.example.net", 2)]
+    with DnsServer(_records(1, 3), ("example.net",), port=port):
+        await poller.rescan()
+    assert changes == [(("m.example.net", 1), ("m.example.net", 3))]

@@ -83,10 +83,14 @@ class DnsServer:
 
     host = "127.0.0.1"
 
-    def __init__(self, records: DnsRecords, authoritative_domains: tuple[str, ...]) -> None:
+    def __init__(
+        self, records: DnsRecords, authoritative_domains: tuple[str, ...], port: int = 0
+    ) -> None:
+        """``port`` 0 picks a free port; a fixed one lets a test restart the server with
+        other records at the same address (e.g. to change SRV records under a poller)."""
         self.records = records
         self.domains = authoritative_domains
-        self.port = 0
+        self.port = port
         self._process: subprocess.Popen[bytes] | None = None
 
     @classmethod
@@ -110,7 +114,7 @@ class DnsServer:
         executable = self.executable()
         if executable is None:
             raise RuntimeError(self.unavailable_reason())
-        self.port = _free_udp_port()
+        self.port = self.port or _free_udp_port()
         args = [
             executable,
             "--keep-in-foreground",
@@ -137,7 +141,7 @@ class DnsServer:
         resolver.nameservers = [self.host]
         resolver.port = self.port
         resolver.lifetime = 0.5
-        probe = self.records.a[0][0] if self.records.a else "localhost"
+        probe = f"probe.{self.domains[0]}" if self.domains else "localhost"
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
@@ -146,6 +150,8 @@ class DnsServer:
             try:
                 resolver.resolve(probe, dns.rdatatype.A)
                 return
+            except (dns.resolver.NXDOMAIN, dns.resolver.NoAnswer):
+                return  # an authoritative "no": the server is answering
             except dns.exception.DNSException:
                 time.sleep(0.05)
         self.stop()
