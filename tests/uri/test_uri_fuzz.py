@@ -24,9 +24,7 @@ VALID_URIS = sorted(
         if case.get("uri")
     }
 )
-ALPHABET = st.sampled_from(
-    [*"mongodb+srv:/@?&=,%[]:.;$ \\\"'aZ09-_\x00é\u2603", "%2F", "%zz"]
-)
+ALPHABET = st.sampled_from([*"mongodb+srv:/@?&=,%[]:.;$ \\\"'aZ09-_\x00é\u2603", "%2F", "%zz"])
 FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

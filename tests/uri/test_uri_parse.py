@@ -275,3 +275,23 @@ def test_options_are_frozen() -> None:
         o.hosts = ()  # type: ignore[misc]
     with pytest.raises(TypeError):
         o.options["w"] = 2  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    "properties",
+    ["ENVIRONMENT:test,ALLOWED_HOSTS:evil.com", "OIDC_CALLBACK:mod.fn", "OIDC_HUMAN_CALLBACK:x"],
+)
+def test_oidc_code_properties_cannot_come_from_the_uri(properties: str) -> None:
+    with pytest.raises(ConfigurationError, match="in code"):
+        parse(f"mongodb://h/?authMechanism=MONGODB-OIDC&authMechanismProperties={properties}")
+
+
+def test_oidc_code_properties_from_keywords() -> None:
+    class Callback:
+        def fetch(self) -> None: ...
+
+    o = parse(
+        "mongodb://h/?authMechanism=MONGODB-OIDC",
+        auth_mechanism_properties={"OIDC_HUMAN_CALLBACK": Callback(), "ALLOWED_HOSTS": ["a"]},
+    )
+    assert o.credential is not None and o.credential.mechanism == "MONGODB-OIDC"

@@ -136,6 +136,13 @@ class _Fields:
         if self.source is None:
             self.source = self.database or fallback
 
+    def require_objects(self, *names: str) -> None:
+        """Properties that are code (callbacks, providers, host lists): a connection string
+        can only give text, so a ``str`` here means it came from the URI."""
+        for name in names:
+            if isinstance(self.properties.get(name), str):
+                raise self.fail(f"{name} must be given in code, not in the connection string")
+
     def allow_properties(self, *names: str) -> None:
         unknown = sorted(set(self.properties) - set(names))
         if unknown:
@@ -196,6 +203,7 @@ def _aws(f: _Fields) -> None:
     if "AWS_SESSION_TOKEN" in f.properties:
         raise f.fail("AWS_SESSION_TOKEN must come from the environment, not the options")
     f.allow_properties("AWS_CREDENTIAL_PROVIDER")
+    f.require_objects("AWS_CREDENTIAL_PROVIDER")
 
 
 def _oidc(f: _Fields) -> None:
@@ -204,6 +212,8 @@ def _oidc(f: _Fields) -> None:
     f.allow_properties(
         "ENVIRONMENT", "TOKEN_RESOURCE", "OIDC_CALLBACK", "OIDC_HUMAN_CALLBACK", "ALLOWED_HOSTS"
     )
+    # ALLOWED_HOSTS "MUST NOT be allowed in the URI connection string"; callbacks are code.
+    f.require_objects("OIDC_CALLBACK", "OIDC_HUMAN_CALLBACK", "ALLOWED_HOSTS")
     props = f.properties
     environment = props.get("ENVIRONMENT")
     callbacks = [name for name in ("OIDC_CALLBACK", "OIDC_HUMAN_CALLBACK") if name in props]
