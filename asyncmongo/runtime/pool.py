@@ -50,6 +50,7 @@ LOGGER = logging.getLogger("asyncmongo.connection")
 _monotonic = time.monotonic
 _READY = PoolState.READY
 _DEBUG = logging.DEBUG
+_log_enabled = LOGGER.isEnabledFor
 
 
 class PoolConnection(PooledConnection, Protocol):
@@ -510,7 +511,7 @@ class Pool(Generic[C]):
         _abort(conn)
 
     def _observed(self) -> bool:
-        return self._listener is not None or LOGGER.isEnabledFor(_DEBUG)
+        return self._listener is not None or _log_enabled(_DEBUG)
 
     def _emit(self, event: PoolEvent) -> None:
         if LOGGER.isEnabledFor(_DEBUG):

@@ -116,6 +116,7 @@ class PoolBook(Generic[C, W]):
 
     __slots__ = (
         "_last_id",
+        "_lb",
         "_max_idle",
         "_max_size",
         "address",
@@ -145,6 +146,7 @@ class PoolBook(Generic[C, W]):
         #: Outbox: connections the books dropped; the runtime closes them and emits events.
         self.closing: list[tuple[C, ConnectionClosedReason]] = []
         self._last_id = 0
+        self._lb = options.load_balanced
         self._max_size = options.max_pool_size or (1 << 62)
         self._max_idle = options.max_idle_time_ms / 1000 if options.max_idle_time_ms else None
 
@@ -241,12 +243,23 @@ class PoolBook(Generic[C, W]):
         idle = self.idle
         while idle:
             entry = idle.pop()
-            reason = self._idle_perished(entry, now)
+            conn = entry.conn
+            reason: ConnectionClosedReason | None
+            if self._lb:
+                reason = self._idle_perished(entry, now)
+            elif entry.generation != self.generation:  # hot path, inlined _idle_perished
+                reason = ConnectionClosedReason.STALE
+            elif self._max_idle is not None and now - entry.idle_since > self._max_idle:
+                reason = ConnectionClosedReason.IDLE
+            elif conn.is_closed:
+                reason = ConnectionClosedReason.ERROR
+            else:
+                reason = None
             if reason is None:
-                self.in_use[entry.conn.id] = entry
-                return entry.conn
+                self.in_use[conn.id] = entry
+                return conn
             self._forget(entry)
-            self.closing.append((entry.conn, reason))
+            self.closing.append((conn, reason))
         return None
 
     def can_create(self) -> bool:
@@ -317,10 +330,16 @@ class PoolBook(Generic[C, W]):
                 f"connection {conn.id} is not checked out of the pool for "
                 f"{format_address(self.address)}"
             )
-        reason = self._checkin_perished(entry)
-        if reason is not None:
-            self._forget(entry)
-            return reason
+        if (
+            self._lb
+            or entry.generation != self.generation
+            or conn.is_closed
+            or self.state is PoolState.CLOSED
+        ):
+            reason = self._checkin_perished(entry)
+            if reason is not None:
+                self._forget(entry)
+                return reason
         entry.idle_since = now
         self.idle.append(entry)
         return None
