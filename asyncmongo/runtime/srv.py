@@ -84,7 +84,7 @@ class DnspythonResolver:
     async def resolve_srv(self, name: str) -> SrvAnswer:
         try:
             answer = await self._resolver.resolve(name, dns.rdatatype.SRV)
-        except dns.exception.DNSException as exc:
+        except (dns.exception.DNSException, OSError) as exc:
             raise _dns_error("SRV", name, exc) from exc
         records = tuple(
             SrvRecord(target=rdata.target.to_text(omit_final_dot=True), port=rdata.port)
@@ -98,12 +98,12 @@ class DnspythonResolver:
             answer = await self._resolver.resolve(name, dns.rdatatype.TXT)
         except (dns.resolver.NoAnswer, dns.resolver.NXDOMAIN):
             return []  # no TXT record: no default options
-        except dns.exception.DNSException as exc:
+        except (dns.exception.DNSException, OSError) as exc:
             raise _dns_error("TXT", name, exc) from exc
         return [list(rdata.strings) for rdata in answer]
 
 
-def _dns_error(kind: str, name: str, exc: dns.exception.DNSException) -> ConfigurationError:
+def _dns_error(kind: str, name: str, exc: Exception) -> ConfigurationError:
     if isinstance(exc, dns.resolver.NXDOMAIN):
         reason = "the name does not exist"
     elif isinstance(exc, dns.resolver.NoAnswer):
@@ -153,9 +153,12 @@ class SrvPoller:
         on_hosts_changed: Callable[[tuple[Address, ...]], None],
         should_poll: Callable[[], bool],
         initial_ttl_s: float | None = None,
+        current_hosts: Callable[[], Sequence[Address]] | None = None,
         rng: Shuffler | None = None,
         min_interval_s: float = MIN_RESCAN_INTERVAL_S,
     ) -> None:
+        """``current_hosts`` returns the topology's hosts (the spec compares the answer with
+        them); without it the poller compares with the last list it reported."""
         if not options.is_srv or options.srv_host is None or options.load_balanced:
             raise InvalidOperation("SRV polling is only for non-load-balanced mongodb+srv://")
         self._srv_host = options.srv_host
@@ -168,6 +171,7 @@ class SrvPoller:
         self._rng: Shuffler = rng or random.Random()
         self._min_interval_s = min_interval_s
         self._hosts = options.hosts
+        self._current_hosts = current_hosts or (lambda: self._hosts)
         self._interval_s = self._rescan_interval(initial_ttl_s)
         self._task: asyncio.Task[None] | None = None
         self._rescans = 0
@@ -213,8 +217,12 @@ class SrvPoller:
     async def _run(self) -> None:
         while True:
             await asyncio.sleep(self._interval_s)
-            if self._should_poll():
+            if not self._should_poll():
+                continue
+            try:
                 await self.rescan()
+            except Exception:  # a failing callback must not end polling for good
+                _log.exception("SRV rescan of %r failed", self._name)
 
     async def rescan(self) -> None:
         """One rescan now (the task calls it every interval; tests may call it directly)."""
@@ -231,15 +239,16 @@ class SrvPoller:
                     record.target,
                     self._srv_host,
                 )
+        current = tuple(self._current_hosts())
         hosts = polled_hosts(
-            self._hosts, answer.records, self._srv_host, self._srv_max_hosts, self._rng
+            current, answer.records, self._srv_host, self._srv_max_hosts, self._rng
         )
         if hosts is None:
             self._failed(f"no valid SRV records for {self._name!r}")
             return
         self._interval_s = self._rescan_interval(answer.ttl)
-        if set(hosts) != set(self._hosts):
-            self._hosts = hosts
+        self._hosts = hosts
+        if set(hosts) != set(current):
             self._on_hosts_changed(hosts)
 
     def _failed(self, reason: str) -> None:

@@ -232,3 +232,37 @@ async def test_start_twice_is_an_error() -> None:
     with pytest.raises(InvalidOperation):
         h.poller.start()
     await h.poller.close()
+
+
+async def test_compares_with_the_topology_hosts_when_given() -> None:
+    h = Harness([27017, 27018])
+    topology_hosts = [(HOST, 27017)]  # SDAM already dropped 27018
+    poller = SrvPoller(
+        h.options,
+        resolver=h.resolver,
+        on_hosts_changed=h.changes.append,
+        should_poll=lambda: True,
+        current_hosts=lambda: topology_hosts,
+    )
+    await poller.rescan()
+    assert h.changes == [((HOST, 27017), (HOST, 27018))]
+
+
+async def test_a_failing_callback_does_not_end_polling(caplog: pytest.LogCaptureFixture) -> None:
+    h = Harness([27017])
+
+    def broken(hosts: tuple[Address, ...]) -> None:
+        raise RuntimeError("topology bug")
+
+    poller = SrvPoller(
+        h.options,
+        resolver=h.resolver,
+        on_hosts_changed=broken,
+        should_poll=lambda: True,
+        min_interval_s=0.005,
+    )
+    h.resolver.records = [record(27018)]
+    poller.start()
+    await h.wait_queries(3)
+    await poller.close()
+    assert "topology bug" in caplog.text
