@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from asyncmongo.core.uri import ClientOptions, parse, parse_lenient
+from asyncmongo.core.uri.table import OPTIONS
 from asyncmongo.errors import ConfigurationError
 
 DATA = Path(__file__).resolve().parents[2] / "spec_tests" / "data"
@@ -105,3 +106,23 @@ def test_passwords_do_not_leak_into_errors(password: str, rest: str) -> None:
             if password not in uri.replace(encoded, "", 1):  # the secret is only in userinfo
                 assert password not in message
                 assert encoded not in message
+
+
+OPTION_NAMES = [*sorted(OPTIONS), "ssl", "wtimeout", "j", "gssapiServiceName", "max_pool_size"]
+ANY_VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12) | st.binary(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=6,
+)
+
+
+@FUZZ
+@given(st.dictionaries(st.sampled_from(OPTION_NAMES), ANY_VALUE, max_size=4))
+def test_random_keyword_values(kwargs: dict[str, object]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for uri in ("mongodb://h", "mongodb+srv://a.b.c"):
+            try:
+                parse(uri, **kwargs)
+            except ConfigurationError:
+                pass
