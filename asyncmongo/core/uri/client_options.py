@@ -1,8 +1,10 @@
 """ClientOptions: everything a connection string (plus keywords, plus TXT records) configures.
 
 One frozen value the client, topology, pools and monitors read from. ``options`` keeps every
-validated option that was explicitly given, under its canonical spec name (what the
-uri-options tests compare); the typed attributes carry the effective values with defaults.
+validated option that was explicitly given (URI, keywords, TXT record; plus the ``tls=True``
+that mongodb+srv:// implies), under its canonical spec name (what the uri-options tests
+compare), with lists as tuples and documents as read-only mappings; the typed attributes
+carry the effective values with defaults.
 """
 
 from __future__ import annotations
