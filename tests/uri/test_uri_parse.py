@@ -295,3 +295,12 @@ def test_oidc_code_properties_from_keywords() -> None:
         auth_mechanism_properties={"OIDC_HUMAN_CALLBACK": Callback(), "ALLOWED_HOSTS": ["a"]},
     )
     assert o.credential is not None and o.credential.mechanism == "MONGODB-OIDC"
+
+
+def test_username_and_password_keywords() -> None:
+    o = parse("mongodb://old:pw@h/db", username="new", password=SECRET)
+    assert o.credential == MongoCredential(None, "db", "new", SECRET)
+    assert parse("mongodb://h", username="u", password="p").credential is not None
+    with pytest.raises(ConfigurationError) as info:
+        parse("mongodb://h", username="u", password=12345678)
+    assert "12345678" not in str(info.value)

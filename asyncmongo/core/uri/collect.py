@@ -27,7 +27,7 @@ from asyncmongo.errors import (
 __all__ = ["KWARG_ONLY", "collect_kwargs", "collect_pairs"]
 
 #: Keyword arguments that are not URI options (folded name -> attribute name).
-KWARG_ONLY = {"serverapi": "server_api"}
+KWARG_ONLY = {"serverapi": "server_api", "username": "username", "password": "password"}
 
 _NO_REPEAT = frozenset({"proxyHost", "proxyPort", "proxyUsername", "proxyPassword"})
 _STACK = 5
@@ -123,6 +123,8 @@ def collect_kwargs(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str,
     for key, raw in kwargs.items():
         folded = fold_kwarg(key)
         if folded in KWARG_ONLY:
+            if folded in ("username", "password") and not isinstance(raw, str | None):
+                raise ConfigurationError(f"{key} must be a str")  # never echo the value
             extras[KWARG_ONLY[folded]] = raw
             continue
         if raw is None:

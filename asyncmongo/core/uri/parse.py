@@ -18,7 +18,8 @@ __all__ = ["parse", "parse_lenient", "parse_uri_options"]
 
 def parse(uri: str, /, **kwargs: Any) -> ClientOptions:
     """Parse and validate ``uri``; ``kwargs`` are URI option names (any case, or snake_case)
-    and override the URI's values.
+    and override the URI's values; ``username``, ``password`` and ``server_api`` are
+    keyword-only extras.
 
     Any malformed part or invalid value raises ConfigurationError (InvalidURI for syntax);
     unknown options and deprecated names only warn (ConfigurationWarning,
@@ -56,15 +57,18 @@ def _parse(uri: str, kwargs: dict[str, Any], *, lenient: bool) -> ClientOptions:
     options = collect_pairs(parts.options, lenient=lenient, where="connection string")
     overrides, extras = collect_kwargs(kwargs)
     options.update(overrides)
+    # username=/password= keywords override the userinfo (PyMongo's MongoClient accepts them).
+    username = extras.get("username", parts.username)
+    password = extras.get("password", parts.password)
     return build_client_options(
         hosts=parts.hosts,
         options=options,
         is_srv=parts.is_srv,
         srv_host=parts.srv_host,
         database=parts.database,
-        username=parts.username,
-        password=parts.password,
-        userinfo_given=parts.userinfo_given,
+        username=username,
+        password=password,
+        userinfo_given=parts.userinfo_given or username is not None,
         extras=extras,
         resolved=not parts.is_srv,
     )
