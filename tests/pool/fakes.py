@@ -56,6 +56,8 @@ class FakeServer:
         self.service_id = service_id
         self.created: list[FakeConnection] = []
         self.failures = 0
+        #: Fail this many establishments (after the delay) regardless of failure_rate.
+        self.fail_next = 0
         self.cancelled_establishments = 0
 
     async def establish(self, connection_id: int) -> FakeConnection:
@@ -66,7 +68,8 @@ class FakeServer:
         except asyncio.CancelledError:
             self.cancelled_establishments += 1
             raise
-        if self.rng.random() < self.failure_rate:
+        if self.fail_next > 0 or self.rng.random() < self.failure_rate:
+            self.fail_next = max(0, self.fail_next - 1)
             self.failures += 1
             raise AutoReconnect(f"connection {connection_id} refused")
         conn = FakeConnection(connection_id, self.service_id, self.close_yields)
