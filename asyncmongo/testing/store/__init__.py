@@ -1,7 +1,47 @@
 """An in-memory MongoDB document store: command documents in, reply documents out.
 
 The simulated deployment (``asyncmongo.testing``) puts its wire protocol in front of
-:class:`Store`. Plain Python, no asyncio, no sockets.
+:class:`Store`: ``Store().handle("db", {"find": "coll", "filter": {...}})`` returns the reply
+document a MongoDB server would send. Plain Python, no asyncio, no sockets.
+
+Modules: ``compare`` (BSON order), ``paths`` (dotted paths), ``matcher`` (query operators),
+``expressions`` (aggregation expressions), ``update`` (update operators), ``projection``,
+``sorting``, ``aggregate`` (pipelines), ``collection``/``database`` (documents, unique indexes,
+the catalog), ``cursors``, ``crud``/``admin`` (the commands), ``transactions`` (sessions,
+transactions, retryable writes) and ``commands`` (``Store``, the routing).
+
+Simplifications (deliberate): no collation (simple binary comparison), no text/geo queries,
+no ``$where``/``$jsonSchema``/``$bit``, ``$lookup`` without ``let``, ``$merge`` without
+pipelines, no 16 MiB batch limit (batches are cut by count only), no write concern or read
+concern semantics (the server front end handles them), and a plain write to a document that an
+open transaction has written fails with 112 WriteConflict instead of waiting for the
+transaction to end. Snapshot isolation is per collection from the transaction's first touch.
+
+Differences from jongodb (tests/store/test_store_vs_jongodb.py compares random filters and
+updates; MongoDB's documented behaviour, pinned in tests/store/test_store_semantics.py, is
+what the store does in each case):
+
+- jongodb treats an int and a double of the same value as unequal (3 != 3.0); MongoDB
+  compares numbers by value across int, long, double and decimal.
+- jongodb's $gt/$gte/$lt/$lte with a document or array operand match nothing; MongoDB
+  compares documents and arrays in BSON order (same type bracket only).
+- jongodb's $all matches only array fields and never null/missing; MongoDB treats
+  ``{$all: [v]}`` as ``$and`` of equalities (``{a: {$all: [1]}}`` matches ``{a: 1}``).
+- jongodb's $mod does not truncate doubles and reaches into nested arrays; MongoDB truncates
+  the dividend toward zero and expands one array level only.
+- jongodb's $lte/$gte null and $nin [null] ignore that null also matches a missing field.
+- jongodb implements only the $set, $unset, $inc, $addToSet and $setOnInsert update
+  operators ($mul $min $max $rename $push $pop $pull $pullAll $currentDate are "unsupported
+  update operator"); the store's versions are covered by unit tests only.
+- jongodb's $unset of an array element (``b.0``) leaves the array unchanged; MongoDB sets the
+  element to null.
+- jongodb refuses to update a path through an array index (``a.1``); MongoDB pads or updates
+  the element.
+- jongodb's $inc wraps around on int32 overflow; MongoDB promotes the result to a long.
+- jongodb closes the connection on some updates (``$addToSet`` on ``b.0`` when ``b`` is a
+  document) instead of answering.
+- Error codes: where both fail, jongodb often reports its own codes (14 for most update errors,
+  238 NotImplemented); the store uses the server's (2, 9, 14, 28, 40, 66, ...).
 """
 
 from asyncmongo.testing.store.commands import Store

@@ -134,9 +134,15 @@ def from_number(value: int | float | Decimal, *, like: list[Any]) -> Any:
         return float(value)
     if isinstance(value, Decimal):
         return Decimal128(value)
-    if any(isinstance(v, Int64) for v in like) or not -(2**31) <= value < 2**31:
+    if any(_is_long(v) for v in like) or not -(2**31) <= value < 2**31:
         return Int64(value)
     return value
+
+
+def _is_long(value: Any) -> bool:
+    """An Int64, or a plain int that only fits in 64 bits (it encodes as a long)."""
+    return isinstance(value, Int64) or (
+        isinstance(value, int) and not isinstance(value, bool) and not -(2**31) <= value < 2**31)
 
 
 def _numeric(name: str, values: list[Any]) -> list[Any] | None:
