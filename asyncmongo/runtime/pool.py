@@ -470,7 +470,10 @@ class Pool(Generic[C]):
             book.release()
             # SDAM first (it clears the pool), then the close, as the spec tests order them.
             if self._on_background_error is not None:
-                self._on_background_error(exc)
+                try:
+                    self._on_background_error(exc)
+                except Exception:
+                    LOGGER.exception("the pool's background error handler failed")
             self._emit_closed(conn_id, ConnectionClosedReason.ERROR, exc)
             self._after_capacity_change()
             return False
