@@ -1,0 +1,302 @@
+"""Simulated deployments as async context managers: the Python API users test with.
+
+::
+
+    async with ReplicaSet(members=3) as rs:
+        client = AnyDriver(rs.uri)
+        await rs.step_down()                 # a new primary, a new electionId
+        await rs.members[1].stop()           # gone; .start() brings it back (new processId)
+        with rs.fail_point({"times": 1}, failCommands=["insert"], errorCode=91):
+            ...
+
+:class:`Standalone`, :class:`ReplicaSet`, :class:`ShardedCluster` (several mongos over one
+store) and :class:`LoadBalanced` (one mongos that answers ``serviceId``). Every member is a
+:class:`~asyncmongo.testing.server.SimServer` on 127.0.0.1; the members of a deployment share
+one :class:`~asyncmongo.testing.store.Store`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import urllib.parse
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from asyncmongo.errors import ConfigurationError
+from asyncmongo.testing.member import MemberConfig, Role
+from asyncmongo.testing.replset import ReplicaSetGroup
+from asyncmongo.testing.scram import UserDirectory
+from asyncmongo.testing.server import FailPointHandle, SimServer
+from asyncmongo.testing.store import Store
+
+Users = Mapping[str, str] | UserDirectory | None
+
+
+def user_directory(users: Users) -> UserDirectory:
+    """A :class:`UserDirectory` from ``{"name": "password"}`` (admin, SCRAM-SHA-1 and -256)."""
+    if isinstance(users, UserDirectory):
+        return users
+    directory = UserDirectory()
+    for name, password in (users or {}).items():
+        directory.add_user(name, password)
+    return directory
+
+
+class _Deployment:
+    """What every deployment shares: a store, users, TLS, the servers, ``async with``."""
+
+    def __init__(self, *, users: Users = None, tls: ssl.SSLContext | None = None,
+                 streaming: bool = True, store: Store | None = None) -> None:
+        self.store = store if store is not None else Store()
+        self.users = user_directory(users)
+        self.tls = tls
+        self.streaming = streaming
+        self.members: list[SimServer] = []
+
+    async def __aenter__(self) -> Any:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        """Stop every server and close every connection."""
+        await asyncio.gather(*(member.stop() for member in self.members))
+
+    def _server(self, role: Role, **kwargs: Any) -> SimServer:
+        return SimServer(role, store=self.store, users=self.users, ssl_context=self.tls,
+                         streaming=self.streaming, **kwargs)
+
+    def _uri(self, hosts: Iterable[str], options: Mapping[str, str]) -> str:
+        query = dict(options)
+        if self.tls is not None:
+            query["tls"] = "true"
+        suffix = f"/?{urllib.parse.urlencode(query)}" if query else "/"
+        return f"mongodb://{','.join(hosts)}{suffix}"
+
+    def fail_point(self, mode: str | Mapping[str, int] = "alwaysOn",
+                   data: Mapping[str, Any] | None = None, **fields: Any) -> FailPointHandle:
+        """``failCommand`` on the first member (a replica set overrides: the primary)."""
+        return self.members[0].fail_point(mode, data, **fields)
+
+
+class Standalone(_Deployment):
+    """One standalone mongod."""
+
+    def __init__(self, *, port: int = 0, users: Users = None, tls: ssl.SSLContext | None = None,
+                 streaming: bool = True, store: Store | None = None) -> None:
+        super().__init__(users=users, tls=tls, streaming=streaming, store=store)
+        self.members = [self._server(Role.STANDALONE, port=port)]
+
+    def __repr__(self) -> str:
+        return f"<Standalone {self.server!r}>"
+
+    @property
+    def server(self) -> SimServer:
+        return self.members[0]
+
+    @property
+    def uri(self) -> str:
+        return self._uri([self.server.host], {})
+
+    async def start(self) -> None:
+        await self.server.start()
+
+
+class ReplicaSet(_Deployment):
+    """A replica set: ``members`` data-bearing members (the first is elected primary),
+    ``arbiters``, the last ``hidden`` data-bearing members hidden (priority 0), per-member
+    ``tags`` and ``priorities``, and ``replication_lag_ms`` (the secondaries' lastWrite lag)."""
+
+    def __init__(
+        self,
+        members: int = 3,
+        *,
+        arbiters: int = 0,
+        hidden: int = 0,
+        tags: Sequence[Mapping[str, str]] | None = None,
+        priorities: Sequence[float] | None = None,
+        set_name: str = "rs0",
+        streaming: bool = True,
+        users: Users = None,
+        tls: ssl.SSLContext | None = None,
+        replication_lag_ms: float = 0,
+        store: Store | None = None,
+    ) -> None:
+        super().__init__(users=users, tls=tls, streaming=streaming, store=store)
+        if members < 1 or hidden >= members or arbiters < 0 or hidden < 0:
+            raise ConfigurationError("a replica set needs members >= 1 and a visible member")
+        self.group = ReplicaSetGroup(set_name, (), replication_lag_ms=replication_lag_ms)
+        self._plan = [(False, index >= members - hidden,
+                       (priorities[index] if priorities else 1.0),
+                       (tags[index] if tags and index < len(tags) else {}))
+                      for index in range(members)]
+        self._plan += [(True, False, 0.0, {}) for _ in range(arbiters)]
+
+    def __repr__(self) -> str:
+        return f"<ReplicaSet {self.group!r}>"
+
+    @property
+    def set_name(self) -> str:
+        return self.group.set_name
+
+    @property
+    def uri(self) -> str:
+        """Every visible data-bearing member as a seed, with ``replicaSet``."""
+        hosts = [m.host for m in self.group.members if not m.arbiter and not m.hidden]
+        return self._uri(hosts, {"replicaSet": self.set_name})
+
+    @property
+    def primary(self) -> SimServer | None:
+        return self.member(self.group.primary) if self.group.primary else None
+
+    @property
+    def secondaries(self) -> list[SimServer]:
+        return [m for m in self.members if m.role is Role.SECONDARY]
+
+    def member(self, host: str) -> SimServer:
+        for server in self.members:
+            if server.host == host:
+                return server
+        raise ConfigurationError(f"{host} is not a member of {self.set_name}")
+
+    async def start(self) -> None:
+        configs = []
+        for arbiter, hidden, priority, tags in self._plan:
+            server = self._new_member(Role.ARBITER if arbiter else Role.SECONDARY)
+            await server.start()
+            configs.append(MemberConfig(server.host, arbiter=arbiter, hidden=hidden,
+                                        priority=0.0 if hidden else priority, tags=tags))
+        self.group.members = tuple(configs)
+        first = self.group.next_electable(None)
+        if first is None:
+            raise ConfigurationError("no member can be elected primary")
+        self._elect(self.member(first))
+
+    def _new_member(self, role: Role) -> SimServer:
+        server = self._server(role, replica_set=self.group, on_step_down=self._step_down_hook)
+        self.members.append(server)
+        return server
+
+    async def _step_down_hook(self, server: SimServer) -> None:
+        await self.step_down()
+
+    def _bump_all(self) -> None:
+        for server in self.members:
+            server.clock.bump()
+
+    def _elect(self, server: SimServer) -> None:
+        old = self.primary
+        self.group.elect(server.host)
+        if old is not None and old is not server:
+            old.role = Role.SECONDARY
+        server.role = Role.PRIMARY
+        self._bump_all()
+
+    async def elect(self, member: SimServer) -> None:
+        """``member`` wins an election: new term and electionId, same setVersion; the old
+        primary (if any) becomes a secondary. Every member's topologyVersion moves."""
+        self._elect(member)
+
+    async def step_down(self, *, elect: SimServer | None | bool = True) -> SimServer | None:
+        """The primary steps down. With ``elect=True`` (default) the next electable member
+        wins the following election at once; ``elect=False`` leaves the set without a primary
+        (call :meth:`elect` later); a member elects that member. Returns the new primary."""
+        old = self.primary
+        if old is not None:
+            self.group.step_down()
+            old.role = Role.SECONDARY
+            self._bump_all()
+        if elect is False:
+            return None
+        if isinstance(elect, SimServer):
+            winner: SimServer | None = elect
+        else:
+            host = self.group.next_electable(old.host if old is not None else None)
+            winner = self.member(host) if host is not None else None
+        if winner is not None:
+            self._elect(winner)
+        return winner
+
+    async def reconfig(self, *, add: int | Sequence[MemberConfig] = 0,
+                       remove: Iterable[SimServer] = ()) -> None:
+        """Add ``add`` new secondaries (a count, or configs whose host is ignored) and remove
+        members (they are stopped): setVersion + 1, every topologyVersion moves."""
+        removed = list(remove)
+        plans: list[MemberConfig] = ([MemberConfig("") for _ in range(add)]
+                                     if isinstance(add, int) else list(add))
+        new_configs = []
+        for plan in plans:
+            server = self._new_member(Role.ARBITER if plan.arbiter else Role.SECONDARY)
+            await server.start()
+            new_configs.append(MemberConfig(server.host, plan.arbiter, plan.hidden,
+                                            plan.priority, plan.tags))
+        self.group.reconfig(new_configs, [server.host for server in removed])
+        for server in removed:
+            await server.stop()
+            self.members.remove(server)
+        self._bump_all()
+
+    def fail_point(self, mode: str | Mapping[str, int] = "alwaysOn",
+                   data: Mapping[str, Any] | None = None, **fields: Any) -> FailPointHandle:
+        """``failCommand`` on the current primary."""
+        primary = self.primary
+        if primary is None:
+            raise ConfigurationError("the replica set has no primary")
+        return primary.fail_point(mode, data, **fields)
+
+
+class ShardedCluster(_Deployment):
+    """``mongos`` routers over one store (the shards are not simulated)."""
+
+    def __init__(self, mongos: int = 2, *, users: Users = None,
+                 tls: ssl.SSLContext | None = None, streaming: bool = True,
+                 store: Store | None = None) -> None:
+        super().__init__(users=users, tls=tls, streaming=streaming, store=store)
+        if mongos < 1:
+            raise ConfigurationError("a sharded cluster needs at least one mongos")
+        self.members = [self._server(Role.MONGOS) for _ in range(mongos)]
+
+    def __repr__(self) -> str:
+        return f"<ShardedCluster {len(self.members)} mongos>"
+
+    @property
+    def mongos(self) -> list[SimServer]:
+        return self.members
+
+    @property
+    def uri(self) -> str:
+        return self._uri([m.host for m in self.members], {})
+
+    async def start(self) -> None:
+        for server in self.members:
+            await server.start()
+
+
+class LoadBalanced(_Deployment):
+    """A load balancer in front of mongos: one address, ``serviceId`` in hello for a client
+    that says ``loadBalanced: true``; the URI carries ``loadBalanced=true``."""
+
+    def __init__(self, *, users: Users = None, tls: ssl.SSLContext | None = None,
+                 store: Store | None = None) -> None:
+        super().__init__(users=users, tls=tls, streaming=False, store=store)
+        self.members = [self._server(Role.MONGOS, load_balanced=True)]
+
+    def __repr__(self) -> str:
+        return f"<LoadBalanced {self.members[0]!r}>"
+
+    @property
+    def server(self) -> SimServer:
+        return self.members[0]
+
+    @property
+    def uri(self) -> str:
+        return self._uri([self.server.host], {"loadBalanced": "true"})
+
+    async def start(self) -> None:
+        await self.server.start()

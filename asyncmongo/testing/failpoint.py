@@ -1,0 +1,195 @@
+"""``configureFailPoint`` with ``failCommand``, as mongod implements it for the specs' tests.
+
+A :class:`FailCommand` is the parsed ``data`` of the fail point; :class:`FailPointState` keeps
+the ``mode`` (alwaysOn, ``{times: n}``, ``{skip: n}``, off) and decides, for one command, whether
+the fail point fires. The server then carries out the :class:`FailCommand` (block, close the
+connection, answer an error, or run the command and attach a ``writeConcernError``). Pure: no
+asyncio, so the decision is tested without a server.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from asyncmongo.errors import ConfigurationError
+
+#: Error codes the server labels ``RetryableWriteError`` on a retryable write (retryable
+#: writes spec, "Determining Retryable Errors").
+RETRYABLE_WRITE_CODES = frozenset({6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435,
+                                   13436, 134})
+#: Commands a retryable write can be (with ``txnNumber`` outside a transaction).
+_RETRYABLE_WRITE_COMMANDS = frozenset({"insert", "update", "delete", "findAndModify",
+                                       "findandmodify"})
+#: Never failed: the fail point's own command (so a test can always turn it off).
+_EXEMPT = frozenset({"configureFailPoint"})
+
+
+class FailPointMode(enum.Enum):
+    """How often the fail point fires."""
+
+    OFF = "off"
+    ALWAYS_ON = "alwaysOn"
+    TIMES = "times"
+    SKIP = "skip"
+
+
+@dataclass(frozen=True, slots=True)
+class FailCommand:
+    """The ``data`` of a ``failCommand`` fail point."""
+
+    fail_commands: frozenset[str]
+    error_code: int | None = None
+    error_labels: tuple[str, ...] | None = None
+    close_connection: bool = False
+    block_connection: bool = False
+    block_time_ms: int = 0
+    app_name: str | None = None
+    write_concern_error: Mapping[str, Any] | None = None
+    errmsg: str | None = None
+
+    @classmethod
+    def from_document(cls, data: Mapping[str, Any]) -> FailCommand:
+        """Parse ``data``; a malformed one is a ConfigurationError (the server's BadValue)."""
+        names = data.get("failCommands")
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ConfigurationError("failCommand needs data.failCommands, a list of names")
+        labels = data.get("errorLabels")
+        code = data.get("errorCode")
+        wce = data.get("writeConcernError")
+        app = data.get("appName")
+        errmsg = data.get("errmsg")
+        return cls(
+            fail_commands=frozenset(names),
+            error_code=int(code) if code is not None else None,
+            error_labels=tuple(str(label) for label in labels) if labels is not None else None,
+            close_connection=bool(data.get("closeConnection", False)),
+            block_connection=bool(data.get("blockConnection", False)),
+            block_time_ms=int(data.get("blockTimeMS", 0)),
+            app_name=str(app) if app is not None else None,
+            write_concern_error=dict(wce) if isinstance(wce, Mapping) else None,
+            errmsg=str(errmsg) if errmsg is not None else None,
+        )
+
+    def error_reply(self, command: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``ok: 0`` reply for ``errorCode``, labelled as mongod labels it."""
+        assert self.error_code is not None
+        reply: dict[str, Any] = {
+            "ok": 0.0,
+            "errmsg": self.errmsg or "Failing command via 'failCommand' failpoint",
+            "code": self.error_code,
+        }
+        labels = self._labels(self.error_code, command)
+        if labels:
+            reply["errorLabels"] = labels
+        return reply
+
+    def add_write_concern_error(self, reply: dict[str, Any],
+                                command: Mapping[str, Any]) -> dict[str, Any]:
+        """Attach the configured ``writeConcernError`` to a successful reply."""
+        assert self.write_concern_error is not None
+        wce = dict(self.write_concern_error)
+        reply["writeConcernError"] = wce
+        code = wce.get("code")
+        labels = self._labels(int(code), command) if isinstance(code, int) else []
+        if self.error_labels is None and "errorLabels" in wce:
+            labels = list(wce.pop("errorLabels"))
+        if labels:
+            reply["errorLabels"] = labels
+        return reply
+
+    def _labels(self, code: int, command: Mapping[str, Any]) -> list[str]:
+        # Given labels replace the server's own; otherwise mongod (4.4+) labels a retryable
+        # code on a retryable write or a commit/abort as RetryableWriteError.
+        if self.error_labels is not None:
+            return list(self.error_labels)
+        if code in RETRYABLE_WRITE_CODES and is_retryable_write(command):
+            return ["RetryableWriteError"]
+        return []
+
+
+def is_retryable_write(command: Mapping[str, Any]) -> bool:
+    """A write the server treats as retryable: ``txnNumber`` outside a transaction, or the
+    transaction's commit/abort."""
+    name = next(iter(command), "")
+    if name in ("commitTransaction", "abortTransaction"):
+        return True
+    return (name in _RETRYABLE_WRITE_COMMANDS and "txnNumber" in command
+            and "autocommit" not in command)
+
+
+@dataclass(slots=True)
+class FailPointState:
+    """One configured fail point: its mode, what is left of it, and its data."""
+
+    mode: FailPointMode = FailPointMode.OFF
+    remaining: int = 0
+    data: FailCommand = field(default_factory=lambda: FailCommand(frozenset()))
+
+    @classmethod
+    def from_command(cls, command: Mapping[str, Any]) -> FailPointState:
+        """Parse a ``configureFailPoint`` command (``mode`` and ``data``)."""
+        mode, remaining = _parse_mode(command.get("mode"))
+        data = command.get("data", {})
+        if not isinstance(data, Mapping):
+            raise ConfigurationError("configureFailPoint data must be a document")
+        parsed = FailCommand.from_document(data) if mode is not FailPointMode.OFF else (
+            FailCommand(frozenset()))
+        return cls(mode, remaining, parsed)
+
+    def __repr__(self) -> str:
+        names = ",".join(sorted(self.data.fail_commands))
+        return f"<FailPoint {self.mode.value} remaining={self.remaining} [{names}]>"
+
+    def fire(self, command_name: str, app_name: str | None) -> FailCommand | None:
+        """Whether the fail point fires for this command; counts the activation if so."""
+        if self.mode is FailPointMode.OFF or command_name in _EXEMPT:
+            return None
+        if command_name not in self.data.fail_commands:
+            return None
+        if self.data.app_name is not None and self.data.app_name != app_name:
+            return None
+        if self.mode is FailPointMode.SKIP:
+            if self.remaining > 0:
+                self.remaining -= 1
+                return None
+            return self.data
+        if self.mode is FailPointMode.TIMES:
+            self.remaining -= 1
+            if self.remaining <= 0:
+                self.mode = FailPointMode.OFF
+        return self.data
+
+
+def _parse_mode(mode: Any) -> tuple[FailPointMode, int]:
+    if mode == "alwaysOn":
+        return FailPointMode.ALWAYS_ON, 0
+    if mode == "off":
+        return FailPointMode.OFF, 0
+    if isinstance(mode, Mapping) and len(mode) == 1:
+        (key, value), = mode.items()
+        if key in ("times", "skip") and isinstance(value, int) and value >= 0:
+            kind = FailPointMode.TIMES if key == "times" else FailPointMode.SKIP
+            if kind is FailPointMode.TIMES and value == 0:
+                return FailPointMode.OFF, 0
+            return kind, int(value)
+    raise ConfigurationError(f"unsupported fail point mode {mode!r}")
+
+
+def configure(points: dict[str, FailPointState], command: Mapping[str, Any]) -> None:
+    """Apply one ``configureFailPoint`` command to a member's fail points."""
+    name = command.get("configureFailPoint")
+    if name != "failCommand":
+        raise ConfigurationError(f"unknown fail point {name!r} (only failCommand exists here)")
+    points[name] = FailPointState.from_command(command)
+
+
+def fail_point_command(mode: str | Mapping[str, int], data: Mapping[str, Any] | None = None,
+                       *, fail_commands: Sequence[str] | None = None) -> dict[str, Any]:
+    """Build a ``configureFailPoint`` command document (for the Python API)."""
+    document: dict[str, Any] = dict(data or {})
+    if fail_commands is not None:
+        document["failCommands"] = list(fail_commands)
+    return {"configureFailPoint": "failCommand", "mode": mode, "data": document}

@@ -1,0 +1,559 @@
+"""The simulated server: an asyncio TCP (optionally TLS) listener on 127.0.0.1 that speaks the
+wire protocol like a mongod 7.0 (or a mongos), one task per client connection.
+
+A :class:`SimServer` plays one member: its :class:`~asyncmongo.testing.member.Role`, its
+:class:`~asyncmongo.testing.streaming.TopologyClock`, its fail points and network faults. It
+answers ``hello`` itself (streaming and exhaust included), authenticates with
+:class:`~asyncmongo.testing.scram.SaslServer`, refuses what its role cannot do (writes on a
+secondary: NotWritablePrimary; reads without secondaryOk: NotPrimaryNoSecondaryOk) and hands
+every CRUD/admin command to its :class:`~asyncmongo.testing.store.Store` (shared by the members
+of a replica set). Deployments (``asyncmongo.testing.deployment``) wire several together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import os
+import ssl
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from asyncmongo.bson import Binary, Int64, ObjectId, Timestamp
+from asyncmongo.core.wire.compression import SUPPORTED_COMPRESSORS
+from asyncmongo.core.wire.opcodes import HEADER, HEADER_SIZE, OpCode
+from asyncmongo.errors import ConfigurationError, ProtocolError
+from asyncmongo.testing import failpoint
+from asyncmongo.testing.failpoint import FailCommand, FailPointState
+from asyncmongo.testing.member import HelloState, Role, build_hello
+from asyncmongo.testing.protocol import Request, decode_request, encode_reply, read_header
+from asyncmongo.testing.replies import error_reply
+from asyncmongo.testing.replset import ReplicaSetGroup
+from asyncmongo.testing.scram import SaslServer, UserDirectory
+from asyncmongo.testing.store import Store
+from asyncmongo.testing.streaming import TopologyClock, awaitable_hello
+
+HELLO_NAMES = frozenset({"hello", "isMaster", "ismaster"})
+WRITE_COMMANDS = frozenset({"insert", "update", "delete", "findAndModify", "findandmodify",
+                            "create", "drop", "dropDatabase", "createIndexes", "dropIndexes",
+                            "deleteIndexes", "commitTransaction", "abortTransaction"})
+READ_COMMANDS = frozenset({"find", "aggregate", "count", "distinct", "listCollections",
+                           "listIndexes", "listDatabases"})
+#: Commands an unauthenticated connection may run when the server has users.
+NO_AUTH_COMMANDS = HELLO_NAMES | {"saslStart", "saslContinue", "authenticate", "ping",
+                                  "buildInfo", "buildinfo", "getnonce", "logout", "endSessions"}
+#: Fields of the command envelope the store does not need.
+_ENVELOPE = frozenset({"$db", "$readPreference", "$clusterTime", "apiVersion", "apiStrict",
+                       "apiDeprecationErrors", "$audit", "maxTimeMS"})
+
+StepDownHook = Callable[["SimServer"], Awaitable[None]]
+
+
+class _Connection:
+    """One accepted client connection."""
+
+    __slots__ = ("app_name", "connection_id", "peer", "reader", "sasl", "writer")
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 connection_id: int, users: UserDirectory) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.connection_id = connection_id
+        self.sasl = SaslServer(users)
+        self.app_name: str | None = None
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "unknown"
+
+
+class SimServer:
+    """One simulated mongod/mongos; see the module docstring.
+
+    Start it with ``await server.start()`` (or ``async with``); ``port=0`` picks a free port
+    and :attr:`port` reports it. Fault injection (:meth:`partition`, :meth:`slow`,
+    :meth:`send_garbage`, :meth:`send_truncated`, :meth:`fail_point`) takes effect at once.
+    """
+
+    def __init__(
+        self,
+        role: Role = Role.STANDALONE,
+        *,
+        store: Store | None = None,
+        port: int = 0,
+        users: UserDirectory | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        streaming: bool = True,
+        compressors: tuple[str, ...] = SUPPORTED_COMPRESSORS,
+        replica_set: ReplicaSetGroup | None = None,
+        load_balanced: bool = False,
+        on_step_down: StepDownHook | None = None,
+    ) -> None:
+        self.role = role
+        self.store = store if store is not None else Store()
+        self.users = users if users is not None else UserDirectory()
+        self.ssl_context = ssl_context
+        self.streaming = streaming
+        self.compressors = compressors
+        self.replica_set = replica_set
+        self.load_balanced = load_balanced
+        self.service_id = ObjectId()
+        self.on_step_down = on_step_down
+        self.clock = TopologyClock()
+        self.fail_points: dict[str, FailPointState] = {}
+        self._port = port
+        self._listener: asyncio.Server | None = None
+        self._connections: dict[_Connection, asyncio.Task[Any]] = {}
+        self._next_connection_id = 0
+        self._next_request_id = 0
+        self._started_once = False
+        self._silent = False
+        self._slow_ms = 0.0
+        self._garbage = 0
+        self._truncated = 0
+        self._cluster_time = Timestamp(0, 0)
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        """The bound port (after :meth:`start`; the requested one before)."""
+        return self._port
+
+    @property
+    def host(self) -> str:
+        """``"127.0.0.1:<port>"``: how the member names itself in hello's ``me``/``hosts``."""
+        return f"127.0.0.1:{self._port}"
+
+    @property
+    def running(self) -> bool:
+        return self._listener is not None
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        faults = []
+        if self._silent:
+            faults.append("silent")
+        if self._slow_ms:
+            faults.append(f"slow {self._slow_ms:g}ms")
+        extra = f" [{', '.join(faults)}]" if faults else ""
+        return (f"<SimServer {self.role.value} {self.host} {state}, "
+                f"{len(self._connections)} connections, topologyVersion "
+                f"{self.clock.counter}{extra}>")
+
+    async def __aenter__(self) -> SimServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        """Listen (again); a start after a stop is a new process: a new ``processId``."""
+        if self._listener is not None:
+            return
+        if self._started_once:
+            self.clock.restart()
+        await self._listen()
+        self._started_once = True
+
+    async def stop(self) -> None:
+        """Stop listening and close every connection (the process is gone)."""
+        self._silent = False
+        await self._close_listener()
+
+    async def restart(self) -> None:
+        """Stop and start again on the same port (new ``processId``)."""
+        await self.stop()
+        await self.start()
+
+    async def _listen(self) -> None:
+        self._listener = await asyncio.start_server(
+            self._serve, "127.0.0.1", self._port, ssl=self.ssl_context, reuse_address=True)
+        self._port = self._listener.sockets[0].getsockname()[1]
+
+    async def _close_listener(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.close()
+        tasks = list(self._connections.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if listener is not None:
+            await listener.wait_closed()
+
+    # --- state and faults -----------------------------------------------------------------
+
+    def set_role(self, role: Role) -> None:
+        """Change role (an election, a step down): the topology version moves."""
+        self.role = role
+        self.clock.bump()
+
+    async def partition(self, mode: str = "silent") -> None:
+        """Cut the member off: ``"silent"`` keeps sockets open but never answers (timeouts);
+        ``"refuse"`` closes every connection and refuses new ones."""
+        if mode == "silent":
+            self._silent = True
+        elif mode == "refuse":
+            await self._close_listener()
+        else:
+            raise ConfigurationError(f"partition mode must be 'silent' or 'refuse', not {mode!r}")
+
+    async def heal(self) -> None:
+        """End a partition: answer again, accept connections again (same process)."""
+        self._silent = False
+        self.clock.bump()
+        if self._listener is None and self._started_once:
+            await self._listen()
+
+    def slow(self, ms: float) -> None:
+        """Delay every reply by ``ms`` milliseconds (0 ends it)."""
+        self._slow_ms = max(0.0, ms)
+
+    def send_garbage(self, count: int = 1) -> None:
+        """The next ``count`` replies are bytes no driver can parse (a bad opcode)."""
+        self._garbage += count
+
+    def send_truncated(self, count: int = 1) -> None:
+        """The next ``count`` replies stop halfway and the connection closes."""
+        self._truncated += count
+
+    def fail_point(self, mode: str | Mapping[str, int] = "alwaysOn",
+                   data: Mapping[str, Any] | None = None, **fields: Any) -> FailPointHandle:
+        """Configure ``failCommand`` (as ``configureFailPoint`` does); the handle turns it off
+        as a context manager. Keyword fields are added to ``data`` (camelCase names)."""
+        command = failpoint.fail_point_command(mode, {**(data or {}), **fields})
+        failpoint.configure(self.fail_points, command)
+        return FailPointHandle(self)
+
+    # --- connections -----------------------------------------------------------------------
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._next_connection_id += 1
+        conn = _Connection(reader, writer, self._next_connection_id, self.users)
+        self._connections[conn] = task
+        try:
+            await self._read_loop(conn)
+        except (asyncio.IncompleteReadError, ConnectionError, ProtocolError, ssl.SSLError):
+            pass
+        except asyncio.CancelledError:
+            # stop()/partition cancel this task; it ends normally, or Python 3.11's stream
+            # callback logs the cancellation as an unretrieved error.
+            pass
+        finally:
+            self._connections.pop(conn, None)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _read_loop(self, conn: _Connection) -> None:
+        while True:
+            header = await conn.reader.readexactly(HEADER_SIZE)
+            length = read_header(header)
+            request = decode_request(header + await conn.reader.readexactly(
+                length - HEADER_SIZE))
+            if self._silent:
+                continue
+            if not await self._respond(conn, request):
+                return
+
+    async def _respond(self, conn: _Connection, request: Request) -> bool:
+        """Answer one request; False closes the connection."""
+        if self._slow_ms:
+            await asyncio.sleep(self._slow_ms / 1000)
+        command = request.command
+        if request.name in HELLO_NAMES and conn.app_name is None:
+            conn.app_name = _app_name(command)
+        fired = self._fire(request.name, conn.app_name)
+        if fired is not None:
+            if fired.block_connection:
+                await asyncio.sleep(fired.block_time_ms / 1000)
+            if fired.close_connection:
+                return False
+            if fired.error_code is not None:
+                return await self._send(conn, request, self._decorate(
+                    fired.error_reply(command)))
+        if request.name in HELLO_NAMES and not (fired and fired.write_concern_error):
+            return await self._hello(conn, request)
+        reply = await self._run(conn, request)
+        if fired is not None and fired.write_concern_error is not None and reply.get("ok"):
+            reply = fired.add_write_concern_error(reply, command)
+        if request.more_to_come:
+            return True
+        return await self._send(conn, request, self._decorate(reply))
+
+    def _fire(self, name: str, app_name: str | None) -> FailCommand | None:
+        point = self.fail_points.get("failCommand")
+        return point.fire(name, app_name) if point is not None else None
+
+    async def _send(self, conn: _Connection, request: Request, reply: Mapping[str, Any], *,
+                    more_to_come: bool = False, response_to: int | None = None) -> bool:
+        """Write one reply; False when the connection must close (a truncated reply)."""
+        self._next_request_id += 1
+        request_id = self._next_request_id
+        data = encode_reply(request, request_id, reply, more_to_come=more_to_come,
+                            response_to=response_to)
+        if self._garbage:
+            self._garbage -= 1
+            noise = os.urandom(32)
+            data = HEADER.pack(HEADER_SIZE + len(noise), request_id, request.request_id,
+                               0x7EADBEEF) + noise
+        elif self._truncated:
+            self._truncated -= 1
+            conn.writer.write(data[: max(1, len(data) // 2)])
+            await conn.writer.drain()
+            return False
+        conn.writer.write(data)
+        await conn.writer.drain()
+        return True
+
+    # --- hello -----------------------------------------------------------------------------
+
+    async def _hello(self, conn: _Connection, request: Request) -> bool:
+        """Answer hello; an awaitable one waits for a change, an exhaust one streams."""
+        waiting = awaitable_hello(request.command) if self.streaming else None
+        if waiting is not None:
+            await self.clock.wait_for_change(*waiting)
+        reply = self.hello_reply(request.command, conn)
+        if waiting is None or not request.exhaust_allowed:
+            return await self._send(conn, request, reply)
+        return await self._stream_hello(conn, request, reply, waiting[1])
+
+    async def _stream_hello(self, conn: _Connection, request: Request,
+                            reply: dict[str, Any], max_await_ms: float) -> bool:
+        """Exhaust: moreToCome replies, each answering the previous one, until the client
+        closes the connection (SDAM "Streaming Protocol")."""
+        eof = asyncio.ensure_future(conn.reader.read(1))
+        response_to = request.request_id
+        try:
+            while True:
+                if not self._silent:
+                    if not await self._send(conn, request, reply, more_to_come=True,
+                                            response_to=response_to):
+                        return False
+                    response_to = self._next_request_id
+                change = asyncio.ensure_future(
+                    self.clock.wait_for_change(reply.get("topologyVersion"), max_await_ms))
+                done, _ = await asyncio.wait({eof, change},
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if eof in done:
+                    change.cancel()
+                    return False
+                if self._slow_ms:
+                    await asyncio.sleep(self._slow_ms / 1000)
+                reply = self.hello_reply(request.command, conn)
+        finally:
+            eof.cancel()
+
+    def hello_reply(self, command: Mapping[str, Any], conn: _Connection | None = None
+                    ) -> dict[str, Any]:
+        """The hello reply this member sends now (also for tests and the command line)."""
+        now = _now()
+        group = self.replica_set
+        state = HelloState(
+            role=self.role,
+            me=self.host,
+            process_id=self.clock.process_id,
+            counter=self.clock.counter,
+            connection_id=conn.connection_id if conn is not None else 0,
+            now=now,
+            replica_set=group.view() if group is not None else None,
+            last_write=group.last_write_for(self.host, now) if group is not None else None,
+            streaming=self.streaming,
+            load_balanced=self.load_balanced,
+            service_id=self.service_id,
+            compressors=self.compressors,
+        )
+        reply = build_hello(command, state)
+        if conn is not None:
+            reply.update(conn.sasl.hello_fields(command))
+        return self._decorate(reply)
+
+    # --- commands --------------------------------------------------------------------------
+
+    async def _run(self, conn: _Connection, request: Request) -> dict[str, Any]:
+        name, command, db = request.name, request.command, request.db
+        if request.opcode is OpCode.OP_QUERY:
+            return error_reply(352, f"Unsupported OP_QUERY command: {name}. The client driver "
+                               "may require an upgrade. For more details see "
+                               "https://dochub.mongodb.org/core/legacy-opcode-removal")
+        body = _strip(command)
+        if SaslServer.handles(name):
+            return conn.sasl.handle(db, body)
+        if len(self.users) and not conn.sasl.authenticated_users and (
+                name not in NO_AUTH_COMMANDS):
+            return error_reply(13, f"Command {name} requires authentication")
+        builtin = _BUILTINS.get(name)
+        if builtin is not None:
+            return await builtin(self, conn, db, command)
+        refusal = self._role_refusal(name, command)
+        if refusal is not None:
+            return refusal
+        reply = self.store.handle(db, body)
+        if name in WRITE_COMMANDS and self.replica_set is not None and reply.get("ok"):
+            self.replica_set.record_write(_now())
+        return reply
+
+    def _role_refusal(self, name: str, command: Mapping[str, Any]) -> dict[str, Any] | None:
+        """What a member refuses in its role (none for standalone and mongos)."""
+        if self.role in (Role.ARBITER, Role.OTHER) and name not in ("endSessions",):
+            return error_reply(13436, "node is not in primary or recovering state", command)
+        if self.role is not Role.SECONDARY:
+            return None
+        if name in WRITE_COMMANDS:
+            return error_reply(10107, "not primary", command)
+        if name in READ_COMMANDS and not _secondary_ok(command):
+            return error_reply(13435, "not primary and secondaryOk=false", command)
+        return None
+
+    def _decorate(self, reply: dict[str, Any]) -> dict[str, Any]:
+        """Replica-set members and mongos gossip ``$clusterTime`` and ``operationTime``."""
+        if self.replica_set is None and self.role is not Role.MONGOS:
+            return reply
+        now = _now()
+        if self.replica_set is not None:
+            cluster_time = self.replica_set.cluster_time(now)
+        else:
+            seconds = int(now.timestamp())
+            inc = self._cluster_time.inc + 1 if seconds <= self._cluster_time.time else 1
+            self._cluster_time = Timestamp(max(seconds, self._cluster_time.time), inc)
+            cluster_time = self._cluster_time
+        reply["$clusterTime"] = {"clusterTime": cluster_time,
+                                 "signature": {"hash": Binary(bytes(20)), "keyId": Int64(0)}}
+        reply["operationTime"] = cluster_time
+        return reply
+
+    # --- built-in commands (not the store's) -----------------------------------------------
+
+    async def _ping(self, conn: _Connection, db: str, command: dict[str, Any]
+                    ) -> dict[str, Any]:
+        return {"ok": 1.0}
+
+    async def _build_info(self, conn: _Connection, db: str, command: dict[str, Any]
+                          ) -> dict[str, Any]:
+        return {"version": "7.0.0", "gitVersion": "asyncmongo.testing",
+                "versionArray": [7, 0, 0, 0], "bits": 64, "debug": False,
+                "maxBsonObjectSize": 16 * 1024 * 1024, "storageEngines": ["inMemory"],
+                "ok": 1.0}
+
+    async def _configure_fail_point(self, conn: _Connection, db: str,
+                                    command: dict[str, Any]) -> dict[str, Any]:
+        if db != "admin":
+            return error_reply(13, "configureFailPoint may only be run against the admin "
+                               "database.")
+        try:
+            failpoint.configure(self.fail_points, command)
+        except (ConfigurationError, TypeError, ValueError) as exc:
+            return error_reply(2, str(exc))
+        return {"count": 0, "ok": 1.0}
+
+    async def _repl_set_step_down(self, conn: _Connection, db: str, command: dict[str, Any]
+                                  ) -> dict[str, Any]:
+        if self.replica_set is None:
+            return error_reply(76, "not running with --replSet")
+        if self.role is not Role.PRIMARY:
+            return error_reply(10107, "not primary so can't step down")
+        if self.on_step_down is not None:
+            await self.on_step_down(self)
+        return {"ok": 1.0}
+
+    async def _repl_set_get_status(self, conn: _Connection, db: str,
+                                   command: dict[str, Any]) -> dict[str, Any]:
+        group = self.replica_set
+        if group is None:
+            return error_reply(76, "not running with --replSet")
+        states = {Role.PRIMARY: 1, Role.SECONDARY: 2, Role.ARBITER: 7}
+        members = [{"_id": index, "name": member.host,
+                    "stateStr": "PRIMARY" if member.host == group.primary else (
+                        "ARBITER" if member.arbiter else "SECONDARY")}
+                   for index, member in enumerate(group.members)]
+        return {"set": group.set_name, "myState": states.get(self.role, 10),
+                "term": Int64(group.term), "members": members, "ok": 1.0}
+
+    async def _server_status(self, conn: _Connection, db: str, command: dict[str, Any]
+                             ) -> dict[str, Any]:
+        return {"host": self.host, "version": "7.0.0",
+                "process": "mongos" if self.role is Role.MONGOS else "mongod",
+                "pid": Int64(os.getpid()),
+                "connections": {"current": len(self._connections),
+                                "totalCreated": self._next_connection_id},
+                "ok": 1.0}
+
+    async def _whats_my_uri(self, conn: _Connection, db: str, command: dict[str, Any]
+                            ) -> dict[str, Any]:
+        return {"you": conn.peer, "ok": 1.0}
+
+    async def _connection_status(self, conn: _Connection, db: str, command: dict[str, Any]
+                                 ) -> dict[str, Any]:
+        users = [{"user": u.name, "db": u.db} for u in conn.sasl.authenticated_users]
+        return {"authInfo": {"authenticatedUsers": users, "authenticatedUserRoles": []},
+                "ok": 1.0}
+
+    async def _ok(self, conn: _Connection, db: str, command: dict[str, Any]
+                  ) -> dict[str, Any]:
+        return {"ok": 1.0}
+
+
+Builtin = Callable[[SimServer, _Connection, str, dict[str, Any]], Awaitable[dict[str, Any]]]
+_BUILTINS: dict[str, Builtin] = {
+    "ping": SimServer._ping,
+    "buildInfo": SimServer._build_info,
+    "buildinfo": SimServer._build_info,
+    "configureFailPoint": SimServer._configure_fail_point,
+    "replSetStepDown": SimServer._repl_set_step_down,
+    "replSetGetStatus": SimServer._repl_set_get_status,
+    "serverStatus": SimServer._server_status,
+    "whatsmyuri": SimServer._whats_my_uri,
+    "connectionStatus": SimServer._connection_status,
+    "getParameter": SimServer._ok,
+    "setParameter": SimServer._ok,
+    "killAllSessions": SimServer._ok,
+    "refreshSessions": SimServer._ok,
+    "logout": SimServer._ok,
+    "getLastError": SimServer._ok,
+}
+
+
+class FailPointHandle:
+    """Returned by :meth:`SimServer.fail_point`: ``with`` it, or call :meth:`off`."""
+
+    __slots__ = ("_server",)
+
+    def __init__(self, server: SimServer) -> None:
+        self._server = server
+
+    def off(self) -> None:
+        self._server.fail_points.pop("failCommand", None)
+
+    def __enter__(self) -> FailPointHandle:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.off()
+
+
+def _strip(command: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in command.items() if key not in _ENVELOPE}
+
+
+def _secondary_ok(command: Mapping[str, Any]) -> bool:
+    preference = command.get("$readPreference")
+    return isinstance(preference, Mapping) and preference.get("mode", "primary") != "primary"
+
+
+def _app_name(command: Mapping[str, Any]) -> str | None:
+    client = command.get("client")
+    application = client.get("application") if isinstance(client, Mapping) else None
+    name = application.get("name") if isinstance(application, Mapping) else None
+    return name if isinstance(name, str) else None
+
+
+def _now() -> datetime.datetime:
+    now = datetime.datetime.now(datetime.UTC)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
