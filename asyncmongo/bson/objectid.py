@@ -54,24 +54,25 @@ class ObjectId:
     ``ObjectId(other_oid)`` parse one. Ordered and hashed by its bytes.
     """
 
-    __slots__ = ("__id",)
+    # The codec reads and sets ``_binary`` directly: it is on the hot path of every document.
+    __slots__ = ("_binary",)
 
     def __init__(self, oid: str | bytes | ObjectId | None = None) -> None:
         if oid is None:
-            self.__id = _GENERATOR.next_oid(_now_seconds())
+            self._binary = _GENERATOR.next_oid(_now_seconds())
         elif type(oid) is bytes:
             if len(oid) != 12:
                 raise InvalidId(f"{oid!r} is not a valid ObjectId: it must be 12 bytes")
-            self.__id = oid
+            self._binary = oid
         elif isinstance(oid, ObjectId):
-            self.__id = oid.binary
+            self._binary = oid.binary
         elif isinstance(oid, str):
-            self.__id = _parse_hex(oid)
+            self._binary = _parse_hex(oid)
         elif isinstance(oid, bytes | bytearray | memoryview):
             raw = bytes(oid)
             if len(raw) != 12:
                 raise InvalidId(f"{oid!r} is not a valid ObjectId: it must be 12 bytes")
-            self.__id = raw
+            self._binary = raw
         else:
             raise TypeError(
                 f"id must be an ObjectId, 12 bytes or a 24-character hex string, "
@@ -82,7 +83,7 @@ class ObjectId:
     def _from_bytes(cls, raw: bytes) -> ObjectId:
         """Build from exactly 12 trusted bytes without validation (the decoder's fast path)."""
         oid = cls.__new__(cls)
-        oid.__id = raw
+        oid._binary = raw
         return oid
 
     @classmethod
@@ -115,52 +116,52 @@ class ObjectId:
     @property
     def binary(self) -> bytes:
         """The 12 bytes of this ObjectId."""
-        return self.__id
+        return self._binary
 
     @property
     def generation_time(self) -> datetime:
         """The creation time (whole seconds) as an aware UTC datetime; unsigned per spec."""
-        seconds = int.from_bytes(self.__id[:4], "big")
+        seconds = int.from_bytes(self._binary[:4], "big")
         return datetime.fromtimestamp(seconds, UTC)
 
     def __str__(self) -> str:
-        return self.__id.hex()
+        return self._binary.hex()
 
     def __repr__(self) -> str:
-        return f"ObjectId('{self.__id.hex()}')"
+        return f"ObjectId('{self._binary.hex()}')"
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, ObjectId):
-            return self.__id == other.binary
+            return self._binary == other.binary
         return NotImplemented
 
     def __ne__(self, other: object) -> bool:
         if isinstance(other, ObjectId):
-            return self.__id != other.binary
+            return self._binary != other.binary
         return NotImplemented
 
     def __lt__(self, other: object) -> bool:
         if isinstance(other, ObjectId):
-            return self.__id < other.binary
+            return self._binary < other.binary
         return NotImplemented
 
     def __le__(self, other: object) -> bool:
         if isinstance(other, ObjectId):
-            return self.__id <= other.binary
+            return self._binary <= other.binary
         return NotImplemented
 
     def __gt__(self, other: object) -> bool:
         if isinstance(other, ObjectId):
-            return self.__id > other.binary
+            return self._binary > other.binary
         return NotImplemented
 
     def __ge__(self, other: object) -> bool:
         if isinstance(other, ObjectId):
-            return self.__id >= other.binary
+            return self._binary >= other.binary
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(self.__id)
+        return hash(self._binary)
 
     def __copy__(self) -> ObjectId:
         return self
@@ -169,7 +170,7 @@ class ObjectId:
         return self
 
     def __reduce__(self) -> tuple[type[ObjectId], tuple[bytes]]:
-        return (ObjectId, (self.__id,))
+        return (ObjectId, (self._binary,))
 
 
 _EPOCH_NAIVE: Final = datetime(1970, 1, 1)

@@ -65,9 +65,9 @@ class RawBSONDocument(Mapping[str, Any]):
     def _inflated(self) -> dict[str, Any]:
         inflated = self.__inflated
         if inflated is None:
-            from asyncmongo.bson.codec import _inflate_raw
+            from asyncmongo.bson._decode import inflate_raw
 
-            inflated = self.__inflated = _inflate_raw(self.__raw, self.__codec_options)
+            inflated = self.__inflated = inflate_raw(self.__raw, self.__codec_options)
         return inflated
 
     def __getitem__(self, key: str) -> Any:

@@ -1,0 +1,499 @@
+"""BSON bytes to Python values: the decoder behind :func:`asyncmongo.bson.decode`.
+
+Speed: the element loops inline the common types (most frequent first) and dispatch the rest
+through a table; nested documents and arrays recurse directly (one call per level); types are
+built without re-validating what the bytes already guarantee.
+
+Safety: every length is checked before it is trusted. A length that points outside the
+enclosing document is caught either by Python's bounds (IndexError, struct.error, turned into
+InvalidBSON by the caller) or by the rule that each document's elements end exactly at its
+terminating NUL. Keys must end before the document does, strings must be NUL-terminated and
+valid UTF-8 (per the unicode_decode_error_handler), booleans are 0 or 1, and nesting is
+bounded by MAX_NESTING_DEPTH.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from asyncmongo.bson.binary import OLD_BINARY_SUBTYPE, OLD_UUID_SUBTYPE, UUID_SUBTYPE, Binary
+from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.bson.dbref import DBRef
+from asyncmongo.bson.decimal128 import Decimal128
+from asyncmongo.bson.errors import InvalidBSON
+from asyncmongo.bson.objectid import ObjectId
+from asyncmongo.bson.raw import RawBSONDocument
+from asyncmongo.bson.types import (
+    Code,
+    DatetimeConversion,
+    DatetimeMS,
+    DBPointer,
+    Int64,
+    MaxKey,
+    MinKey,
+    Regex,
+    Symbol,
+    Timestamp,
+    Undefined,
+    UuidRepresentation,
+)
+
+__all__ = ["MAX_NESTING_DEPTH", "decode_document_at", "inflate_raw"]
+
+MAX_NESTING_DEPTH: Final = 400
+"""Documents and arrays nested deeper than this are refused (InvalidBSON / InvalidDocument).
+The server refuses user documents deeper than 100 levels (200 for commands); the bound keeps
+hostile input from exhausting the Python stack."""
+
+_UNPACK_I32: Final = struct.Struct("<i").unpack_from
+_UNPACK_I64: Final = struct.Struct("<q").unpack_from
+_UNPACK_F64: Final = struct.Struct("<d").unpack_from
+_UNPACK_U32_PAIR: Final = struct.Struct("<II").unpack_from
+
+_EPOCH_NAIVE: Final = datetime(1970, 1, 1)
+_EPOCH_AWARE: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_RAW_MARKER: Final = RawBSONDocument._type_marker
+_DATETIME: Final = DatetimeConversion.DATETIME
+_MIN_KEY: Final = MinKey()
+_MAX_KEY: Final = MaxKey()
+_UNDEFINED: Final = Undefined()
+
+_new_object = object.__new__
+_set_attribute = object.__setattr__
+_new_str = str.__new__
+
+
+def _bad(message: str) -> InvalidBSON:
+    return InvalidBSON(message)
+
+
+# -- building values without re-validation ---------------------------------------------------
+
+
+def _new_oid(raw: bytes) -> ObjectId:
+    oid: ObjectId = _new_object(ObjectId)
+    oid._binary = raw
+    return oid
+
+
+def _new_code(code: str, scope: Any) -> Code:
+    value: Code = _new_str(Code, code)
+    value.scope = scope
+    return value
+
+
+def _new_regex(pattern: str, flags: str) -> Regex:
+    regex: Regex = _new_object(Regex)
+    _set_attribute(regex, "pattern", pattern)
+    _set_attribute(regex, "flags", flags)
+    return regex
+
+
+def _new_timestamp(time: int, inc: int) -> Timestamp:
+    timestamp: Timestamp = _new_object(Timestamp)
+    _set_attribute(timestamp, "time", time)
+    _set_attribute(timestamp, "inc", inc)
+    return timestamp
+
+
+# -- readers for the rarer types: (data, pos, end, opts, depth) -> (value, new pos) ----------
+
+
+def _read_string(data: bytes, pos: int, errors: str) -> tuple[str, int]:
+    """A BSON string (int32 length incl. NUL, UTF-8, NUL) at ``pos``."""
+    n = _UNPACK_I32(data, pos)[0]
+    pos += 4
+    if n < 1 or data[pos + n - 1]:
+        raise _bad("invalid string length or missing NUL terminator")
+    return data[pos : pos + n - 1].decode("utf-8", errors), pos + n
+
+
+def _read_cstring(data: bytes, pos: int, end: int, errors: str) -> tuple[str, int]:
+    nul = data.index(0, pos, end)
+    return data[pos:nul].decode("utf-8", errors), nul + 1
+
+
+def _binary(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> tuple[Any, int]:
+    n = _UNPACK_I32(data, pos)[0]
+    if n < 0:
+        raise _bad("negative binary length")
+    subtype = data[pos + 4]
+    pos += 5
+    stop = pos + n
+    if stop > end:
+        raise _bad("binary data runs past the end of the document")
+    if subtype == 0:
+        return data[pos:stop], stop
+    if subtype == OLD_BINARY_SUBTYPE:
+        if n < 4 or _UNPACK_I32(data, pos)[0] != n - 4:
+            raise _bad("binary subtype 2: inner length does not match the outer length")
+        return Binary(data[pos + 4 : stop], OLD_BINARY_SUBTYPE), stop
+    value = Binary(data[pos:stop], subtype)
+    rep = opts.uuid_representation
+    if n == 16 and rep != UuidRepresentation.UNSPECIFIED:
+        # specs/bson-binary-uuid implicit decoding: only the matching subtype becomes a UUID.
+        standard = rep == UuidRepresentation.STANDARD
+        if (subtype == UUID_SUBTYPE) if standard else (subtype == OLD_UUID_SUBTYPE):
+            return value.as_uuid(rep), stop
+    return value, stop
+
+
+def _decimal128(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> tuple[Any, int]:
+    if pos + 16 > end:
+        raise _bad("truncated decimal128")
+    return Decimal128.from_bid(data[pos : pos + 16]), pos + 16
+
+
+def _timestamp(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> tuple[Any, int]:
+    inc, time = _UNPACK_U32_PAIR(data, pos)
+    return _new_timestamp(time, inc), pos + 8
+
+
+def _regex(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> tuple[Any, int]:
+    errors = opts.unicode_decode_error_handler
+    pattern, pos = _read_cstring(data, pos, end, errors)
+    flags, pos = _read_cstring(data, pos, end, errors)
+    return _new_regex(pattern, flags), pos
+
+
+def _code(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> tuple[Any, int]:
+    code, pos = _read_string(data, pos, opts.unicode_decode_error_handler)
+    return _new_code(code, None), pos
+
+
+def _symbol(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> tuple[Any, int]:
+    symbol, pos = _read_string(data, pos, opts.unicode_decode_error_handler)
+    return Symbol(symbol), pos
+
+
+def _code_with_scope(
+    data: bytes, pos: int, end: int, opts: CodecOptions, depth: int
+) -> tuple[Any, int]:
+    total = _UNPACK_I32(data, pos)[0]
+    stop = pos + total
+    if total < 14 or stop > end:
+        raise _bad("invalid code-with-scope length")
+    code, scope_pos = _read_string(data, pos + 4, opts.unicode_decode_error_handler)
+    if scope_pos + 5 > stop:
+        raise _bad("code-with-scope string runs into its scope")
+    scope_len = _UNPACK_I32(data, scope_pos)[0]
+    if scope_len < 5 or scope_pos + scope_len != stop or data[stop - 1]:
+        raise _bad("code-with-scope lengths do not match")
+    scope = _decode_document(data, scope_pos + 4, stop - 1, opts, depth + 1)
+    return _new_code(code, scope), stop
+
+
+def _dbpointer(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> tuple[Any, int]:
+    namespace, pos = _read_string(data, pos, opts.unicode_decode_error_handler)
+    if pos + 12 > end:
+        raise _bad("truncated DBPointer ObjectId")
+    return DBPointer(namespace, _new_oid(data[pos : pos + 12])), pos + 12
+
+
+def _undefined(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> tuple[Any, int]:
+    return _UNDEFINED, pos
+
+
+def _min_key(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> tuple[Any, int]:
+    return _MIN_KEY, pos
+
+
+def _max_key(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> tuple[Any, int]:
+    return _MAX_KEY, pos
+
+
+_Reader = Callable[[bytes, int, int, CodecOptions, int], tuple[Any, int]]
+
+_RARE: Final[dict[int, _Reader]] = {
+    0x05: _binary,
+    0x06: _undefined,
+    0x0B: _regex,
+    0x0C: _dbpointer,
+    0x0D: _code,
+    0x0E: _symbol,
+    0x0F: _code_with_scope,
+    0x11: _timestamp,
+    0x13: _decimal128,
+    0x7F: _max_key,
+    0xFF: _min_key,
+}
+
+
+def _rare(t: int) -> _Reader:
+    reader = _RARE.get(t)
+    if reader is None:
+        raise _bad(f"unknown BSON type 0x{t:02x}")
+    return reader
+
+
+# -- datetimes, DBRefs, document classes --
+
+
+def _datetime_from_ms(ms: int, opts: CodecOptions) -> Any:
+    """A BSON datetime per the codec options' datetime_conversion, tz_aware and tzinfo."""
+    conversion = opts.datetime_conversion
+    if conversion == DatetimeConversion.DATETIME_MS:
+        return DatetimeMS(ms)
+    try:
+        aware = _EPOCH_AWARE + timedelta(milliseconds=ms)
+    except OverflowError:
+        if conversion == DatetimeConversion.DATETIME_AUTO:
+            return DatetimeMS(ms)
+        if conversion == DatetimeConversion.DATETIME_CLAMP:
+            return DatetimeMS(ms).to_datetime(opts)
+        raise _bad(
+            f"datetime {ms} ms since the epoch is outside Python's datetime range; decode "
+            "with CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_AUTO) "
+            "(or DATETIME_MS / DATETIME_CLAMP)"
+        ) from None
+    if not opts.tz_aware:
+        return aware.replace(tzinfo=None)
+    if opts.tzinfo is not None:
+        try:
+            return aware.astimezone(opts.tzinfo)
+        except OverflowError:
+            if conversion == DatetimeConversion.DATETIME_AUTO:
+                return DatetimeMS(ms)
+            raise _bad(f"datetime {ms} ms does not fit in {opts.tzinfo!r}") from None
+    return aware
+
+
+def _dbref_or_document(doc: dict[str, Any]) -> Any:
+    """specs/dbref: $ref (a str) and $id present, $db a str if present, make a DBRef;
+    any other shape stays a plain document."""
+    ref = doc["$ref"]
+    if not isinstance(ref, str) or "$id" not in doc:
+        return doc
+    if "$db" in doc and not isinstance(doc["$db"], str):
+        return doc
+    extra = {k: v for k, v in doc.items() if k not in ("$ref", "$id", "$db")}
+    return DBRef(ref, doc["$id"], doc.get("$db"), extra)
+
+
+def _to_document_class(doc: dict[str, Any], doc_class: type[Any]) -> Any:
+    out = doc_class()
+    for key, value in doc.items():
+        out[key] = value
+    return out
+
+
+def _embedded_other(data: bytes, pos: int, stop: int, opts: CodecOptions, depth: int) -> Any:
+    """An embedded document (``data[pos:stop + 1]``) when document_class is not dict."""
+    doc_class = opts.document_class
+    if getattr(doc_class, "_type_marker", None) == _RAW_MARKER:
+        return RawBSONDocument(data[pos : stop + 1], opts)
+    doc = _decode_document(data, pos + 4, stop, opts, depth)
+    if "$ref" in doc:
+        ref = _dbref_or_document(doc)
+        if ref is not doc:
+            return ref
+    return _to_document_class(doc, doc_class)
+
+
+# -- the element loops --
+# _decode_document and _decode_array are the same loop, one storing by key, the other
+# appending (array keys are skipped, not decoded). They are kept apart for speed.
+
+
+def _decode_document(
+    data: bytes, pos: int, end: int, opts: CodecOptions, depth: int
+) -> dict[str, Any]:
+    """The elements in ``data[pos:end]`` (``end`` is the document's NUL) as a dict."""
+    if depth > MAX_NESTING_DEPTH:
+        raise _bad(f"document nested deeper than {MAX_NESTING_DEPTH} levels")
+    errors = opts.unicode_decode_error_handler
+    plain = opts.document_class is dict
+    naive = opts.datetime_conversion is _DATETIME and not opts.tz_aware
+    unpack_i32 = _UNPACK_I32
+    index = data.index
+    doc: dict[str, Any] = {}
+    while pos < end:
+        t = data[pos]
+        kend = index(0, pos + 1, end)
+        key = data[pos + 1 : kend].decode("utf-8", errors)
+        pos = kend + 1
+        if t == 0x02:
+            n = unpack_i32(data, pos)[0]
+            pos += 4
+            if n < 1 or data[pos + n - 1]:
+                raise _bad(f"invalid string length or terminator for key {key!r}")
+            doc[key] = data[pos : pos + n - 1].decode("utf-8", errors)
+            pos += n
+        elif t == 0x10:
+            doc[key] = unpack_i32(data, pos)[0]
+            pos += 4
+        elif t == 0x01:
+            doc[key] = _UNPACK_F64(data, pos)[0]
+            pos += 8
+        elif t == 0x03:
+            n = unpack_i32(data, pos)[0]
+            stop = pos + n - 1
+            if n < 5 or data[stop]:
+                raise _bad(f"invalid length or terminator for document {key!r}")
+            if plain:
+                sub = _decode_document(data, pos + 4, stop, opts, depth + 1)
+                doc[key] = _dbref_or_document(sub) if "$ref" in sub else sub
+            else:
+                doc[key] = _embedded_other(data, pos, stop, opts, depth + 1)
+            pos = stop + 1
+        elif t == 0x04:
+            n = unpack_i32(data, pos)[0]
+            stop = pos + n - 1
+            if n < 5 or data[stop]:
+                raise _bad(f"invalid length or terminator for array {key!r}")
+            doc[key] = _decode_array(data, pos + 4, stop, opts, depth + 1)
+            pos = stop + 1
+        elif t == 0x08:
+            b = data[pos]
+            if b > 1:
+                raise _bad(f"invalid boolean value {b} for key {key!r}")
+            doc[key] = b == 1
+            pos += 1
+        elif t == 0x0A:
+            doc[key] = None
+        elif t == 0x07:
+            doc[key] = _new_oid(data[pos : pos + 12])
+            pos += 12
+        elif t == 0x12:
+            doc[key] = Int64(_UNPACK_I64(data, pos)[0])
+            pos += 8
+        elif t == 0x09:
+            ms = _UNPACK_I64(data, pos)[0]
+            pos += 8
+            if naive:
+                try:
+                    doc[key] = _EPOCH_NAIVE + timedelta(milliseconds=ms)
+                    continue
+                except OverflowError:
+                    pass
+            doc[key] = _datetime_from_ms(ms, opts)
+        else:
+            doc[key], pos = _rare(t)(data, pos, end, opts, depth)
+    if pos != end:
+        raise _bad("document elements do not end where the document length says")
+    return doc
+
+
+def _decode_array(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> list[Any]:
+    """The elements in ``data[pos:end]`` (``end`` is the array's NUL) as a list."""
+    if depth > MAX_NESTING_DEPTH:
+        raise _bad(f"document nested deeper than {MAX_NESTING_DEPTH} levels")
+    errors = opts.unicode_decode_error_handler
+    plain = opts.document_class is dict
+    naive = opts.datetime_conversion is _DATETIME and not opts.tz_aware
+    unpack_i32 = _UNPACK_I32
+    index = data.index
+    out: list[Any] = []
+    append = out.append
+    while pos < end:
+        t = data[pos]
+        pos = index(0, pos + 1, end) + 1
+        if t == 0x02:
+            n = unpack_i32(data, pos)[0]
+            pos += 4
+            if n < 1 or data[pos + n - 1]:
+                raise _bad("invalid string length or terminator in array")
+            append(data[pos : pos + n - 1].decode("utf-8", errors))
+            pos += n
+        elif t == 0x10:
+            append(unpack_i32(data, pos)[0])
+            pos += 4
+        elif t == 0x01:
+            append(_UNPACK_F64(data, pos)[0])
+            pos += 8
+        elif t == 0x03:
+            n = unpack_i32(data, pos)[0]
+            stop = pos + n - 1
+            if n < 5 or data[stop]:
+                raise _bad("invalid length or terminator for a document in an array")
+            if plain:
+                sub = _decode_document(data, pos + 4, stop, opts, depth + 1)
+                append(_dbref_or_document(sub) if "$ref" in sub else sub)
+            else:
+                append(_embedded_other(data, pos, stop, opts, depth + 1))
+            pos = stop + 1
+        elif t == 0x04:
+            n = unpack_i32(data, pos)[0]
+            stop = pos + n - 1
+            if n < 5 or data[stop]:
+                raise _bad("invalid length or terminator for an array in an array")
+            append(_decode_array(data, pos + 4, stop, opts, depth + 1))
+            pos = stop + 1
+        elif t == 0x08:
+            b = data[pos]
+            if b > 1:
+                raise _bad(f"invalid boolean value {b} in array")
+            append(b == 1)
+            pos += 1
+        elif t == 0x0A:
+            append(None)
+        elif t == 0x07:
+            append(_new_oid(data[pos : pos + 12]))
+            pos += 12
+        elif t == 0x12:
+            append(Int64(_UNPACK_I64(data, pos)[0]))
+            pos += 8
+        elif t == 0x09:
+            ms = _UNPACK_I64(data, pos)[0]
+            pos += 8
+            if naive:
+                try:
+                    append(_EPOCH_NAIVE + timedelta(milliseconds=ms))
+                    continue
+                except OverflowError:
+                    pass
+            append(_datetime_from_ms(ms, opts))
+        else:
+            value, pos = _rare(t)(data, pos, end, opts, depth)
+            append(value)
+    if pos != end:
+        raise _bad("array elements do not end where the array length says")
+    return out
+
+
+# -- entry points --
+
+
+def decode_document_at(data: bytes, pos: int, opts: CodecOptions) -> tuple[Any, int]:
+    """The top-level document starting at ``pos``; returns (document, position after it).
+
+    Raises only InvalidBSON for bad bytes.
+    """
+    try:
+        if len(data) - pos < 5:
+            raise _bad(f"not enough bytes for a BSON document ({len(data) - pos})")
+        size = _UNPACK_I32(data, pos)[0]
+        stop = pos + size
+        if size < 5 or stop > len(data):
+            raise _bad(f"BSON document length {size} does not match the data")
+        if data[stop - 1]:
+            raise _bad("BSON document is not terminated by a NUL byte")
+        doc_class = opts.document_class
+        if doc_class is dict:
+            return _decode_document(data, pos + 4, stop - 1, opts, 0), stop
+        if getattr(doc_class, "_type_marker", None) == _RAW_MARKER:
+            return RawBSONDocument(data[pos:stop], opts), stop
+        doc = _decode_document(data, pos + 4, stop - 1, opts, 0)
+        return _to_document_class(doc, doc_class), stop
+    except InvalidBSON:
+        raise
+    except (struct.error, ValueError, IndexError, OverflowError) as exc:
+        # ValueError covers UnicodeDecodeError and bytes.index not finding a NUL.
+        raise InvalidBSON(f"invalid BSON: {exc}") from None
+    except RecursionError:
+        raise InvalidBSON("BSON nested too deeply for the Python stack") from None
+
+
+def inflate_raw(raw: bytes, opts: CodecOptions) -> dict[str, Any]:
+    """The fields of a RawBSONDocument (its embedded documents stay raw)."""
+    try:
+        return _decode_document(raw, 4, len(raw) - 1, opts, 0)
+    except InvalidBSON:
+        raise
+    except (struct.error, ValueError, IndexError, OverflowError) as exc:
+        raise InvalidBSON(f"invalid BSON: {exc}") from None
+    except RecursionError:
+        raise InvalidBSON("BSON nested too deeply for the Python stack") from None

@@ -1,0 +1,423 @@
+"""Python values to BSON bytes: the encoder behind :func:`asyncmongo.bson.encode`.
+
+One bytearray per call; each document reserves its length, appends its elements and patches
+the length in place. The element loop inlines the common types (dispatch on ``type(value)``,
+most frequent first); the others go through an exact-type table, then an isinstance fallback
+for subclasses. Encoded keys (with their NUL) are cached, array indexes precomputed.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from asyncmongo.bson._decode import MAX_NESTING_DEPTH
+from asyncmongo.bson.binary import OLD_BINARY_SUBTYPE, Binary
+from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.bson.dbref import DBRef
+from asyncmongo.bson.decimal128 import Decimal128
+from asyncmongo.bson.errors import InvalidDocument, InvalidStringData
+from asyncmongo.bson.objectid import ObjectId
+from asyncmongo.bson.raw import RawBSONDocument
+from asyncmongo.bson.types import (
+    Code,
+    DatetimeMS,
+    DBPointer,
+    Int64,
+    MaxKey,
+    MinKey,
+    Regex,
+    Symbol,
+    Timestamp,
+    Undefined,
+    UuidRepresentation,
+    datetime_to_ms,
+    flags_from_re,
+)
+
+__all__ = ["encode_document"]
+
+_INT32: Final = struct.Struct("<i")
+_PACK_I32: Final = _INT32.pack
+_PACK_INTO_I32: Final = _INT32.pack_into
+_PACK_I64: Final = struct.Struct("<q").pack
+_PACK_F64: Final = struct.Struct("<d").pack
+_PACK_U32_PAIR: Final = struct.Struct("<II").pack
+
+_INT32_MIN: Final = -(2**31)
+_INT32_MAX: Final = 2**31 - 1
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+_EPOCH_NAIVE: Final = datetime(1970, 1, 1)
+_EPOCH_AWARE: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+# -- keys --
+
+# Array keys "0".."N-1" stay in the key cache for good.
+_INDEX_COUNT: Final = 1024
+_INDEX_KEYS: Final = tuple(str(i) for i in range(_INDEX_COUNT))
+_BASE_KEY_CACHE: Final = {k: k.encode() + b"\x00" for k in _INDEX_KEYS}
+_KEY_CACHE_LIMIT: Final = 8192
+_key_cache: dict[str, bytes] = dict(_BASE_KEY_CACHE)
+
+
+def _encode_key(key: Any) -> bytes:
+    """The cstring of a key (validated: a str without NUL), remembered in the key cache."""
+    if not isinstance(key, str):
+        raise InvalidDocument(f"documents must have only string keys, key was {key!r}")
+    try:
+        raw = key.encode()
+    except UnicodeEncodeError:
+        raise InvalidStringData(f"key {key!r} is not valid UTF-8 (lone surrogate)") from None
+    if b"\x00" in raw:
+        raise InvalidDocument(f"key {key!r} must not contain a NUL character")
+    raw += b"\x00"
+    if len(_key_cache) >= _KEY_CACHE_LIMIT:
+        _key_cache.clear()
+        _key_cache.update(_BASE_KEY_CACHE)
+    _key_cache[key] = raw
+    return raw
+
+
+def _key_name(kb: bytes) -> str:
+    return kb[:-1].decode("utf-8", "replace")
+
+
+def _array_items(value: Iterable[Any]) -> Iterable[tuple[str, Any]]:
+    seq = value if isinstance(value, list | tuple) else list(value)
+    if len(seq) <= _INDEX_COUNT:
+        return zip(_INDEX_KEYS, seq, strict=False)
+    return ((str(i), v) for i, v in enumerate(seq))
+
+
+# -- the element loop --
+
+
+def encode_document(
+    buf: bytearray, items: Iterable[tuple[Any, Any]], opts: CodecOptions, depth: int
+) -> None:
+    """Append one BSON document (length, elements, NUL) made of ``items`` to ``buf``."""
+    if depth > MAX_NESTING_DEPTH:
+        raise InvalidDocument(f"document nested deeper than {MAX_NESTING_DEPTH} levels")
+    cache_get = _key_cache.get
+    pack_i32 = _PACK_I32
+    start = len(buf)
+    buf += b"\x00\x00\x00\x00"
+    for key, value in items:
+        kb = cache_get(key)
+        if kb is None:
+            kb = _encode_key(key)
+        t = type(value)
+        if t is str:
+            raw = value.encode()
+            buf += b"\x02"
+            buf += kb
+            buf += pack_i32(len(raw) + 1)
+            buf += raw
+            buf += b"\x00"
+        elif t is int:
+            if _INT32_MIN <= value <= _INT32_MAX:
+                buf += b"\x10"
+                buf += kb
+                buf += pack_i32(value)
+            else:
+                buf += _int64_type(kb, value)
+                buf += kb
+                buf += _PACK_I64(value)
+        elif t is float:
+            buf += b"\x01"
+            buf += kb
+            buf += _PACK_F64(value)
+        elif t is dict:
+            buf += b"\x03"
+            buf += kb
+            encode_document(buf, value.items(), opts, depth + 1)
+        elif t is list:
+            buf += b"\x04"
+            buf += kb
+            encode_document(buf, _array_items(value), opts, depth + 1)
+        elif t is bool:
+            buf += b"\x08"
+            buf += kb
+            buf += b"\x01" if value else b"\x00"
+        elif value is None:
+            buf += b"\x0a"
+            buf += kb
+        elif t is ObjectId:
+            buf += b"\x07"
+            buf += kb
+            buf += value._binary
+        elif t is Int64:
+            buf += _int64_type(kb, value)
+            buf += kb
+            buf += _PACK_I64(value)
+        elif t is datetime:
+            delta = value - (_EPOCH_NAIVE if value.tzinfo is None else _EPOCH_AWARE)
+            buf += b"\x09"
+            buf += kb
+            buf += _PACK_I64(
+                (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+            )
+        else:
+            encoder = _ENCODERS.get(t) or _fallback_encoder(kb, value)
+            encoder(buf, kb, value, opts, depth)
+    buf += b"\x00"
+    _PACK_INTO_I32(buf, start, len(buf) - start)
+
+
+def _int64_type(kb: bytes, value: int) -> bytes:
+    """The int64 type byte, after checking ``value`` fits (else InvalidDocument naming the key)."""
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise InvalidDocument(f"key {_key_name(kb)!r}: int {value} does not fit in a BSON int64")
+    return b"\x12"
+
+
+# -- the other types: (buf, key bytes, value, opts, depth) -> None --
+
+
+def _string_body(value: str) -> bytes:
+    raw = value.encode()
+    return _PACK_I32(len(raw) + 1) + raw + b"\x00"
+
+
+def _cstring(value: str, what: str) -> bytes:
+    raw = value.encode()
+    if b"\x00" in raw:
+        raise InvalidDocument(f"{what} {value!r} must not contain a NUL character")
+    return raw + b"\x00"
+
+
+def _enc_datetime(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += b"\x09"
+    buf += kb
+    buf += _PACK_I64(datetime_to_ms(value))
+
+
+def _enc_datetime_ms(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += b"\x09"
+    buf += kb
+    buf += _PACK_I64(int(value))
+
+
+def _enc_int64(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    value = int(value)
+    buf += _int64_type(kb, value)
+    buf += kb
+    buf += _PACK_I64(value)
+
+
+def _enc_int(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    value = int(value)
+    if _INT32_MIN <= value <= _INT32_MAX:
+        buf += b"\x10"
+        buf += kb
+        buf += _PACK_I32(value)
+    else:
+        _enc_int64(buf, kb, value, opts, depth)
+
+
+def _enc_float(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += b"\x01"
+    buf += kb
+    buf += _PACK_F64(float(value))
+
+
+def _enc_bool(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += b"\x08"
+    buf += kb
+    buf += b"\x01" if value else b"\x00"
+
+
+def _enc_str(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += b"\x02"
+    buf += kb
+    buf += _string_body(str(value))
+
+
+def _enc_bytes(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += b"\x05"
+    buf += kb
+    buf += _PACK_I32(len(value))
+    buf += b"\x00"
+    buf += value
+
+
+def _enc_binary(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    subtype = value.subtype
+    buf += b"\x05"
+    buf += kb
+    if subtype == OLD_BINARY_SUBTYPE:
+        # The old binary subtype repeats the length inside the payload.
+        buf += _PACK_I32(len(value) + 4)
+        buf += b"\x02"
+        buf += _PACK_I32(len(value))
+    else:
+        buf += _PACK_I32(len(value))
+        buf += bytes((subtype,))
+    buf += value
+
+
+def _enc_uuid(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    if opts.uuid_representation == UuidRepresentation.UNSPECIFIED:
+        raise InvalidDocument(
+            f"key {_key_name(kb)!r}: cannot encode a native uuid.UUID with "
+            "UuidRepresentation.UNSPECIFIED; set CodecOptions(uuid_representation=...) "
+            "(STANDARD for new applications) or pass Binary.from_uuid(value)"
+        )
+    _enc_binary(buf, kb, Binary.from_uuid(value, opts.uuid_representation), opts, depth)
+
+
+def _enc_code(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    if value.scope is None:
+        buf += b"\x0d"
+        buf += kb
+        buf += _string_body(value)
+        return
+    buf += b"\x0f"
+    buf += kb
+    start = len(buf)
+    buf += b"\x00\x00\x00\x00"
+    buf += _string_body(value)
+    encode_document(buf, value.scope.items(), opts, depth + 1)
+    _PACK_INTO_I32(buf, start, len(buf) - start)
+
+
+def _enc_symbol(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += b"\x0e"
+    buf += kb
+    buf += _string_body(value)
+
+
+def _enc_regex(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += b"\x0b"
+    buf += kb
+    buf += _cstring(value.pattern, "regex pattern")
+    buf += _cstring("".join(sorted(value.flags)), "regex flags")
+
+
+def _enc_pattern(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    if not isinstance(value.pattern, str):
+        raise InvalidDocument(f"key {_key_name(kb)!r}: only str regex patterns can be encoded")
+    _enc_regex(buf, kb, Regex(value.pattern, flags_from_re(value.flags)), opts, depth)
+
+
+def _enc_timestamp(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += b"\x11"
+    buf += kb
+    buf += _PACK_U32_PAIR(value.inc, value.time)
+
+
+def _enc_decimal128(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += b"\x13"
+    buf += kb
+    buf += value.bid
+
+
+def _enc_dbpointer(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += b"\x0c"
+    buf += kb
+    buf += _string_body(value.namespace)
+    buf += ObjectId(value.id).binary
+
+
+def _enc_object_id(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += b"\x07"
+    buf += kb
+    buf += value.binary
+
+
+def _enc_dbref(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += b"\x03"
+    buf += kb
+    encode_document(buf, value.as_doc().items(), opts, depth + 1)
+
+
+def _enc_raw(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += b"\x03"
+    buf += kb
+    buf += value.raw
+
+
+def _enc_document(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += b"\x03"
+    buf += kb
+    encode_document(buf, value.items(), opts, depth + 1)
+
+
+def _enc_array(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += b"\x04"
+    buf += kb
+    encode_document(buf, _array_items(value), opts, depth + 1)
+
+
+def _type_only(type_byte: bytes) -> _Encoder:
+    def encoder(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+        buf += type_byte
+        buf += kb
+
+    return encoder
+
+
+_Encoder = Callable[[bytearray, bytes, Any, CodecOptions, int], None]
+
+# Exact-type dispatch for what the element loop does not inline (and, for _fallback_encoder,
+# the inlined types again).
+_ENCODERS: Final[dict[type, _Encoder]] = {
+    bytes: _enc_bytes,
+    Binary: _enc_binary,
+    uuid.UUID: _enc_uuid,
+    Code: _enc_code,
+    Regex: _enc_regex,
+    re.Pattern: _enc_pattern,
+    Timestamp: _enc_timestamp,
+    Decimal128: _enc_decimal128,
+    DatetimeMS: _enc_datetime_ms,
+    MinKey: _type_only(b"\xff"),
+    MaxKey: _type_only(b"\x7f"),
+    Undefined: _type_only(b"\x06"),
+    Symbol: _enc_symbol,
+    DBPointer: _enc_dbpointer,
+    DBRef: _enc_dbref,
+    RawBSONDocument: _enc_raw,
+    tuple: _enc_array,
+}
+
+# Subclasses of these encode like them; order matters (the BSON types before their bases).
+_FALLBACKS: Final[tuple[tuple[type, _Encoder], ...]] = (
+    (RawBSONDocument, _enc_raw),
+    (Mapping, _enc_document),
+    (Binary, _enc_binary),
+    (bytes, _enc_bytes),
+    (Code, _enc_code),
+    (Symbol, _enc_symbol),
+    (str, _enc_str),
+    (bool, _enc_bool),
+    (Int64, _enc_int64),
+    (DatetimeMS, _enc_datetime_ms),
+    (int, _enc_int),
+    (float, _enc_float),
+    (list, _enc_array),
+    (tuple, _enc_array),
+    (datetime, _enc_datetime),
+    (uuid.UUID, _enc_uuid),
+    (DBRef, _enc_dbref),
+    (Regex, _enc_regex),
+    (Timestamp, _enc_timestamp),
+    (Decimal128, _enc_decimal128),
+    (ObjectId, _enc_object_id),
+)
+
+
+def _fallback_encoder(kb: bytes, value: Any) -> _Encoder:
+    """The encoder for a type that is not in the exact-type table (a subclass), or
+    InvalidDocument naming the key."""
+    for base, encoder in _FALLBACKS:
+        if isinstance(value, base):
+            return encoder
+    raise InvalidDocument(
+        f"key {_key_name(kb)!r}: cannot encode object {value!r} of type {type(value).__name__}"
+    )
