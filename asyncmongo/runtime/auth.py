@@ -112,9 +112,22 @@ class CredentialAuthenticator:
         if conversation is None:
             conversation = self._new(negotiated_mechanism(self._credential, hello_reply))
             command = conversation.first_command()
-        while command is not None:
-            reply = await conn.command(conversation.source, command, deadline=deadline)
-            command = conversation.step(reply)
+        await _converse(conn, conversation, command, deadline)
+
+    async def reauthenticate(
+        self,
+        conn: CommandConnection,
+        hello_reply: Mapping[str, Any],
+        *,
+        deadline: float | None = None,
+    ) -> None:
+        """Authenticate ``conn`` again after a ReauthenticationRequired (391) error.
+
+        Auth spec, "Reauthentication": no new hello, a fresh conversation of the mechanism the
+        connection's handshake reply (``hello_reply``) negotiates.
+        """
+        conversation = self._new(negotiated_mechanism(self._credential, hello_reply))
+        await _converse(conn, conversation, conversation.first_command(), deadline)
 
     def _resume(
         self, hello_reply: Mapping[str, Any]
@@ -139,6 +152,18 @@ class CredentialAuthenticator:
             f"user={credential.username!r} source={credential.source!r}, "
             f"{len(self._pending)} speculative pending>"
         )
+
+
+async def _converse(
+    conn: CommandConnection,
+    conversation: Conversation,
+    command: dict[str, Any] | None,
+    deadline: float | None,
+) -> None:
+    """Send commands and feed replies until the conversation says it is done."""
+    while command is not None:
+        reply = await conn.command(conversation.source, command, deadline=deadline)
+        command = conversation.step(reply)
 
 
 if TYPE_CHECKING:

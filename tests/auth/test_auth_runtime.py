@@ -311,6 +311,20 @@ async def test_password_saslprep_refuses_still_works_for_a_scram_sha_1_user(
         await handshake(CredentialAuthenticator(negotiate("both", "pw\u0007")), FakeMongod(users))
 
 
+@pytest.mark.parametrize(("user", "mechanism"), [("both", "SCRAM-SHA-256"),
+                                                 ("sha1", "SCRAM-SHA-1")])
+async def test_reauthenticate_runs_a_fresh_conversation_without_hello(
+    users: UserDirectory, user: str, mechanism: str
+) -> None:
+    server = FakeMongod(users)
+    authenticator = CredentialAuthenticator(negotiate(user, user))
+    hello = {"saslSupportedMechs": users.sasl_supported_mechs(f"admin.{user}")}
+    await authenticator.reauthenticate(server, hello)  # type: ignore[arg-type]
+    assert names(server) == ["saslStart", "saslContinue"]
+    assert server.commands[0][1]["mechanism"] == mechanism
+    assert [u.name for u in server.sasl.authenticated_users] == [user]
+
+
 async def test_unusable_credential_is_a_configuration_error(users: UserDirectory) -> None:
     with pytest.raises(ConfigurationError, match="not supported"):
         await handshake(
