@@ -113,6 +113,8 @@ def parse_operators(update: Mapping[str, Any]) -> list[_Modification]:
                                 f"...}}}} not {{{operator}: {render(fields)}}}")
         for path, argument in fields.items():
             _check_path(path)
+            if operator == "$rename":
+                _check_rename(path, argument)
             modifications.append(_Modification(operator, path, argument))
     _check_conflicts(modifications)
     return sorted(modifications, key=lambda m: split_path(m.path))
@@ -382,14 +384,18 @@ def _min_max(name: str) -> Callable[[Document, list[str], Any, UpdateContext], N
     return run
 
 
-def _rename(document: Document, parts: list[str], argument: Any, context: UpdateContext) -> None:
-    path = ".".join(parts)
+def _check_rename(path: str, argument: Any) -> None:
     if not isinstance(argument, str):
         raise bad_value(f"The 'to' field for $rename must be a string: {path}: "
                         f"{render(argument)}")
     if argument == path:
         raise bad_value(f"The source and target field for $rename must differ: {path}: "
                         f"{render(argument)}")
+    _check_path(argument)
+
+
+def _rename(document: Document, parts: list[str], argument: Any, context: UpdateContext) -> None:
+    path = ".".join(parts)
     parent, value = _current(document, parts)
     if value is MISSING:
         return
@@ -397,7 +403,6 @@ def _rename(document: Document, parts: list[str], argument: Any, context: Update
         raise bad_value(f"The source field cannot be an array element, '{path}' in doc with "
                         f"{render(document)} has an array field called '{parts[-2]}'")
     target = split_path(argument)
-    _check_path(argument)
     del parent[parts[-1]]
     _assign(_parent(document, target, create=True), target[-1], value)
 
