@@ -35,6 +35,7 @@ __all__ = [
     "DocumentTooLarge",
     "DuplicateKeyError",
     "ExecutionTimeout",
+    "InvalidArgument",
     "InvalidBSON",
     "InvalidDocument",
     "InvalidId",
@@ -115,6 +116,14 @@ class DeprecatedOptionWarning(DeprecationWarning):
 
 class InvalidName(MongoError):
     """A database or collection name is invalid."""
+
+
+class InvalidArgument(MongoError, ValueError, TypeError):
+    """An API argument has the wrong type or value (an update without operators, a bad sort).
+
+    It is also a ValueError and a TypeError, so ``except`` clauses written for PyMongo (which
+    raises those builtins for the same mistakes) keep catching it.
+    """
 
 
 class InvalidOperation(MongoError):
