@@ -13,6 +13,7 @@ of a replica set). Deployments (``asyncmongo.testing.deployment``) wire several 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import datetime
 import os
@@ -111,6 +112,8 @@ class SimServer:
         self._garbage = 0
         self._truncated = 0
         self._cluster_time = Timestamp(0, 0)
+        #: How many requests arrived compressed, by compressor name (for tests).
+        self.compressed_requests: collections.Counter[str] = collections.Counter()
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -258,6 +261,8 @@ class SimServer:
             length = read_header(header)
             request = decode_request(header + await conn.reader.readexactly(
                 length - HEADER_SIZE))
+            if request.compressor is not None:
+                self.compressed_requests[request.compressor.handshake_name] += 1
             if self._silent:
                 continue
             if not await self._respond(conn, request):

@@ -1,0 +1,313 @@
+"""The simulator's acceptance test: PyMongo (an independent client) against it.
+
+Where PyMongo and the simulator disagree, the simulator is wrong. PyMongo is a test-only peer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from pymongo import ASCENDING, AsyncMongoClient, compression_support, monitoring
+from pymongo.errors import (
+    AutoReconnect,
+    DuplicateKeyError,
+    OperationFailure,
+    PyMongoError,
+    WriteConcernError,
+)
+
+from asyncmongo.testing.deployment import LoadBalanced, ReplicaSet, ShardedCluster, Standalone
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Heartbeats(monitoring.ServerHeartbeatListener):
+    """Records PyMongo's heartbeat events."""
+
+    def __init__(self) -> None:
+        self.events: list[monitoring.ServerHeartbeatSucceededEvent] = []
+
+    def started(self, event: monitoring.ServerHeartbeatStartedEvent) -> None:
+        pass
+
+    def succeeded(self, event: monitoring.ServerHeartbeatSucceededEvent) -> None:
+        self.events.append(event)
+
+    def failed(self, event: monitoring.ServerHeartbeatFailedEvent) -> None:
+        pass
+
+
+def client_for(uri: str, **kwargs: Any) -> AsyncMongoClient[dict[str, Any]]:
+    kwargs.setdefault("serverSelectionTimeoutMS", 5000)
+    return AsyncMongoClient(uri, **kwargs)
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.02)
+
+
+def server_types(client: AsyncMongoClient[Any]) -> dict[str, str]:
+    description = client.topology_description
+    return {f"{sd.address[0]}:{sd.address[1]}": sd.server_type_name
+            for sd in description.server_descriptions().values()}
+
+
+async def test_discovers_replica_set_from_one_seed() -> None:
+    async with ReplicaSet(3, arbiters=1, hidden=1, tags=[{"dc": "east"}]) as rs:
+        seed = rs.members[1].host
+        client = client_for(f"mongodb://{seed}/?replicaSet=rs0")
+        try:
+            await client.admin.command("ping")
+            visible = {m.host for m in rs.members if m is not rs.members[2]}
+            await wait_until(lambda: set(server_types(client)) == visible)
+            types = server_types(client)
+            assert types[rs.members[0].host] == "RSPrimary"
+            assert types[rs.members[1].host] == "RSSecondary"
+            assert types[rs.members[3].host] == "RSArbiter"
+            assert client.topology_description.topology_type_name == "ReplicaSetWithPrimary"
+            assert await client.primary == ("127.0.0.1", rs.members[0].port)
+            assert client.nodes == {("127.0.0.1", m.port) for m in rs.members
+                                    if m is not rs.members[2]}
+            sd = client.topology_description.server_descriptions()[("127.0.0.1",
+                                                                     rs.members[0].port)]
+            assert sd.tags == {"dc": "east"}
+            assert sd.replica_set_name == "rs0"
+        finally:
+            await client.close()
+
+
+async def test_streaming_protocol_awaited_heartbeats() -> None:
+    async with ReplicaSet(2) as rs:
+        listener = Heartbeats()
+        client = client_for(rs.uri, event_listeners=[listener], heartbeatFrequencyMS=500)
+        try:
+            await client.admin.command("ping")
+            await wait_until(lambda: any(e.awaited for e in listener.events))
+            # A step-down is visible at once through the stream (no 500 ms poll needed).
+            await rs.step_down()
+            new_primary = ("127.0.0.1", rs.members[1].port)
+            await wait_until(lambda: client.topology_description.server_descriptions()[
+                new_primary].server_type_name == "RSPrimary", timeout=2)
+        finally:
+            await client.close()
+
+
+async def test_polling_without_topology_version() -> None:
+    async with ReplicaSet(2, streaming=False) as rs:
+        listener = Heartbeats()
+        client = client_for(rs.uri, event_listeners=[listener], heartbeatFrequencyMS=500)
+        try:
+            await client.admin.command("ping")
+            await wait_until(lambda: len(listener.events) >= 4)
+            assert not any(e.awaited for e in listener.events)
+        finally:
+            await client.close()
+
+
+async def test_step_down_loses_no_acknowledged_write() -> None:
+    async with ReplicaSet(3) as rs:
+        client = client_for(rs.uri, heartbeatFrequencyMS=500, retryWrites=True)
+        acknowledged: list[int] = []
+        failures: list[BaseException] = []
+
+        async def writer() -> None:
+            for i in range(300):
+                try:
+                    await client.db.coll.insert_one({"_id": i})
+                    acknowledged.append(i)
+                except PyMongoError as exc:
+                    failures.append(exc)
+
+        async def stepper() -> None:
+            for _ in range(3):
+                await asyncio.sleep(0.05)
+                await rs.step_down()
+
+        try:
+            await client.admin.command("ping")
+            await asyncio.gather(writer(), stepper())
+        finally:
+            await client.close()
+        reply = rs.store.handle("db", {"find": "coll", "filter": {}, "batchSize": 1000})
+        ids = [doc["_id"] for doc in reply["cursor"]["firstBatch"]]
+        assert len(ids) == len(set(ids))
+        assert set(acknowledged) <= set(ids)
+        # Retryable writes hide the step-downs: nearly every write is acknowledged.
+        assert len(acknowledged) >= 290, failures[:3]
+        assert rs.group.term == 4
+
+
+async def test_crud_as_pymongo_expects() -> None:
+    async with ReplicaSet(3) as rs:
+        client = client_for(rs.uri)
+        try:
+            coll = client.shop.items
+            result = await coll.insert_one({"_id": 1, "name": "apple", "qty": 5})
+            assert result.inserted_id == 1 and result.acknowledged
+            many = await coll.insert_many([{"_id": i, "name": f"n{i}", "qty": i}
+                                           for i in range(2, 12)])
+            assert many.inserted_ids == list(range(2, 12))
+            found = [d["_id"] async for d in coll.find({"qty": {"$gte": 3}})
+                     .sort("qty", -1).limit(4)]
+            assert found == [11, 10, 9, 8]
+            batched = [d["_id"] async for d in coll.find({}, batch_size=3).sort("_id", 1)]
+            assert batched == list(range(1, 12))
+            updated = await coll.update_many({"qty": {"$lt": 5}}, {"$inc": {"qty": 100}})
+            assert (updated.matched_count, updated.modified_count) == (3, 3)
+            upsert = await coll.update_one({"_id": 99}, {"$set": {"qty": 1}}, upsert=True)
+            assert upsert.upserted_id == 99
+            deleted = await coll.delete_many({"qty": {"$gt": 100}})
+            assert deleted.deleted_count == 3
+            assert await coll.count_documents({}) == 9
+            assert await coll.count_documents({"qty": {"$lt": 8}}) == 5  # 1, 5, 6, 7, 99
+            pipeline = [{"$match": {"qty": {"$lt": 12}}},
+                        {"$group": {"_id": None, "total": {"$sum": "$qty"}}}]
+            assert [d async for d in await coll.aggregate(pipeline)] == [
+                {"_id": None, "total": 1 + 5 + 5 + 6 + 7 + 8 + 9 + 10 + 11}]
+            before = await coll.find_one_and_update({"_id": 5}, {"$set": {"name": "five"}})
+            assert before is not None and before["name"] == "n5"
+            assert await coll.distinct("name", {"_id": {"$in": [5, 6]}}) == ["five", "n6"]
+            name = await coll.create_index([("name", ASCENDING)], unique=True)
+            assert name == "name_1"
+            with pytest.raises(DuplicateKeyError):
+                await coll.insert_one({"_id": 100, "name": "five"})
+            indexes = [i["name"] async for i in await coll.list_indexes()]
+            assert indexes == ["_id_", "name_1"]
+            assert "items" in await client.shop.list_collection_names()
+            await coll.drop()
+            assert await coll.count_documents({}) == 0
+        finally:
+            await client.close()
+
+
+async def test_secondary_reads_with_read_preference() -> None:
+    async with ReplicaSet(3) as rs:
+        client = client_for(rs.uri, readPreference="secondary")
+        try:
+            await client.db.c.insert_one({"x": 1})
+            assert (await client.db.c.find_one({}, {"_id": 0})) == {"x": 1}
+        finally:
+            await client.close()
+
+
+async def test_sharded_cluster_of_two_mongos() -> None:
+    async with ShardedCluster(mongos=2) as cluster:
+        client = client_for(cluster.uri)
+        try:
+            await client.db.c.insert_many([{"_id": i} for i in range(5)])
+            assert await client.db.c.count_documents({}) == 5
+            assert client.topology_description.topology_type_name == "Sharded"
+            await wait_until(lambda: set(server_types(client).values()) == {"Mongos"}
+                             and len(server_types(client)) == 2)
+        finally:
+            await client.close()
+
+
+async def test_load_balanced() -> None:
+    async with LoadBalanced() as lb:
+        client = client_for(lb.uri)
+        try:
+            await client.db.c.insert_one({"_id": 1})
+            assert await client.db.c.find_one() == {"_id": 1}
+            assert client.topology_description.topology_type_name == "LoadBalanced"
+        finally:
+            await client.close()
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-1"])
+async def test_scram_authentication(mechanism: str) -> None:
+    async with ReplicaSet(2, users={"alice": "s3cr3t"}) as rs:
+        client = client_for(rs.uri, username="alice", password="s3cr3t",
+                            authMechanism=mechanism)
+        try:
+            await client.db.c.insert_one({"_id": 1})
+            status = await client.admin.command("connectionStatus")
+            assert status["authInfo"]["authenticatedUsers"] == [{"user": "alice", "db": "admin"}]
+        finally:
+            await client.close()
+        wrong = client_for(rs.uri, username="alice", password="nope", authMechanism=mechanism)
+        try:
+            with pytest.raises(OperationFailure) as info:
+                await wrong.db.c.find_one()
+            assert info.value.code == 18
+        finally:
+            await wrong.close()
+        anonymous = client_for(rs.uri)
+        try:
+            with pytest.raises(OperationFailure) as info:
+                await anonymous.db.c.find_one()
+            assert info.value.code == 13
+        finally:
+            await anonymous.close()
+
+
+#: The package PyMongo needs per compressor, and PyMongo's own check that it is importable.
+_COMPRESSION_SUPPORT = {
+    "zlib": ("zlib", compression_support._have_zlib),
+    "zstd": ("backports.zstd", compression_support._have_zstd),
+    "snappy": ("python-snappy", compression_support._have_snappy),
+}
+
+
+@pytest.mark.parametrize("compressor", ["zlib", "zstd", "snappy"])
+async def test_compression(compressor: str) -> None:
+    package, available = _COMPRESSION_SUPPORT[compressor]
+    if not available():
+        pytest.skip(f"PyMongo needs the {package!r} package for {compressor} (not installed)")
+    async with Standalone() as server:
+        client = client_for(server.uri, compressors=compressor)
+        try:
+            await client.db.c.insert_many([{"_id": i, "pad": "x" * 500} for i in range(20)])
+            docs = [d async for d in client.db.c.find().sort("_id", 1)]
+            assert [d["_id"] for d in docs] == list(range(20))
+        finally:
+            await client.close()
+        assert server.server.compressed_requests[compressor] >= 2
+
+
+async def test_fail_points_with_retryable_writes() -> None:
+    async with ReplicaSet(2) as rs:
+        client = client_for(rs.uri, retryWrites=True, heartbeatFrequencyMS=500)
+        try:
+            await client.admin.command("ping")
+            with rs.fail_point({"times": 1}, failCommands=["insert"], errorCode=91):
+                await client.db.c.insert_one({"_id": 1})  # retried after ShutdownInProgress
+            with rs.fail_point({"times": 1}, failCommands=["insert"], closeConnection=True):
+                await client.db.c.insert_one({"_id": 2})  # retried after a network error
+            assert await client.db.c.count_documents({}) == 2
+            await client.admin.command({
+                "configureFailPoint": "failCommand", "mode": {"times": 1},
+                "data": {"failCommands": ["find"], "errorCode": 2, "errmsg": "boom"}})
+            with pytest.raises(OperationFailure, match="boom") as info:
+                await client.db.c.find_one()
+            assert info.value.code == 2
+            with rs.fail_point({"times": 1}, failCommands=["insert"],
+                               writeConcernError={"code": 100, "errmsg": "wc"}):
+                with pytest.raises(WriteConcernError):
+                    await client.db.c.insert_one({"_id": 3})
+            assert await client.db.c.count_documents({}) == 3
+        finally:
+            await client.close()
+
+
+async def test_stopped_primary_then_election() -> None:
+    async with ReplicaSet(3) as rs:
+        client = client_for(rs.uri, heartbeatFrequencyMS=500, serverSelectionTimeoutMS=1000)
+        try:
+            await client.db.c.insert_one({"_id": 1})
+            old = rs.primary
+            assert old is not None
+            await old.stop()
+            with pytest.raises(AutoReconnect):
+                await client.db.c.insert_one({"_id": 2}, bypass_document_validation=False)
+            await rs.step_down()
+            await client.db.c.insert_one({"_id": 3})
+            await old.start()
+            assert old.clock.counter == 0
+        finally:
+            await client.close()
