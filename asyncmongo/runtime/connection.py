@@ -387,7 +387,11 @@ class Connection:
         """The next reply of an exhaust stream (the previous reply had moreToCome)."""
         if not self._streaming:
             raise InvalidOperation("no exhaust reply is expected on this connection")
-        self._check_usable()
+        self._streaming = False  # _check_usable refuses streaming connections to commands
+        try:
+            self._check_usable()
+        finally:
+            self._streaming = True
         self._busy = True
         try:
             return await self._read(deadline, codec_options, False, exhaust=True)
