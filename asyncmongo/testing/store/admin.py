@@ -97,7 +97,7 @@ def create_indexes(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     if not specs:
         raise bad_value("Must specify at least one index to create")
     existing = ctx.namespaces.get(ctx.db_name, name)
-    collection = existing or ctx.namespaces.create(ctx.db_name, name, {})
+    collection = existing if existing is not None else ctx.namespaces.create(ctx.db_name, name, {})
     before = len(collection.indexes)
     for spec in specs:
         if not isinstance(spec, Mapping):

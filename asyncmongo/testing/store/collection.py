@@ -130,6 +130,10 @@ class Collection:
     def __len__(self) -> int:
         return len(self.documents)
 
+    def __bool__(self) -> bool:
+        """A collection exists even when empty (never falsy)."""
+        return True
+
     # --- writes ---------------------------------------------------------------------------
 
     def insert(self, document: Document) -> None:
