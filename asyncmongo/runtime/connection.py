@@ -35,7 +35,7 @@ import os
 from collections import deque
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from asyncmongo.bson import CodecOptions, ObjectId
 from asyncmongo.bson.codec import decode, encode
@@ -177,8 +177,8 @@ class _WireProtocol(asyncio.Protocol):
         self._paused: asyncio.Future[None] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's transports are not asyncio.Transport subclasses, only duck-typed ones
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.reader.feed(data)

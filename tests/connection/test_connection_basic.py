@@ -25,7 +25,7 @@ from asyncmongo.errors import (
     ProtocolError,
 )
 from asyncmongo.runtime.connection import Connection, ConnectionSettings, connect
-from tests.support.scripted_server import HELLO_REPLY, Peer, Request, ScriptedServer, op_msg
+from tests.support.scripted_server import Peer, Request, ScriptedServer, op_msg
 
 HOST = HostInfo("Linux", "Linux", "x86_64", "6.1", "CPython 3.11", {})
 SETTINGS = ConnectionSettings(host=HOST, connect_timeout=5.0)
@@ -341,13 +341,13 @@ async def test_connection_refused() -> None:
     port = server.sockets[0].getsockname()[1]
     server.close()
     await server.wait_closed()
-    with pytest.raises(AutoReconnect, match="127.0.0.1"):
+    with pytest.raises(AutoReconnect, match=r"127\.0\.0\.1"):
         await connect(("127.0.0.1", port), SETTINGS, id=1)
 
 
 async def test_unix_socket(tmp_path: Path) -> None:
     path = str(tmp_path / "mongodb-test.sock")
-    async with ScriptedServer(unix_path=path) as server:
+    async with ScriptedServer(unix_path=path):
         conn = await connect((path, None), SETTINGS, id=1)
         assert await conn.command("admin", {"ping": 1}) == {"ok": 1.0}
         conn.close()
