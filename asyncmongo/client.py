@@ -1,0 +1,312 @@
+"""AsyncMongoClient: options, the connect/close lifecycle, and the command path for tests.
+
+``AsyncMongoClient(host_or_uri, port=None, *, event_listeners=(), **options)`` parses its
+options at once (bad options fail here, not at first use) and connects lazily: on the first
+operation or ``await client.aconnect()``. Connecting starts the topology: one monitor task per
+server, pool maintenance tasks and (mongodb+srv) the SRV poller, all owned by the client's
+TaskSet in a clean contextvars context. ``await client.close()`` (or leaving ``async with``)
+cancels and awaits every one of them and closes every socket.
+
+A client belongs to the event loop it connected on; using it from another loop raises
+InvalidOperation instead of failing obscurely inside asyncio.
+
+The command surface is deliberately tiny (``_run_command``, ``admin_command``): the public
+database/collection API is built on the executor separately.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+from typing import Any
+
+from asyncmongo.core.address import Address
+from asyncmongo.core.auth.scram import ScramCache
+from asyncmongo.core.cmap.options import PoolOptions
+from asyncmongo.core.error_policy import ErrorPhase
+from asyncmongo.core.sdam.settings import TopologySettings
+from asyncmongo.core.sdam.topology_description import TopologyDescription
+from asyncmongo.core.sdam.types import TopologyType
+from asyncmongo.core.selection import PRIMARY, ReadPreference, Selection
+from asyncmongo.core.uri import ClientOptions
+from asyncmongo.core.uri.parse import parse
+from asyncmongo.core.wire.compression import CompressionSettings
+from asyncmongo.errors import InvalidOperation
+from asyncmongo.monitoring import EventListener, Listeners
+from asyncmongo.runtime.auth import CredentialAuthenticator
+from asyncmongo.runtime.connection import Connection, ConnectionSettings, connect
+from asyncmongo.runtime.executor import Executor
+from asyncmongo.runtime.monitor import Monitor, MonitorSettings, streaming_enabled
+from asyncmongo.runtime.network import TlsSettings
+from asyncmongo.runtime.pool import Pool
+from asyncmongo.runtime.server import Server
+from asyncmongo.runtime.srv import DnspythonResolver, SrvPoller, resolve_srv_options
+from asyncmongo.runtime.tasks import TaskSet
+from asyncmongo.runtime.topology import Topology
+
+__all__ = ["AsyncMongoClient"]
+
+
+class AsyncMongoClient:
+    """An asyncio MongoDB client."""
+
+    def __init__(
+        self,
+        host_or_uri: str = "mongodb://localhost:27017",
+        port: int | None = None,
+        *,
+        event_listeners: Iterable[EventListener] = (),
+        **options: Any,
+    ) -> None:
+        uri = host_or_uri
+        if "://" not in uri:
+            uri = f"mongodb://{uri}" + (f":{port}" if port is not None else "")
+        self._options: ClientOptions = parse(uri, **options)
+        self._listeners = Listeners(event_listeners)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: TaskSet | None = None
+        self._topology: Topology | None = None
+        self._executor: Executor | None = None
+        self._poller: SrvPoller | None = None
+        self._connecting: asyncio.Future[None] | None = None
+        self._closed = False
+        self._scram_cache = ScramCache()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "connected" if self._topology else "not connected"
+        return f"<AsyncMongoClient {state} {self._options!r}>"
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def options(self) -> ClientOptions:
+        return self._options
+
+    @property
+    def topology_description(self) -> TopologyDescription:
+        """A snapshot of the deployment as the client sees it now."""
+        if self._topology is not None:
+            return self._topology.description
+        if not self._options.hosts:  # mongodb+srv before resolution
+            return TopologyDescription(TopologyType.UNKNOWN, {}, _placeholder_settings())
+        return TopologyDescription.initial(TopologySettings.from_options(self._options))
+
+    async def __aenter__(self) -> AsyncMongoClient:
+        await self.aconnect()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def aconnect(self) -> None:
+        """Start monitoring the deployment (idempotent; operations call it implicitly)."""
+        self._check_loop()
+        if self._topology is not None:
+            return
+        if self._connecting is not None:
+            await asyncio.shield(self._connecting)
+            return
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        self._connecting = loop.create_future()
+        try:
+            await self._start(loop)
+        except BaseException as exc:
+            self._connecting.set_exception(exc)
+            self._connecting.exception()  # retrieved: concurrent waiters re-raise it
+            self._connecting = None
+            self._loop = None if self._tasks is None else self._loop
+            raise
+        self._connecting.set_result(None)
+
+    async def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+        options = self._options
+        answer_ttl: float | None = None
+        if options.is_srv:
+            options, answer = await resolve_srv_options(options, DnspythonResolver())
+            self._options = options
+            answer_ttl = answer.ttl
+        tasks = TaskSet(loop)
+        settings = TopologySettings.from_options(options)
+        topology = Topology(settings, self._make_server, tasks.spawn, listeners=self._listeners)
+        self._tasks = tasks
+        self._topology = topology
+        self._executor = Executor(topology)
+        topology.open()
+        if options.is_srv and not options.load_balanced:
+            self._poller = SrvPoller(
+                options,
+                resolver=DnspythonResolver(),
+                on_hosts_changed=self._srv_hosts_changed,
+                should_poll=self._should_poll_srv,
+                initial_ttl_s=answer_ttl,
+            )
+            self._poller.start()
+
+    async def close(self) -> None:
+        """End every task and close every socket the client started, and wait for them."""
+        if self._closed:
+            return
+        if self._loop is not None:
+            self._check_loop()
+        self._closed = True
+        try:
+            if self._poller is not None:
+                await self._poller.close()
+            if self._topology is not None:
+                await self._topology.close()
+        finally:
+            if self._tasks is not None:
+                await self._tasks.close()
+
+    def _check_loop(self) -> None:
+        running = asyncio.get_running_loop()
+        if self._closed:
+            raise InvalidOperation("the client is closed")
+        if self._loop is not None and running is not self._loop:
+            raise InvalidOperation(
+                "this AsyncMongoClient belongs to the event loop it connected on and cannot be "
+                "used from another one; create one client per event loop"
+            )
+
+    # -- commands --------------------------------------------------------------------------
+
+    async def _run_command(
+        self,
+        db: str,
+        command: Mapping[str, Any],
+        *,
+        read_preference: ReadPreference = PRIMARY,
+        selection: Selection | None = None,
+    ) -> dict[str, Any]:
+        """Run one command through the executor (internal; the public API is issue #9)."""
+        await self.aconnect()
+        assert self._executor is not None
+        deadline = None
+        if self._options.timeout_ms:
+            deadline = asyncio.get_running_loop().time() + self._options.timeout_ms / 1000
+        return await self._executor.run_command(
+            db, command, selection or Selection.read(read_preference), deadline=deadline
+        )
+
+    async def admin_command(
+        self, command: Mapping[str, Any], *, read_preference: ReadPreference = PRIMARY
+    ) -> dict[str, Any]:
+        """Run a command on the admin database."""
+        return await self._run_command("admin", command, read_preference=read_preference)
+
+    @property
+    def _topology_runtime(self) -> Topology:
+        """The running topology (tests and the API layer; connect first)."""
+        if self._topology is None:
+            raise InvalidOperation("the client is not connected yet")
+        return self._topology
+
+    # -- wiring ----------------------------------------------------------------------------
+
+    def _make_server(self, address: Address, topology: Topology) -> Server:
+        options = self._options
+        tasks = self._tasks
+        assert tasks is not None
+        settings = _connection_settings(options)
+        authenticator = (
+            CredentialAuthenticator(options.credential, self._scram_cache)
+            if options.credential is not None
+            else None
+        )
+
+        async def establish(connection_id: int) -> Connection:
+            return await connect(
+                address, settings, id=connection_id, authenticator=authenticator
+            )
+
+        def background_error(exc: BaseException) -> None:
+            tasks.spawn(
+                topology.handle_application_error(
+                    address, exc, pool.generation, phase=ErrorPhase.CONNECTING
+                ),
+                "asyncmongo-sdam-error",
+            )
+
+        pool: Pool[Connection] = Pool(
+            address,
+            _pool_options(options),
+            establish,
+            listener=self._listeners.publish if self._listeners else None,
+            spawn=lambda coro: tasks.spawn(coro, "asyncmongo-pool-maintenance"),
+            on_background_error=background_error,
+        )
+        server = Server(address, pool, None)
+        if not options.load_balanced:
+            monitor_settings = MonitorSettings(
+                heartbeat_frequency_ms=options.heartbeat_frequency_ms,
+                connect_timeout_ms=options.connect_timeout_ms,
+                streaming=streaming_enabled(options.server_monitoring_mode),
+            )
+            monitor_connection = ConnectionSettings(
+                connect_timeout=settings.connect_timeout,
+                socket_timeout=None,
+                tls=settings.tls,
+                app_name=settings.app_name,
+                server_api=settings.server_api,
+            )
+            server.monitor = Monitor(
+                server, topology, monitor_settings, monitor_connection, tasks.spawn
+            )
+        return server
+
+    def _srv_hosts_changed(self, hosts: tuple[Address, ...]) -> None:
+        if self._topology is not None and self._tasks is not None:
+            self._tasks.spawn(self._topology.apply_srv_hosts(hosts), "asyncmongo-srv-update")
+
+    def _should_poll_srv(self) -> bool:
+        topology = self._topology
+        if topology is None:
+            return False
+        return topology.description.topology_type in (TopologyType.SHARDED, TopologyType.UNKNOWN)
+
+
+def _connection_settings(options: ClientOptions) -> ConnectionSettings:
+    """What a pooled connection needs, from the client options (milliseconds to seconds)."""
+    return ConnectionSettings(
+        connect_timeout=_seconds(options.connect_timeout_ms),
+        socket_timeout=_seconds(options.socket_timeout_ms),
+        tls=TlsSettings(
+            enabled=options.tls,
+            ca_file=options.tls_ca_file,
+            certificate_key_file=options.tls_certificate_key_file,
+            certificate_key_file_password=options.tls_certificate_key_file_password,
+            allow_invalid_certificates=options.tls_allow_invalid_certificates,
+            allow_invalid_hostnames=options.tls_allow_invalid_hostnames,
+            insecure=options.tls_insecure,
+        ),
+        compression=CompressionSettings(options.compressors, options.zlib_compression_level),
+        app_name=options.appname,
+        server_api=options.server_api,
+        load_balanced=options.load_balanced,
+    )
+
+
+def _pool_options(options: ClientOptions) -> PoolOptions:
+    return PoolOptions(
+        max_pool_size=options.max_pool_size,
+        min_pool_size=options.min_pool_size,
+        max_idle_time_ms=options.max_idle_time_ms or 0,
+        max_connecting=options.max_connecting,
+        wait_queue_timeout_ms=options.wait_queue_timeout_ms or 0,
+        load_balanced=options.load_balanced,
+    )
+
+
+def _seconds(ms: int | None) -> float | None:
+    return None if ms is None else ms / 1000
+
+
+def _placeholder_settings() -> TopologySettings:
+    return TopologySettings(seeds=(("localhost", 27017),))

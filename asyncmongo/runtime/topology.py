@@ -1,0 +1,462 @@
+"""Topology: the one owner of the TopologyDescription, and server selection that awaits change.
+
+Every change (a monitor's check, an application error's verdict, an RTT sample, an SRV rescan)
+goes through the pure ``TopologyDescription.apply`` (or ``apply_srv_hosts``); the topology swaps
+in the result, publishes the SDAM events to the listeners and as log messages, creates or
+closes the ``Server`` of every address that joined or left, bumps ``version`` and wakes
+everyone waiting on its one ``asyncio.Condition``. Nobody else writes the description.
+
+``select_server`` selects from the current snapshot; when nothing suits it asks every monitor
+for an immediate check and waits on the condition (for what is left of
+serverSelectionTimeoutMS / the operation's deadline), then selects again: it wakes only when
+the description changed, never on a timer. On timeout it raises ServerSelectionTimeoutError
+with the description and the reason no server suited.
+
+Mutations are coroutines only to take the condition's lock for ``notify_all``; the lock is
+never held across a suspension (waiters release it in ``wait``), so each mutation is one
+uninterrupted step of the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import random
+from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping
+from typing import Any
+
+from asyncmongo.bson.objectid import ObjectId
+from asyncmongo.core.address import Address, format_address
+from asyncmongo.core.cmap.log_messages import LogMessage
+from asyncmongo.core.error_policy import (
+    ApplicationError,
+    ErrorPhase,
+    MonitorError,
+    application_error_verdict,
+    monitor_error_verdict,
+)
+from asyncmongo.core.sdam.events import SdamEvent
+from asyncmongo.core.sdam.server_description import ServerDescription
+from asyncmongo.core.sdam.settings import TopologySettings
+from asyncmongo.core.sdam.topology_description import TopologyDescription
+from asyncmongo.core.sdam.types import ServerType, TopologyType
+from asyncmongo.core.selection import Operation, Selection, select_server
+from asyncmongo.errors import ConfigurationError, InvalidOperation, ServerSelectionTimeoutError
+from asyncmongo.monitoring import Listeners
+from asyncmongo.runtime import sdam_log
+from asyncmongo.runtime.connection import Connection
+from asyncmongo.runtime.server import Server
+
+__all__ = ["Topology"]
+
+ServerFactory = Callable[[Address, "Topology"], Server]
+Spawn = Callable[[Coroutine[Any, Any, None], str], "asyncio.Task[None]"]
+
+
+class Topology:
+    """The runtime topology of one client."""
+
+    __slots__ = (
+        "_closed",
+        "_condition",
+        "_description",
+        "_listeners",
+        "_loop",
+        "_rng",
+        "_server_factory",
+        "_servers",
+        "_spawn",
+        "selection_attempts",
+        "settings",
+        "topology_id",
+        "version",
+        "wakeups",
+    )
+
+    def __init__(
+        self,
+        settings: TopologySettings,
+        server_factory: ServerFactory,
+        spawn: Spawn,
+        *,
+        listeners: Listeners | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.settings = settings
+        self.topology_id = ObjectId()
+        self._server_factory = server_factory
+        self._spawn = spawn
+        self._listeners = listeners or Listeners()
+        self._rng = rng or random.Random()
+        self._servers: dict[Address, Server] = {}
+        self._condition = asyncio.Condition()
+        self._description = TopologyDescription.initial(settings, self.topology_id)
+        self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        #: Bumped on every change of the description (not on RTT-only updates).
+        self.version = 0
+        #: Selection attempts and condition wake-ups of select_server (tests count them).
+        self.selection_attempts = 0
+        self.wakeups = 0
+
+    def __repr__(self) -> str:
+        return f"<Topology v{self.version} {self._description!r}>"
+
+    # -- reading -------------------------------------------------------------------------------
+
+    @property
+    def description(self) -> TopologyDescription:
+        """The current snapshot (immutable)."""
+        return self._description
+
+    @property
+    def servers(self) -> Mapping[Address, Server]:
+        return dict(self._servers)
+
+    def server(self, address: Address) -> Server | None:
+        return self._servers.get(address)
+
+    async def wait_for_change(
+        self,
+        timeout: float | None,  # noqa: ASYNC109 (a bounded wait, like the Rust driver's)
+        version: int | None = None,
+    ) -> bool:
+        """Wait until ``version`` (default: the current one) is superseded; False on timeout."""
+        seen = self.version if version is None else version
+        async with self._condition:
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._condition.wait_for(lambda: self.version != seen)
+            except TimeoutError:
+                return False
+        return True
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Publish the opening events and start a Server (and its monitor) per seed."""
+        if self._loop is not None:
+            return
+        self._loop = asyncio.get_running_loop()
+        description, events = TopologyDescription.open(self.settings, self.topology_id)
+        self._install(description, events)
+
+    async def close(self) -> None:
+        """Stop every monitor, close every pool, publish the closing events."""
+        if self._closed:
+            return
+        self._closed = True
+        servers = list(self._servers.values())
+        self._servers.clear()
+        results = await asyncio.gather(*(s.close() for s in servers), return_exceptions=True)
+        description, events = self._description.close()
+        self._description = description
+        self._publish(events)
+        self.version += 1
+        await self._notify()
+        for result in results:
+            if isinstance(result, BaseException) and not isinstance(result, Exception):
+                raise result
+
+    # -- changes -------------------------------------------------------------------------------
+
+    async def on_check_succeeded(self, server: Server, description: ServerDescription) -> None:
+        """A monitor's check: apply it; a server now known gets its pool marked ready."""
+        changed = self._apply(description)
+        current = self._description.servers.get(server.address)
+        if current is not None and current.is_known and self._servers.get(server.address) is server:
+            server.pool.ready()
+        if changed:
+            await self._notify()
+
+    async def on_monitor_error(
+        self, server: Server, previous: ServerDescription, error: MonitorError
+    ) -> bool:
+        """A failed check: Unknown, then the pool cleared. True: check again at once."""
+        verdict = monitor_error_verdict(previous, error)
+        changed = self._apply(verdict.new_description)
+        if verdict.clear_pool and self._servers.get(server.address) is server:
+            server.pool.clear(interrupt_in_use_connections=verdict.interrupt_in_use_connections)
+        if changed:
+            await self._notify()
+        return verdict.check_again_immediately
+
+    async def on_rtt_sample(self, server: Server) -> None:
+        """The RttMonitor measured: the description's RTT follows (no event: RTT is not
+        part of Server Description Equality)."""
+        current = self._description.servers.get(server.address)
+        if current is None or not current.is_known:
+            return
+        if self._servers.get(server.address) is not server:
+            return
+        updated = current.replace(
+            round_trip_time_ms=server.rtt.average, min_round_trip_time_ms=server.rtt.minimum
+        )
+        if self._apply(updated):
+            await self._notify()
+
+    async def handle_application_error(
+        self,
+        address: Address,
+        exc: BaseException,
+        generation: int,
+        *,
+        phase: ErrorPhase = ErrorPhase.ESTABLISHED,
+        max_wire_version: int | None = None,
+        service_id: ObjectId | None = None,
+    ) -> None:
+        """SDAM "Error handling": carry out the pure verdict on an operation's error.
+
+        Mark the server Unknown (through the same apply as a check), then clear its pool
+        (interrupting in-use connections if the verdict says so), request an immediate check
+        or cancel the check in progress. Stale errors (older pool generation or
+        topologyVersion) change nothing.
+        """
+        error = ApplicationError.from_exception(
+            exc, generation, phase, max_wire_version, service_id
+        )
+        if error is not None:
+            await self.handle_error(address, error)
+
+    async def handle_error(self, address: Address, error: ApplicationError) -> None:
+        """Like ``handle_application_error`` for an error already described as data."""
+        server = self._servers.get(address)
+        current = self._description.servers.get(address)
+        if server is None or current is None:
+            return
+        verdict = application_error_verdict(
+            current, self._description.topology_type, server.pool.generation, error
+        )
+        if verdict.ignored_because is not None:
+            return
+        changed = False
+        if verdict.new_description is not None:
+            changed = self._apply(verdict.new_description)
+        if verdict.clear_pool:
+            server.pool.clear(
+                interrupt_in_use_connections=verdict.interrupt_in_use_connections,
+                service_id=verdict.service_id,
+                cause=None,
+            )
+        if verdict.cancel_check:
+            server.cancel_check()
+        if verdict.request_immediate_check:
+            server.request_check()
+        if changed:
+            await self._notify()
+
+    async def apply_srv_hosts(self, hosts: Iterable[Address]) -> None:
+        """SRV polling found a new host list: the mongos set follows it."""
+        new, events = self._description.apply_srv_hosts(
+            hosts, self.settings.srv_max_hosts, self._rng
+        )
+        if self._install(new, events):
+            await self._notify()
+
+    def request_checks(self) -> None:
+        """Ask every monitor for an immediate check."""
+        for server in self._servers.values():
+            server.request_check()
+
+    # -- selection -----------------------------------------------------------------------------
+
+    async def select_server(
+        self,
+        selection: Selection,
+        deadline: float | None = None,
+        deprioritized: Collection[Address] = (),
+        *,
+        operation: str = "command",
+    ) -> Server:
+        """A Server suitable for ``selection``, waiting for the topology to change if needed.
+
+        ``deadline`` is a ``loop.time()`` (the operation's timeoutMS); without one,
+        serverSelectionTimeoutMS applies. Raises ServerSelectionTimeoutError when it passes,
+        ConfigurationError for an incompatible topology or invalid maxStalenessSeconds,
+        InvalidOperation once the topology is closed.
+        """
+        loop = asyncio.get_running_loop()
+        limit = loop.time() + self.settings.server_selection_timeout_ms / 1000
+        deadline = limit if deadline is None else min(deadline, limit)
+        if deprioritized:
+            selection = dataclasses.replace(selection, deprioritized=frozenset(deprioritized))
+        selector = _describe_selection(selection)
+        self._log_selection("Server selection started", operation, selector)
+        logged_wait = False
+        async with self._condition:
+            while True:
+                found = self._try_select(selection, operation, selector)
+                if found is not None:
+                    return found
+                self.request_checks()
+                remaining = deadline - loop.time()
+                if not logged_wait:
+                    logged_wait = True
+                    self._log_selection(
+                        "Waiting for suitable server to become available",
+                        operation,
+                        selector,
+                        remaining_ms=max(remaining, 0) * 1000,
+                        level=logging.INFO,
+                    )
+                try:
+                    if remaining <= 0:
+                        raise TimeoutError
+                    async with asyncio.timeout_at(deadline):
+                        await self._condition.wait()
+                except TimeoutError:
+                    found = self._try_select(selection, operation, selector)
+                    if found is not None:
+                        return found
+                    error = self._selection_timeout(selection)
+                    self._log_selection(
+                        "Server selection failed", operation, selector, failure=error
+                    )
+                    raise error from None
+                self.wakeups += 1
+
+    def _try_select(self, selection: Selection, operation: str, selector: str) -> Server | None:
+        if self._closed:
+            raise InvalidOperation("the client is closed")
+        self.selection_attempts += 1
+        description = self._description
+        counts = {a: s.operation_count for a, s in self._servers.items()}
+        try:
+            chosen = select_server(description, selection, counts, self._rng)
+        except ConfigurationError as exc:
+            self._log_selection("Server selection failed", operation, selector, failure=exc)
+            raise
+        if chosen is None:
+            return None
+        server = self._servers.get(chosen.address)
+        if server is not None:
+            self._log_selection(
+                "Server selection succeeded", operation, selector, address=server.address
+            )
+        return server
+
+    def _selection_timeout(self, selection: Selection) -> ServerSelectionTimeoutError:
+        description = self._description
+        errors = {
+            format_address(a): s.error for a, s in description.servers.items() if s.error
+        }
+        timeout = self.settings.server_selection_timeout_ms
+        message = (
+            f"No server suitable for {_describe_selection(selection)} within {timeout} ms "
+            f"(or the operation's timeout): {_why_none_suits(description, selection)}. "
+            f"Topology: {description!r}"
+        )
+        return ServerSelectionTimeoutError(message, errors)
+
+    def _log_selection(
+        self,
+        message: str,
+        operation: str,
+        selector: str,
+        *,
+        level: int = logging.DEBUG,
+        **details: Any,
+    ) -> None:
+        logger = sdam_log.SELECTION_LOGGER
+        if logger.isEnabledFor(level):
+            logger.log(
+                level,
+                sdam_log.selection(
+                    message, operation, selector, repr(self._description), **details
+                ),
+            )
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _apply(self, description: ServerDescription) -> bool:
+        new, events = self._description.apply(description)
+        return self._install(new, events)
+
+    def _install(self, new: TopologyDescription, events: list[SdamEvent]) -> bool:
+        """Swap in ``new``, publish, follow the server set; True if anything changed."""
+        if self._closed:
+            return False
+        self._description = new
+        self._publish(events)
+        self._follow_servers()
+        if not events:
+            return False
+        self.version += 1
+        return True
+
+    def _follow_servers(self) -> None:
+        """Create a Server per new address, close those whose address left."""
+        wanted = self._description.servers
+        for address in [a for a in self._servers if a not in wanted]:
+            server = self._servers.pop(address)
+            self._close_later(server)
+        for address in wanted:
+            if address not in self._servers:
+                server = self._server_factory(address, self)
+                self._servers[address] = server
+                server.start()
+
+    def _close_later(self, server: Server) -> None:
+        """A removed server is closed in a task of its own: its monitor may be the caller."""
+        self._spawn(server.close(), f"asyncmongo-close {format_address(server.address)}")
+
+    def _publish(self, events: list[SdamEvent]) -> None:
+        logger = sdam_log.SDAM_LOGGER
+        log = logger.isEnabledFor(logging.DEBUG)
+        for event in events:
+            self._listeners.publish(event)
+            if log:
+                message = sdam_log.sdam_message(event)
+                if message is not None:
+                    logger.debug(message)
+            self._log_server_monitoring(event, log)
+
+    def _log_server_monitoring(self, event: SdamEvent, log: bool) -> None:
+        from asyncmongo.core.sdam.events import ServerClosedEvent, ServerOpeningEvent
+
+        if not log or not isinstance(event, ServerOpeningEvent | ServerClosedEvent):
+            return
+        if self._description.topology_type is TopologyType.LOAD_BALANCED:
+            return
+        started = isinstance(event, ServerOpeningEvent)
+        sdam_log.SDAM_LOGGER.debug(
+            sdam_log.server_monitoring_message(self.topology_id, event.address, started)
+        )
+
+    def publish_heartbeat(self, event: Any, connection: Connection | None) -> None:
+        """Monitors publish heartbeat events (and their log messages) through here."""
+        self._listeners.publish(event)
+        logger = sdam_log.SDAM_LOGGER
+        if logger.isEnabledFor(logging.DEBUG):
+            message: LogMessage = sdam_log.heartbeat_message(
+                self.topology_id, event, connection.id if connection is not None else None
+            )
+            logger.debug(message)
+
+    async def _notify(self) -> None:
+        async with self._condition:
+            self._condition.notify_all()
+
+
+def _describe_selection(selection: Selection) -> str:
+    if selection.operation is Operation.WRITE:
+        return "a write (the primary or a mongos/standalone)"
+    return f"a read with {selection.read_preference!r}"
+
+
+def _why_none_suits(description: TopologyDescription, selection: Selection) -> str:
+    """The reason, in words, that ``select_server`` found nothing."""
+    servers = list(description.servers.values())
+    if not servers:
+        return "the topology has no servers"
+    known = [s for s in servers if s.is_known]
+    if not known:
+        return "no server is reachable (every server is Unknown)"
+    if description.topology_type.is_replica_set and selection.operation is Operation.WRITE:
+        return "the replica set has no primary"
+    kinds = ", ".join(sorted({s.server_type.value for s in known}))
+    if all(s.server_type is ServerType.RS_ARBITER for s in known):
+        return "only arbiters are reachable"
+    return f"no reachable server ({kinds}) matches the read preference"
+
