@@ -1,0 +1,36 @@
+"""pytest fixtures for simulated deployments (registered as the ``asyncmongo`` pytest11 entry
+point): ``mongo_standalone``, ``mongo_replica_set`` (3 members), ``mongo_sharded`` (2 mongos)
+and ``mongo_load_balanced``. Async and function-scoped: each test gets a fresh deployment,
+closed afterwards. Needs an asyncio pytest plugin (pytest-asyncio or anyio)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from asyncmongo.testing.deployment import LoadBalanced, ReplicaSet, ShardedCluster, Standalone
+
+
+@pytest.fixture
+async def mongo_standalone() -> AsyncIterator[Standalone]:
+    async with Standalone() as deployment:
+        yield deployment
+
+
+@pytest.fixture
+async def mongo_replica_set() -> AsyncIterator[ReplicaSet]:
+    async with ReplicaSet(3) as deployment:
+        yield deployment
+
+
+@pytest.fixture
+async def mongo_sharded() -> AsyncIterator[ShardedCluster]:
+    async with ShardedCluster(mongos=2) as deployment:
+        yield deployment
+
+
+@pytest.fixture
+async def mongo_load_balanced() -> AsyncIterator[LoadBalanced]:
+    async with LoadBalanced() as deployment:
+        yield deployment
