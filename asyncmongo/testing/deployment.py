@@ -203,7 +203,7 @@ class ReplicaSet(_Deployment):
         primary (if any) becomes a secondary. Every member's topologyVersion moves."""
         self._elect(member)
 
-    async def step_down(self, *, elect: SimServer | None | bool = True) -> SimServer | None:
+    async def step_down(self, *, elect: SimServer | bool = True) -> SimServer | None:
         """The primary steps down. With ``elect=True`` (default) the next electable member
         wins the following election at once; ``elect=False`` leaves the set without a primary
         (call :meth:`elect` later); a member elects that member. Returns the new primary."""

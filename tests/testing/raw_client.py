@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,3 +93,12 @@ class RawClient:
     async def command(self, command: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         await self.send_msg(command, **kwargs)
         return (await self.read()).document
+
+
+async def wait_until(predicate: Callable[[], bool], within: float = 5.0) -> None:
+    """Poll ``predicate`` every 10 ms; fail the test after ``within`` seconds."""
+    for _ in range(int(within / 0.01)):
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"condition not met within {within}s")

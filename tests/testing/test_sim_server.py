@@ -13,7 +13,7 @@ from asyncmongo.core.wire.compression import Compressor
 from asyncmongo.core.wire.opcodes import OpCode, OpMsgFlags
 from asyncmongo.testing import ReplicaSet, Role, SimServer, Standalone
 from asyncmongo.testing.member import MemberConfig
-from tests.testing.raw_client import RawClient
+from tests.testing.raw_client import RawClient, wait_until
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -96,9 +96,7 @@ async def test_exhaust_hello_streams_more_to_come_replies() -> None:
             assert third.response_to == second.request_id
         finally:
             await client.close()
-        async with asyncio.timeout(2):
-            while server.connection_count:
-                await asyncio.sleep(0.01)
+        await wait_until(lambda: server.connection_count == 0, within=2)
 
 
 async def test_compressed_requests_get_compressed_replies() -> None:

@@ -6,7 +6,6 @@ Where PyMongo and the simulator disagree, the simulator is wrong. PyMongo is a t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ from pymongo.errors import (
 )
 
 from asyncmongo.testing.deployment import LoadBalanced, ReplicaSet, ShardedCluster, Standalone
+from tests.testing.raw_client import wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -43,12 +43,6 @@ class Heartbeats(monitoring.ServerHeartbeatListener):
 def client_for(uri: str, **kwargs: Any) -> AsyncMongoClient[dict[str, Any]]:
     kwargs.setdefault("serverSelectionTimeoutMS", 5000)
     return AsyncMongoClient(uri, **kwargs)
-
-
-async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.02)
 
 
 def server_types(client: AsyncMongoClient[Any]) -> dict[str, str]:
@@ -92,7 +86,7 @@ async def test_streaming_protocol_awaited_heartbeats() -> None:
             await rs.step_down()
             new_primary = ("127.0.0.1", rs.members[1].port)
             await wait_until(lambda: client.topology_description.server_descriptions()[
-                new_primary].server_type_name == "RSPrimary", timeout=2)
+                new_primary].server_type_name == "RSPrimary", within=2)
         finally:
             await client.close()
 
@@ -165,7 +159,7 @@ async def test_crud_as_pymongo_expects() -> None:
             assert deleted.deleted_count == 3
             assert await coll.count_documents({}) == 9
             assert await coll.count_documents({"qty": {"$lt": 8}}) == 5  # 1, 5, 6, 7, 99
-            pipeline = [{"$match": {"qty": {"$lt": 12}}},
+            pipeline: list[dict[str, Any]] = [{"$match": {"qty": {"$lt": 12}}},
                         {"$group": {"_id": None, "total": {"$sum": "$qty"}}}]
             assert [d async for d in await coll.aggregate(pipeline)] == [
                 {"_id": None, "total": 1 + 5 + 5 + 6 + 7 + 8 + 9 + 10 + 11}]
