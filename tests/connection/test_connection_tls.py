@@ -56,7 +56,7 @@ async def test_allow_invalid_certificates(files: certs.CertFiles) -> None:
 async def test_hostname_mismatch_rejected(files: certs.CertFiles) -> None:
     context = files.server_context(files.server_wrong_host)
     async with ScriptedServer(ssl_context=context) as server:
-        with pytest.raises(AutoReconnect, match="(?i)hostname|match"):
+        with pytest.raises(AutoReconnect, match=r"(?i)hostname|match"):
             await ping(server, TlsSettings(enabled=True, ca_file=str(files.ca)))
 
 
