@@ -14,6 +14,7 @@ bounded by MAX_NESTING_DEPTH.
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -61,9 +62,16 @@ _MIN_KEY: Final = MinKey()
 _MAX_KEY: Final = MaxKey()
 _UNDEFINED: Final = Undefined()
 
+_UTF8_STRICT: Final[Callable[[bytes], str]] = bytes.decode  # UTF-8, strict: the defaults
 _new_object = object.__new__
 _set_attribute = object.__setattr__
 _new_str = str.__new__
+
+
+def _utf8_decoder(errors: str) -> Callable[[bytes], str]:
+    """A UTF-8 decoder with a non-default error handler (CodecOptions'
+    unicode_decode_error_handler)."""
+    return functools.partial(bytes.decode, encoding="utf-8", errors=errors)
 
 
 def _bad(message: str) -> InvalidBSON:
@@ -222,13 +230,6 @@ _RARE: Final[dict[int, _Reader]] = {
 }
 
 
-def _rare(t: int) -> _Reader:
-    reader = _RARE.get(t)
-    if reader is None:
-        raise _bad(f"unknown BSON type 0x{t:02x}")
-    return reader
-
-
 # -- datetimes, DBRefs, document classes --
 
 
@@ -305,22 +306,21 @@ def _decode_document(
     if depth > MAX_NESTING_DEPTH:
         raise _bad(f"document nested deeper than {MAX_NESTING_DEPTH} levels")
     errors = opts.unicode_decode_error_handler
-    plain = opts.document_class is dict
-    naive = opts.datetime_conversion is _DATETIME and not opts.tz_aware
+    utf8 = _UTF8_STRICT if errors == "strict" else _utf8_decoder(errors)
     unpack_i32 = _UNPACK_I32
     index = data.index
     doc: dict[str, Any] = {}
     while pos < end:
         t = data[pos]
         kend = index(0, pos + 1, end)
-        key = data[pos + 1 : kend].decode("utf-8", errors)
+        key = utf8(data[pos + 1 : kend])
         pos = kend + 1
         if t == 0x02:
             n = unpack_i32(data, pos)[0]
             pos += 4
             if n < 1 or data[pos + n - 1]:
                 raise _bad(f"invalid string length or terminator for key {key!r}")
-            doc[key] = data[pos : pos + n - 1].decode("utf-8", errors)
+            doc[key] = utf8(data[pos : pos + n - 1])
             pos += n
         elif t == 0x10:
             doc[key] = unpack_i32(data, pos)[0]
@@ -328,12 +328,21 @@ def _decode_document(
         elif t == 0x01:
             doc[key] = _UNPACK_F64(data, pos)[0]
             pos += 8
+        elif t == 0x08:
+            b = data[pos]
+            if b > 1:
+                raise _bad(f"invalid boolean value {b} for key {key!r}")
+            doc[key] = b == 1
+            pos += 1
+        elif t == 0x12:
+            doc[key] = Int64(_UNPACK_I64(data, pos)[0])
+            pos += 8
         elif t == 0x03:
             n = unpack_i32(data, pos)[0]
             stop = pos + n - 1
             if n < 5 or data[stop]:
                 raise _bad(f"invalid length or terminator for document {key!r}")
-            if plain:
+            if opts.document_class is dict:
                 sub = _decode_document(data, pos + 4, stop, opts, depth + 1)
                 doc[key] = _dbref_or_document(sub) if "$ref" in sub else sub
             else:
@@ -346,32 +355,26 @@ def _decode_document(
                 raise _bad(f"invalid length or terminator for array {key!r}")
             doc[key] = _decode_array(data, pos + 4, stop, opts, depth + 1)
             pos = stop + 1
-        elif t == 0x08:
-            b = data[pos]
-            if b > 1:
-                raise _bad(f"invalid boolean value {b} for key {key!r}")
-            doc[key] = b == 1
-            pos += 1
-        elif t == 0x0A:
-            doc[key] = None
-        elif t == 0x07:
-            doc[key] = _new_oid(data[pos : pos + 12])
-            pos += 12
-        elif t == 0x12:
-            doc[key] = Int64(_UNPACK_I64(data, pos)[0])
-            pos += 8
         elif t == 0x09:
             ms = _UNPACK_I64(data, pos)[0]
             pos += 8
-            if naive:
+            if opts.datetime_conversion is _DATETIME and not opts.tz_aware:
                 try:
                     doc[key] = _EPOCH_NAIVE + timedelta(milliseconds=ms)
                     continue
                 except OverflowError:
                     pass
             doc[key] = _datetime_from_ms(ms, opts)
+        elif t == 0x07:
+            doc[key] = _new_oid(data[pos : pos + 12])
+            pos += 12
+        elif t == 0x0A:
+            doc[key] = None
         else:
-            doc[key], pos = _rare(t)(data, pos, end, opts, depth)
+            reader = _RARE.get(t)
+            if reader is None:
+                raise _bad(f"unknown BSON type 0x{t:02x} for key {key!r}")
+            doc[key], pos = reader(data, pos, end, opts, depth)
     if pos != end:
         raise _bad("document elements do not end where the document length says")
     return doc
@@ -382,8 +385,7 @@ def _decode_array(data: bytes, pos: int, end: int, opts: CodecOptions, depth: in
     if depth > MAX_NESTING_DEPTH:
         raise _bad(f"document nested deeper than {MAX_NESTING_DEPTH} levels")
     errors = opts.unicode_decode_error_handler
-    plain = opts.document_class is dict
-    naive = opts.datetime_conversion is _DATETIME and not opts.tz_aware
+    utf8 = _UTF8_STRICT if errors == "strict" else _utf8_decoder(errors)
     unpack_i32 = _UNPACK_I32
     index = data.index
     out: list[Any] = []
@@ -396,7 +398,7 @@ def _decode_array(data: bytes, pos: int, end: int, opts: CodecOptions, depth: in
             pos += 4
             if n < 1 or data[pos + n - 1]:
                 raise _bad("invalid string length or terminator in array")
-            append(data[pos : pos + n - 1].decode("utf-8", errors))
+            append(utf8(data[pos : pos + n - 1]))
             pos += n
         elif t == 0x10:
             append(unpack_i32(data, pos)[0])
@@ -404,12 +406,21 @@ def _decode_array(data: bytes, pos: int, end: int, opts: CodecOptions, depth: in
         elif t == 0x01:
             append(_UNPACK_F64(data, pos)[0])
             pos += 8
+        elif t == 0x08:
+            b = data[pos]
+            if b > 1:
+                raise _bad(f"invalid boolean value {b} in array")
+            append(b == 1)
+            pos += 1
+        elif t == 0x12:
+            append(Int64(_UNPACK_I64(data, pos)[0]))
+            pos += 8
         elif t == 0x03:
             n = unpack_i32(data, pos)[0]
             stop = pos + n - 1
             if n < 5 or data[stop]:
                 raise _bad("invalid length or terminator for a document in an array")
-            if plain:
+            if opts.document_class is dict:
                 sub = _decode_document(data, pos + 4, stop, opts, depth + 1)
                 append(_dbref_or_document(sub) if "$ref" in sub else sub)
             else:
@@ -422,32 +433,26 @@ def _decode_array(data: bytes, pos: int, end: int, opts: CodecOptions, depth: in
                 raise _bad("invalid length or terminator for an array in an array")
             append(_decode_array(data, pos + 4, stop, opts, depth + 1))
             pos = stop + 1
-        elif t == 0x08:
-            b = data[pos]
-            if b > 1:
-                raise _bad(f"invalid boolean value {b} in array")
-            append(b == 1)
-            pos += 1
-        elif t == 0x0A:
-            append(None)
-        elif t == 0x07:
-            append(_new_oid(data[pos : pos + 12]))
-            pos += 12
-        elif t == 0x12:
-            append(Int64(_UNPACK_I64(data, pos)[0]))
-            pos += 8
         elif t == 0x09:
             ms = _UNPACK_I64(data, pos)[0]
             pos += 8
-            if naive:
+            if opts.datetime_conversion is _DATETIME and not opts.tz_aware:
                 try:
                     append(_EPOCH_NAIVE + timedelta(milliseconds=ms))
                     continue
                 except OverflowError:
                     pass
             append(_datetime_from_ms(ms, opts))
+        elif t == 0x07:
+            append(_new_oid(data[pos : pos + 12]))
+            pos += 12
+        elif t == 0x0A:
+            append(None)
         else:
-            value, pos = _rare(t)(data, pos, end, opts, depth)
+            reader = _RARE.get(t)
+            if reader is None:
+                raise _bad(f"unknown BSON type 0x{t:02x} in array")
+            value, pos = reader(data, pos, end, opts, depth)
             append(value)
     if pos != end:
         raise _bad("array elements do not end where the array length says")

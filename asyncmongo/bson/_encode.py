@@ -83,8 +83,37 @@ def _encode_key(key: Any) -> bytes:
     return raw
 
 
-def _key_name(kb: bytes) -> str:
-    return kb[:-1].decode("utf-8", "replace")
+# Per type, the element prefix (type byte + key + NUL) of each key seen: one append per element
+# instead of two. Same validation as _encode_key, bounded like _key_cache.
+_STR_KEYS: dict[str, bytes] = {}
+_INT32_KEYS: dict[str, bytes] = {}
+_INT64_KEYS: dict[str, bytes] = {}
+_DOUBLE_KEYS: dict[str, bytes] = {}
+_BOOL_KEYS: dict[str, bytes] = {}
+_DOC_KEYS: dict[str, bytes] = {}
+_ARRAY_KEYS: dict[str, bytes] = {}
+_NULL_KEYS: dict[str, bytes] = {}
+_OID_KEYS: dict[str, bytes] = {}
+_DATE_KEYS: dict[str, bytes] = {}
+_BINARY_KEYS: dict[str, bytes] = {}
+_CODE_KEYS: dict[str, bytes] = {}
+_CODE_W_SCOPE_KEYS: dict[str, bytes] = {}
+_SYMBOL_KEYS: dict[str, bytes] = {}
+_REGEX_KEYS: dict[str, bytes] = {}
+_TIMESTAMP_KEYS: dict[str, bytes] = {}
+_DECIMAL_KEYS: dict[str, bytes] = {}
+_DBPOINTER_KEYS: dict[str, bytes] = {}
+_MIN_KEY_KEYS: dict[str, bytes] = {}
+_MAX_KEY_KEYS: dict[str, bytes] = {}
+_UNDEFINED_KEYS: dict[str, bytes] = {}
+
+
+def _typed_key(cache: dict[str, bytes], type_byte: bytes, key: Any) -> bytes:
+    prefix = type_byte + (_key_cache.get(key) or _encode_key(key))
+    if len(cache) >= _KEY_CACHE_LIMIT:
+        cache.clear()
+    cache[key] = prefix
+    return prefix
 
 
 def _array_items(value: Iterable[Any]) -> Iterable[tuple[str, Any]]:
@@ -103,80 +132,71 @@ def encode_document(
     """Append one BSON document (length, elements, NUL) made of ``items`` to ``buf``."""
     if depth > MAX_NESTING_DEPTH:
         raise InvalidDocument(f"document nested deeper than {MAX_NESTING_DEPTH} levels")
-    cache_get = _key_cache.get
+    str_keys = _STR_KEYS.get
+    int32_keys = _INT32_KEYS.get
     pack_i32 = _PACK_I32
     start = len(buf)
     buf += b"\x00\x00\x00\x00"
     for key, value in items:
-        kb = cache_get(key)
-        if kb is None:
-            kb = _encode_key(key)
         t = type(value)
         if t is str:
             raw = value.encode()
-            buf += b"\x02"
-            buf += kb
+            buf += str_keys(key) or _typed_key(_STR_KEYS, b"\x02", key)
             buf += pack_i32(len(raw) + 1)
             buf += raw
             buf += b"\x00"
         elif t is int:
             if _INT32_MIN <= value <= _INT32_MAX:
-                buf += b"\x10"
-                buf += kb
+                buf += int32_keys(key) or _typed_key(_INT32_KEYS, b"\x10", key)
                 buf += pack_i32(value)
             else:
-                buf += _int64_type(kb, value)
-                buf += kb
-                buf += _PACK_I64(value)
+                buf += _INT64_KEYS.get(key) or _typed_key(_INT64_KEYS, b"\x12", key)
+                buf += _pack_int64(key, value)
         elif t is float:
-            buf += b"\x01"
-            buf += kb
+            buf += _DOUBLE_KEYS.get(key) or _typed_key(_DOUBLE_KEYS, b"\x01", key)
             buf += _PACK_F64(value)
+        elif t is bool:
+            buf += _BOOL_KEYS.get(key) or _typed_key(_BOOL_KEYS, b"\x08", key)
+            buf += b"\x01" if value else b"\x00"
+        elif t is Int64:
+            buf += _INT64_KEYS.get(key) or _typed_key(_INT64_KEYS, b"\x12", key)
+            buf += _pack_int64(key, value)
         elif t is dict:
-            buf += b"\x03"
-            buf += kb
+            buf += _DOC_KEYS.get(key) or _typed_key(_DOC_KEYS, b"\x03", key)
             encode_document(buf, value.items(), opts, depth + 1)
         elif t is list:
-            buf += b"\x04"
-            buf += kb
+            buf += _ARRAY_KEYS.get(key) or _typed_key(_ARRAY_KEYS, b"\x04", key)
             encode_document(buf, _array_items(value), opts, depth + 1)
-        elif t is bool:
-            buf += b"\x08"
-            buf += kb
-            buf += b"\x01" if value else b"\x00"
         elif value is None:
-            buf += b"\x0a"
-            buf += kb
+            buf += _NULL_KEYS.get(key) or _typed_key(_NULL_KEYS, b"\x0a", key)
         elif t is ObjectId:
-            buf += b"\x07"
-            buf += kb
+            buf += _OID_KEYS.get(key) or _typed_key(_OID_KEYS, b"\x07", key)
             buf += value._binary
-        elif t is Int64:
-            buf += _int64_type(kb, value)
-            buf += kb
-            buf += _PACK_I64(value)
         elif t is datetime:
             delta = value - (_EPOCH_NAIVE if value.tzinfo is None else _EPOCH_AWARE)
-            buf += b"\x09"
-            buf += kb
+            buf += _DATE_KEYS.get(key) or _typed_key(_DATE_KEYS, b"\x09", key)
             buf += _PACK_I64(
                 (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
             )
         else:
-            encoder = _ENCODERS.get(t) or _fallback_encoder(kb, value)
-            encoder(buf, kb, value, opts, depth)
+            encoder = _ENCODERS.get(t) or _fallback_encoder(key, value)
+            encoder(buf, key, value, opts, depth)
     buf += b"\x00"
     _PACK_INTO_I32(buf, start, len(buf) - start)
 
 
-def _int64_type(kb: bytes, value: int) -> bytes:
-    """The int64 type byte, after checking ``value`` fits (else InvalidDocument naming the key)."""
+def _pack_int64(key: str, value: int) -> bytes:
+    """``value`` as int64 bytes, or InvalidDocument naming the key if it does not fit."""
     if not _INT64_MIN <= value <= _INT64_MAX:
-        raise InvalidDocument(f"key {_key_name(kb)!r}: int {value} does not fit in a BSON int64")
-    return b"\x12"
+        raise InvalidDocument(f"key {key!r}: int {value} does not fit in a BSON int64")
+    return _PACK_I64(value)
 
 
-# -- the other types: (buf, key bytes, value, opts, depth) -> None --
+# -- the other types: (buf, key, value, opts, depth) -> None --
+
+
+def _prefix(cache: dict[str, bytes], type_byte: bytes, key: Any) -> bytes:
+    return cache.get(key) or _typed_key(cache, type_byte, key)
 
 
 def _string_body(value: str) -> bytes:
@@ -191,65 +211,56 @@ def _cstring(value: str, what: str) -> bytes:
     return raw + b"\x00"
 
 
-def _enc_datetime(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
-    buf += b"\x09"
-    buf += kb
+def _enc_datetime(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += _DATE_KEYS.get(key) or _typed_key(_DATE_KEYS, b"\x09", key)
     buf += _PACK_I64(datetime_to_ms(value))
 
 
-def _enc_datetime_ms(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
-    buf += b"\x09"
-    buf += kb
+def _enc_datetime_ms(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += _DATE_KEYS.get(key) or _typed_key(_DATE_KEYS, b"\x09", key)
     buf += _PACK_I64(int(value))
 
 
-def _enc_int64(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
-    value = int(value)
-    buf += _int64_type(kb, value)
-    buf += kb
-    buf += _PACK_I64(value)
+def _enc_int64(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    packed = _pack_int64(key, int(value))
+    buf += _INT64_KEYS.get(key) or _typed_key(_INT64_KEYS, b"\x12", key)
+    buf += packed
 
 
-def _enc_int(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+def _enc_int(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
     value = int(value)
     if _INT32_MIN <= value <= _INT32_MAX:
-        buf += b"\x10"
-        buf += kb
+        buf += _INT32_KEYS.get(key) or _typed_key(_INT32_KEYS, b"\x10", key)
         buf += _PACK_I32(value)
     else:
-        _enc_int64(buf, kb, value, opts, depth)
+        _enc_int64(buf, key, value, opts, depth)
 
 
-def _enc_float(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
-    buf += b"\x01"
-    buf += kb
+def _enc_float(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += _DOUBLE_KEYS.get(key) or _typed_key(_DOUBLE_KEYS, b"\x01", key)
     buf += _PACK_F64(float(value))
 
 
-def _enc_bool(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
-    buf += b"\x08"
-    buf += kb
+def _enc_bool(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += _BOOL_KEYS.get(key) or _typed_key(_BOOL_KEYS, b"\x08", key)
     buf += b"\x01" if value else b"\x00"
 
 
-def _enc_str(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
-    buf += b"\x02"
-    buf += kb
+def _enc_str(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += _STR_KEYS.get(key) or _typed_key(_STR_KEYS, b"\x02", key)
     buf += _string_body(str(value))
 
 
-def _enc_bytes(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
-    buf += b"\x05"
-    buf += kb
+def _enc_bytes(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += _BINARY_KEYS.get(key) or _typed_key(_BINARY_KEYS, b"\x05", key)
     buf += _PACK_I32(len(value))
     buf += b"\x00"
     buf += value
 
 
-def _enc_binary(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+def _enc_binary(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
     subtype = value.subtype
-    buf += b"\x05"
-    buf += kb
+    buf += _BINARY_KEYS.get(key) or _typed_key(_BINARY_KEYS, b"\x05", key)
     if subtype == OLD_BINARY_SUBTYPE:
         # The old binary subtype repeats the length inside the payload.
         buf += _PACK_I32(len(value) + 4)
@@ -261,24 +272,22 @@ def _enc_binary(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth
     buf += value
 
 
-def _enc_uuid(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+def _enc_uuid(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
     if opts.uuid_representation == UuidRepresentation.UNSPECIFIED:
         raise InvalidDocument(
-            f"key {_key_name(kb)!r}: cannot encode a native uuid.UUID with "
+            f"key {key!r}: cannot encode a native uuid.UUID with "
             "UuidRepresentation.UNSPECIFIED; set CodecOptions(uuid_representation=...) "
             "(STANDARD for new applications) or pass Binary.from_uuid(value)"
         )
-    _enc_binary(buf, kb, Binary.from_uuid(value, opts.uuid_representation), opts, depth)
+    _enc_binary(buf, key, Binary.from_uuid(value, opts.uuid_representation), opts, depth)
 
 
-def _enc_code(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+def _enc_code(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
     if value.scope is None:
-        buf += b"\x0d"
-        buf += kb
+        buf += _prefix(_CODE_KEYS, b"\x0d", key)
         buf += _string_body(value)
         return
-    buf += b"\x0f"
-    buf += kb
+    buf += _CODE_W_SCOPE_KEYS.get(key) or _typed_key(_CODE_W_SCOPE_KEYS, b"\x0f", key)
     start = len(buf)
     buf += b"\x00\x00\x00\x00"
     buf += _string_body(value)
@@ -286,86 +295,81 @@ def _enc_code(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: 
     _PACK_INTO_I32(buf, start, len(buf) - start)
 
 
-def _enc_symbol(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
-    buf += b"\x0e"
-    buf += kb
+def _enc_symbol(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += _prefix(_SYMBOL_KEYS, b"\x0e", key)
     buf += _string_body(value)
 
 
-def _enc_regex(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
-    buf += b"\x0b"
-    buf += kb
-    buf += _cstring(value.pattern, "regex pattern")
-    buf += _cstring("".join(sorted(value.flags)), "regex flags")
+def _enc_regex(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    pattern = _cstring(value.pattern, "regex pattern")
+    flags = _cstring("".join(sorted(value.flags)), "regex flags")
+    buf += _REGEX_KEYS.get(key) or _typed_key(_REGEX_KEYS, b"\x0b", key)
+    buf += pattern
+    buf += flags
 
 
-def _enc_pattern(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
+def _enc_pattern(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
     if not isinstance(value.pattern, str):
-        raise InvalidDocument(f"key {_key_name(kb)!r}: only str regex patterns can be encoded")
-    _enc_regex(buf, kb, Regex(value.pattern, flags_from_re(value.flags)), opts, depth)
+        raise InvalidDocument(f"key {key!r}: only str regex patterns can be encoded")
+    _enc_regex(buf, key, Regex(value.pattern, flags_from_re(value.flags)), opts, depth)
 
 
-def _enc_timestamp(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
-    buf += b"\x11"
-    buf += kb
+def _enc_timestamp(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += _TIMESTAMP_KEYS.get(key) or _typed_key(_TIMESTAMP_KEYS, b"\x11", key)
     buf += _PACK_U32_PAIR(value.inc, value.time)
 
 
-def _enc_decimal128(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
-    buf += b"\x13"
-    buf += kb
+def _enc_decimal128(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += _prefix(_DECIMAL_KEYS, b"\x13", key)
     buf += value.bid
 
 
-def _enc_dbpointer(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
-    buf += b"\x0c"
-    buf += kb
+def _enc_object_id(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += _OID_KEYS.get(key) or _typed_key(_OID_KEYS, b"\x07", key)
+    buf += value.binary
+
+
+def _enc_dbpointer(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += _prefix(_DBPOINTER_KEYS, b"\x0c", key)
     buf += _string_body(value.namespace)
     buf += ObjectId(value.id).binary
 
 
-def _enc_object_id(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
-    buf += b"\x07"
-    buf += kb
-    buf += value.binary
-
-
-def _enc_dbref(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
-    buf += b"\x03"
-    buf += kb
+def _enc_dbref(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += _DOC_KEYS.get(key) or _typed_key(_DOC_KEYS, b"\x03", key)
     encode_document(buf, value.as_doc().items(), opts, depth + 1)
 
 
-def _enc_raw(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
-    buf += b"\x03"
-    buf += kb
+def _enc_raw(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += _DOC_KEYS.get(key) or _typed_key(_DOC_KEYS, b"\x03", key)
     buf += value.raw
 
 
-def _enc_document(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
-    buf += b"\x03"
-    buf += kb
+def _enc_document(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += _DOC_KEYS.get(key) or _typed_key(_DOC_KEYS, b"\x03", key)
     encode_document(buf, value.items(), opts, depth + 1)
 
 
-def _enc_array(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
-    buf += b"\x04"
-    buf += kb
+def _enc_array(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += _ARRAY_KEYS.get(key) or _typed_key(_ARRAY_KEYS, b"\x04", key)
     encode_document(buf, _array_items(value), opts, depth + 1)
 
 
-def _type_only(type_byte: bytes) -> _Encoder:
-    def encoder(buf: bytearray, kb: bytes, value: Any, opts: CodecOptions, depth: int) -> None:
-        buf += type_byte
-        buf += kb
-
-    return encoder
+def _enc_min_key(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += _MIN_KEY_KEYS.get(key) or _typed_key(_MIN_KEY_KEYS, b"\xff", key)
 
 
-_Encoder = Callable[[bytearray, bytes, Any, CodecOptions, int], None]
+def _enc_max_key(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += _MAX_KEY_KEYS.get(key) or _typed_key(_MAX_KEY_KEYS, b"\x7f", key)
 
-# Exact-type dispatch for what the element loop does not inline (and, for _fallback_encoder,
-# the inlined types again).
+
+def _enc_undefined(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += _prefix(_UNDEFINED_KEYS, b"\x06", key)
+
+
+_Encoder = Callable[[bytearray, Any, Any, CodecOptions, int], None]
+
+# Exact-type dispatch for what the element loop does not inline.
 _ENCODERS: Final[dict[type, _Encoder]] = {
     bytes: _enc_bytes,
     Binary: _enc_binary,
@@ -376,9 +380,9 @@ _ENCODERS: Final[dict[type, _Encoder]] = {
     Timestamp: _enc_timestamp,
     Decimal128: _enc_decimal128,
     DatetimeMS: _enc_datetime_ms,
-    MinKey: _type_only(b"\xff"),
-    MaxKey: _type_only(b"\x7f"),
-    Undefined: _type_only(b"\x06"),
+    MinKey: _enc_min_key,
+    MaxKey: _enc_max_key,
+    Undefined: _enc_undefined,
     Symbol: _enc_symbol,
     DBPointer: _enc_dbpointer,
     DBRef: _enc_dbref,
@@ -412,12 +416,12 @@ _FALLBACKS: Final[tuple[tuple[type, _Encoder], ...]] = (
 )
 
 
-def _fallback_encoder(kb: bytes, value: Any) -> _Encoder:
+def _fallback_encoder(key: Any, value: Any) -> _Encoder:
     """The encoder for a type that is not in the exact-type table (a subclass), or
     InvalidDocument naming the key."""
     for base, encoder in _FALLBACKS:
         if isinstance(value, base):
             return encoder
     raise InvalidDocument(
-        f"key {_key_name(kb)!r}: cannot encode object {value!r} of type {type(value).__name__}"
+        f"key {key!r}: cannot encode object {value!r} of type {type(value).__name__}"
     )
