@@ -1,0 +1,62 @@
+"""A command whose document does not depend on the connection: most families are one.
+
+Each family module has a function that builds the document and names the parser, returning a
+:class:`CommandOperation`; only writes (batching) and cursors (pinned servers) need more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
+
+from asyncmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
+from asyncmongo.core.operations.base import Command, ConnectionInfo, Target
+from asyncmongo.core.operations.replies import check_reply
+
+__all__ = ["CommandOperation", "checked_reply"]
+
+T = TypeVar("T")
+
+
+def checked_reply(reply: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The reply itself, after raising the typed error of an ``ok: 0``."""
+    check_reply(reply)
+    return reply
+
+
+class CommandOperation(Generic[T]):
+    """``document`` on ``database``; the reply goes through ``parser``."""
+
+    __slots__ = ("_parser", "codec_options", "database", "document", "target", "unacknowledged")
+
+    def __init__(
+        self,
+        database: str,
+        document: dict[str, Any],
+        parser: Callable[[Mapping[str, Any]], T],
+        target: Target,
+        codec_options: CodecOptions = DEFAULT_CODEC_OPTIONS,
+        *,
+        unacknowledged: bool = False,
+    ) -> None:
+        self.database = database
+        self.document = document
+        self.target = target
+        self.codec_options = codec_options
+        self.unacknowledged = unacknowledged
+        self._parser = parser
+
+    def __repr__(self) -> str:
+        return f"<CommandOperation {self.name} on {self.database}>"
+
+    @property
+    def name(self) -> str:
+        return next(iter(self.document))
+
+    def build(self, conn: ConnectionInfo) -> Command:
+        return Command(self.database, self.document, unacknowledged=self.unacknowledged)
+
+    def parse(self, reply: Mapping[str, Any]) -> T:
+        if self.unacknowledged:
+            return self._parser({"ok": 1})
+        return self._parser(reply)

@@ -1,0 +1,179 @@
+"""The ``find`` command (CRUD "Find", find_getmore_killcursors_commands).
+
+:class:`FindOptions` is every option of ``Collection.find`` (PyMongo names); ``Find.build``
+applies the spec's limit/batchSize/singleBatch transformations and omits what was not given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from enum import IntEnum
+from typing import Any
+
+from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.core.concern import ReadConcern
+from asyncmongo.core.operations.base import Command, ConnectionInfo, Target
+from asyncmongo.core.operations.common import (
+    Namespace,
+    check_document,
+    hint_value,
+    put,
+    put_concerns,
+    sort_document,
+)
+from asyncmongo.core.operations.cursors import CursorPage, parse_cursor_page
+from asyncmongo.core.selection import ReadPreference
+from asyncmongo.errors import InvalidArgument
+
+__all__ = ["CursorType", "Find", "FindOptions", "first_batch_size", "projection_document"]
+
+
+class CursorType(IntEnum):
+    """PyMongo's cursor types (the values are the legacy OP_QUERY flags, as in PyMongo)."""
+
+    NON_TAILABLE = 0
+    TAILABLE = 2
+    TAILABLE_AWAIT = 34
+    EXHAUST = 64
+
+
+@dataclass(frozen=True, slots=True)
+class FindOptions:
+    """The options of ``find`` (None: not sent)."""
+
+    filter: Mapping[str, Any] | None = None
+    projection: Mapping[str, Any] | None = None
+    sort: Any = None
+    skip: int = 0
+    limit: int = 0
+    batch_size: int = 0
+    hint: Any = None
+    collation: Mapping[str, Any] | None = None
+    comment: Any = None
+    let: Mapping[str, Any] | None = None
+    max_time_ms: int | None = None
+    max_await_time_ms: int | None = None
+    allow_disk_use: bool | None = None
+    cursor_type: CursorType = CursorType.NON_TAILABLE
+    no_cursor_timeout: bool | None = None
+    allow_partial_results: bool | None = None
+    return_key: bool | None = None
+    show_record_id: bool | None = None
+    max: Mapping[str, Any] | None = None
+    min: Mapping[str, Any] | None = None
+    single_batch: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("skip", "limit", "batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InvalidArgument(f"{name} must be an int, not {value!r}")
+        if self.skip < 0:
+            raise InvalidArgument(f"skip must be >= 0, not {self.skip}")
+        if self.batch_size < 0:
+            raise InvalidArgument(f"batch_size must be >= 0, not {self.batch_size}")
+        for name in ("max_time_ms", "max_await_time_ms"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 0
+            ):
+                raise InvalidArgument(f"{name} must be a non-negative int, not {value!r}")
+        try:
+            object.__setattr__(self, "cursor_type", CursorType(self.cursor_type))
+        except ValueError:
+            raise InvalidArgument(f"not a CursorType: {self.cursor_type!r}") from None
+        if self.cursor_type is CursorType.EXHAUST:
+            raise InvalidArgument("exhaust cursors are not supported (OP_MSG exhaust of find)")
+        if self.filter is not None:
+            check_document(self.filter, "filter")
+
+    def with_changes(self, **changes: Any) -> FindOptions:
+        return replace(self, **changes)
+
+    @property
+    def tailable(self) -> bool:
+        return bool(self.cursor_type & CursorType.TAILABLE)
+
+    @property
+    def await_data(self) -> bool:
+        return self.cursor_type is CursorType.TAILABLE_AWAIT
+
+
+def projection_document(projection: Any) -> Mapping[str, Any] | None:
+    """PyMongo also accepts a list of field names: ``["a", "b"]`` means ``{a: 1, b: 1}``."""
+    if projection is None or isinstance(projection, Mapping):
+        return projection
+    if isinstance(projection, list | tuple) and all(isinstance(f, str) for f in projection):
+        return dict.fromkeys(projection, 1)
+    raise InvalidArgument(f"projection must be a mapping or a list of names, not {projection!r}")
+
+
+def first_batch_size(limit: int, batch_size: int) -> tuple[int, int, bool]:
+    """(limit, batchSize, singleBatch) per find_getmore_killcursors and CRUD's limit+1 rule."""
+    single_batch = limit < 0
+    limit = abs(limit)
+    if single_batch:
+        batch_size = limit if limit else batch_size
+    elif limit and batch_size == limit:
+        batch_size = limit + 1  # CRUD: avoid a cursor left open when both are equal
+    return limit, batch_size, single_batch
+
+
+class Find:
+    """``find`` on one collection; ``parse`` gives the first :class:`CursorPage`."""
+
+    __slots__ = ("codec_options", "namespace", "options", "read_concern", "target")
+
+    name = "find"
+
+    def __init__(
+        self,
+        namespace: Namespace,
+        options: FindOptions,
+        read_preference: ReadPreference,
+        read_concern: ReadConcern,
+        codec_options: CodecOptions,
+    ) -> None:
+        self.namespace = namespace
+        self.options = options
+        self.read_concern = read_concern
+        self.codec_options = codec_options
+        self.target = Target.read(read_preference)
+
+    def build(self, conn: ConnectionInfo) -> Command:
+        o = self.options
+        command: dict[str, Any] = {"find": self.namespace.collection}
+        command["filter"] = o.filter if o.filter is not None else {}
+        put(command, "sort", sort_document(o.sort))
+        put(command, "projection", o.projection)
+        put(command, "hint", hint_value(o.hint))
+        if o.skip:
+            command["skip"] = o.skip
+        limit, batch_size, single_batch = first_batch_size(o.limit, o.batch_size)
+        if limit:
+            command["limit"] = limit
+        if batch_size:
+            command["batchSize"] = batch_size
+        if single_batch or o.single_batch:
+            command["singleBatch"] = True
+        put(command, "comment", o.comment)
+        put(command, "maxTimeMS", o.max_time_ms)
+        put_concerns(command, self.read_concern)
+        put(command, "max", o.max)
+        put(command, "min", o.min)
+        put(command, "returnKey", o.return_key)
+        put(command, "showRecordId", o.show_record_id)
+        if o.tailable:
+            command["tailable"] = True
+        if o.await_data:
+            command["awaitData"] = True
+        put(command, "noCursorTimeout", o.no_cursor_timeout)
+        put(command, "allowPartialResults", o.allow_partial_results)
+        put(command, "collation", o.collation)
+        put(command, "allowDiskUse", o.allow_disk_use)
+        put(command, "let", o.let)
+        return Command(self.namespace.database, command)
+
+    def parse(self, reply: Mapping[str, Any]) -> CursorPage:
+        return parse_cursor_page(reply, self.namespace)

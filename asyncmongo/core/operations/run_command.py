@@ -1,0 +1,51 @@
+"""``Database.command`` / ``run_command`` (specs/run-command).
+
+The command is sent as the user wrote it: no read or write concern is added (the spec says
+the user controls the document); only the read preference decides where it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.core.operations.base import Target
+from asyncmongo.core.operations.command import CommandOperation, checked_reply
+from asyncmongo.core.operations.common import check_document
+from asyncmongo.core.selection import ReadPreference
+from asyncmongo.errors import InvalidArgument
+
+__all__ = ["run_command"]
+
+
+def command_document(
+    command: str | Mapping[str, Any], value: Any = 1, **kwargs: Any
+) -> dict[str, Any]:
+    """PyMongo's forms: ``"ping"`` (→ ``{ping: 1}``), ``("count", "coll")`` via ``value``,
+    or a document; ``kwargs`` are appended as extra fields."""
+    if isinstance(command, str):
+        document: dict[str, Any] = {command: value}
+    else:
+        document = dict(check_document(command, "command"))
+    if not document:
+        raise InvalidArgument("the command document must not be empty")
+    document.update(kwargs)
+    return document
+
+
+def run_command(
+    database: str,
+    document: dict[str, Any],
+    read_preference: ReadPreference,
+    codec_options: CodecOptions,
+    *,
+    check: bool = True,
+) -> CommandOperation[Mapping[str, Any]]:
+    """Run ``document``; ``check`` raises OperationFailure (and subclasses) on ``ok: 0``."""
+    parser = checked_reply if check else _unchecked
+    return CommandOperation(database, document, parser, Target.read(read_preference), codec_options)
+
+
+def _unchecked(reply: Mapping[str, Any]) -> Mapping[str, Any]:
+    return reply

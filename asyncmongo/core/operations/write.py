@@ -1,0 +1,149 @@
+"""The insert/update/delete write commands, one batch at a time.
+
+A :class:`WriteCommand` holds the statements still to send; ``build`` fits as many as the
+connection's limits allow into one OP_MSG (``asyncmongo.core.wire.batching``) and ``parse``
+returns a :class:`BatchReply` saying how many went. The caller (single writes, bulk) loops
+until every statement was sent, so a bulk larger than maxWriteBatchSize/maxMessageSizeBytes
+becomes several commands, each of them selected, sent and (later) retried on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from asyncmongo.bson.codec import encode
+from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.core.concern import WriteConcern
+from asyncmongo.core.operations.base import Command, ConnectionInfo, Target
+from asyncmongo.core.operations.common import Namespace, put
+from asyncmongo.core.operations.replies import check_reply
+from asyncmongo.core.operations.statements import StatementKind, WriteStatement
+from asyncmongo.core.wire.batching import BatchLimits, split_batches
+from asyncmongo.core.wire.op_msg import DocumentSequence
+
+__all__ = ["BatchReply", "WriteCommand", "WriteOptions"]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOptions:
+    """Command-level options of a write command (None: not sent)."""
+
+    ordered: bool = True
+    bypass_document_validation: bool | None = None
+    comment: Any = None
+    let: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchReply:
+    """The reply to one batch and which statements it covered (``start`` .. ``start+count``)."""
+
+    reply: Mapping[str, Any]
+    start: int
+    count: int
+    acknowledged: bool
+
+
+class WriteCommand:
+    """``insert``/``update``/``delete`` of ``statements[start:]`` (as many as fit)."""
+
+    __slots__ = (
+        "_batch",
+        "_encoded",
+        "codec_options",
+        "kind",
+        "namespace",
+        "options",
+        "start",
+        "statements",
+        "target",
+        "write_concern",
+    )
+
+    def __init__(
+        self,
+        namespace: Namespace,
+        kind: StatementKind,
+        statements: Sequence[WriteStatement],
+        write_concern: WriteConcern,
+        codec_options: CodecOptions,
+        options: WriteOptions = WriteOptions(),
+        *,
+        start: int = 0,
+        encoded: list[bytes] | None = None,
+    ) -> None:
+        self.namespace = namespace
+        self.kind = kind
+        self.statements = statements
+        self.write_concern = write_concern
+        self.codec_options = codec_options
+        self.options = options
+        self.start = start
+        self.target = Target.write()
+        self._encoded = encoded
+        self._batch = 0
+
+    @property
+    def name(self) -> str:
+        return self.kind.value
+
+    @property
+    def acknowledged(self) -> bool:
+        return self.write_concern.acknowledged
+
+    def encoded(self) -> list[bytes]:
+        """Every statement as BSON (encoded once, shared by the follow-up batches)."""
+        if self._encoded is None:
+            opts = self.codec_options
+            self._encoded = [encode(s.document, codec_options=opts) for s in self.statements]
+        return self._encoded
+
+    def command_document(self) -> dict[str, Any]:
+        command: dict[str, Any] = {self.kind.value: self.namespace.collection}
+        command["ordered"] = self.options.ordered
+        if not self.write_concern.is_server_default:
+            command["writeConcern"] = self.write_concern.document
+        put(command, "bypassDocumentValidation", self.options.bypass_document_validation)
+        put(command, "comment", self.options.comment)
+        put(command, "let", self.options.let)
+        return command
+
+    def build(self, conn: ConnectionInfo) -> Command:
+        command = self.command_document()
+        statements = self.encoded()[self.start :]
+        limits = BatchLimits(
+            conn.max_bson_object_size, conn.max_message_size_bytes, conn.max_write_batch_size
+        )
+        size = len(encode(command)) + len(self.namespace.database) + 12  # + "$db"
+        first = split_batches(self.kind.value, statements, size, limits)[0]
+        self._batch = len(first)
+        sequence = DocumentSequence(self.kind.sequence, statements[: self._batch])
+        return Command(
+            self.namespace.database,
+            command,
+            (sequence,),
+            unacknowledged=not self.acknowledged,
+        )
+
+    def parse(self, reply: Mapping[str, Any]) -> BatchReply:
+        if self.acknowledged:
+            check_reply(reply)
+        return BatchReply(reply, self.start, self._batch, self.acknowledged)
+
+    def rest(self, sent: int) -> WriteCommand | None:
+        """The command for what is left after ``sent`` more statements went (None: done)."""
+        start = self.start + sent
+        if start >= len(self.statements):
+            return None
+        return WriteCommand(
+            self.namespace,
+            self.kind,
+            self.statements,
+            self.write_concern,
+            self.codec_options,
+            self.options,
+            start=start,
+            encoded=self.encoded(),
+        )

@@ -1,0 +1,268 @@
+"""Result classes of the write operations (PyMongo's ``pymongo.results`` names and semantics).
+
+An unacknowledged write (w:0) returns a result whose ``acknowledged`` is False; reading any
+count from it raises InvalidOperation, because the server never said what happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from asyncmongo.errors import InvalidOperation
+
+__all__ = [
+    "BulkWriteResult",
+    "ClientBulkWriteResult",
+    "DeleteResult",
+    "InsertManyResult",
+    "InsertOneResult",
+    "UpdateResult",
+]
+
+
+class _WriteResult:
+    __slots__ = ("_acknowledged",)
+
+    def __init__(self, acknowledged: bool) -> None:
+        self._acknowledged = acknowledged
+
+    @property
+    def acknowledged(self) -> bool:
+        """False for w:0: the counts are then unknown and raise InvalidOperation."""
+        return self._acknowledged
+
+    def _require_ack(self, name: str) -> None:
+        if not self._acknowledged:
+            raise InvalidOperation(
+                f"{name} is unknown: the write was unacknowledged (w=0); use the result's "
+                "acknowledged attribute to check first"
+            )
+
+
+class InsertOneResult(_WriteResult):
+    """``insert_one``: the ``_id`` of the inserted document."""
+
+    __slots__ = ("_inserted_id",)
+
+    def __init__(self, inserted_id: Any, acknowledged: bool) -> None:
+        super().__init__(acknowledged)
+        self._inserted_id = inserted_id
+
+    @property
+    def inserted_id(self) -> Any:
+        return self._inserted_id
+
+    def __repr__(self) -> str:
+        return f"InsertOneResult({self._inserted_id!r}, acknowledged={self._acknowledged})"
+
+
+class InsertManyResult(_WriteResult):
+    """``insert_many``: the ``_id`` of every document, in the order given."""
+
+    __slots__ = ("_inserted_ids",)
+
+    def __init__(self, inserted_ids: list[Any], acknowledged: bool) -> None:
+        super().__init__(acknowledged)
+        self._inserted_ids = inserted_ids
+
+    @property
+    def inserted_ids(self) -> list[Any]:
+        return self._inserted_ids
+
+    def __repr__(self) -> str:
+        return f"InsertManyResult({self._inserted_ids!r}, acknowledged={self._acknowledged})"
+
+
+class UpdateResult(_WriteResult):
+    """``update_one``/``update_many``/``replace_one``: counts and the upserted ``_id``."""
+
+    __slots__ = ("_raw_result",)
+
+    def __init__(self, raw_result: Mapping[str, Any] | None, acknowledged: bool) -> None:
+        super().__init__(acknowledged)
+        self._raw_result = raw_result
+
+    def __repr__(self) -> str:
+        return f"UpdateResult({self._raw_result!r}, acknowledged={self._acknowledged})"
+
+    @property
+    def raw_result(self) -> Mapping[str, Any] | None:
+        """The server's reply (None when unacknowledged)."""
+        return self._raw_result
+
+    @property
+    def matched_count(self) -> int:
+        self._require_ack("matched_count")
+        assert self._raw_result is not None
+        if self.upserted_id is not None:
+            return 0
+        return int(self._raw_result.get("n", 0))
+
+    @property
+    def modified_count(self) -> int:
+        self._require_ack("modified_count")
+        assert self._raw_result is not None
+        return int(self._raw_result.get("nModified", 0))
+
+    @property
+    def upserted_id(self) -> Any:
+        self._require_ack("upserted_id")
+        assert self._raw_result is not None
+        upserted = self._raw_result.get("upserted")
+        if isinstance(upserted, list) and upserted:
+            return upserted[0].get("_id")
+        return upserted
+
+    @property
+    def did_upsert(self) -> bool:
+        self._require_ack("did_upsert")
+        assert self._raw_result is not None
+        return bool(self._raw_result.get("upserted"))
+
+
+class DeleteResult(_WriteResult):
+    """``delete_one``/``delete_many``: how many documents were deleted."""
+
+    __slots__ = ("_raw_result",)
+
+    def __init__(self, raw_result: Mapping[str, Any] | None, acknowledged: bool) -> None:
+        super().__init__(acknowledged)
+        self._raw_result = raw_result
+
+    def __repr__(self) -> str:
+        return f"DeleteResult({self._raw_result!r}, acknowledged={self._acknowledged})"
+
+    @property
+    def raw_result(self) -> Mapping[str, Any] | None:
+        return self._raw_result
+
+    @property
+    def deleted_count(self) -> int:
+        self._require_ack("deleted_count")
+        assert self._raw_result is not None
+        return int(self._raw_result.get("n", 0))
+
+
+class BulkWriteResult(_WriteResult):
+    """``bulk_write``: totals over every batch; ``upserted_ids`` maps the model's index in the
+    user's list to the upserted ``_id``."""
+
+    __slots__ = ("_bulk_api_result",)
+
+    def __init__(self, bulk_api_result: Mapping[str, Any], acknowledged: bool) -> None:
+        super().__init__(acknowledged)
+        self._bulk_api_result = bulk_api_result
+
+    def __repr__(self) -> str:
+        return f"BulkWriteResult({self._bulk_api_result!r}, acknowledged={self._acknowledged})"
+
+    @property
+    def bulk_api_result(self) -> Mapping[str, Any]:
+        """The totals document (nInserted, nMatched, nModified, nRemoved, nUpserted,
+        upserted, writeErrors, writeConcernErrors)."""
+        return self._bulk_api_result
+
+    def _count(self, key: str, name: str) -> int:
+        self._require_ack(name)
+        return int(self._bulk_api_result.get(key, 0))
+
+    @property
+    def inserted_count(self) -> int:
+        return self._count("nInserted", "inserted_count")
+
+    @property
+    def matched_count(self) -> int:
+        return self._count("nMatched", "matched_count")
+
+    @property
+    def modified_count(self) -> int:
+        return self._count("nModified", "modified_count")
+
+    @property
+    def deleted_count(self) -> int:
+        return self._count("nRemoved", "deleted_count")
+
+    @property
+    def upserted_count(self) -> int:
+        return self._count("nUpserted", "upserted_count")
+
+    @property
+    def upserted_ids(self) -> dict[int, Any]:
+        self._require_ack("upserted_ids")
+        upserted: Sequence[Mapping[str, Any]] = self._bulk_api_result.get("upserted", [])
+        return {int(item["index"]): item.get("_id") for item in upserted}
+
+
+class ClientBulkWriteResult(_WriteResult):
+    """``client.bulk_write``: totals, and per-operation results when ``verbose_results``.
+
+    ``insert_results``, ``update_results`` and ``delete_results`` map the model's index in the
+    user's list to an InsertOneResult / UpdateResult / DeleteResult.
+    """
+
+    __slots__ = ("_bulk_api_result", "_has_verbose_results")
+
+    def __init__(
+        self, bulk_api_result: Mapping[str, Any], acknowledged: bool, has_verbose_results: bool
+    ) -> None:
+        super().__init__(acknowledged)
+        self._bulk_api_result = bulk_api_result
+        self._has_verbose_results = has_verbose_results
+
+    def __repr__(self) -> str:
+        return (
+            f"ClientBulkWriteResult({self._bulk_api_result!r}, "
+            f"acknowledged={self._acknowledged}, verbose={self._has_verbose_results})"
+        )
+
+    @property
+    def bulk_api_result(self) -> Mapping[str, Any]:
+        return self._bulk_api_result
+
+    @property
+    def has_verbose_results(self) -> bool:
+        return self._has_verbose_results
+
+    def _count(self, key: str, name: str) -> int:
+        self._require_ack(name)
+        return int(self._bulk_api_result.get(key, 0))
+
+    @property
+    def inserted_count(self) -> int:
+        return self._count("nInserted", "inserted_count")
+
+    @property
+    def matched_count(self) -> int:
+        return self._count("nMatched", "matched_count")
+
+    @property
+    def modified_count(self) -> int:
+        return self._count("nModified", "modified_count")
+
+    @property
+    def deleted_count(self) -> int:
+        return self._count("nDeleted", "deleted_count")
+
+    @property
+    def upserted_count(self) -> int:
+        return self._count("nUpserted", "upserted_count")
+
+    def _verbose(self, key: str, name: str) -> dict[int, Any]:
+        self._require_ack(name)
+        if not self._has_verbose_results:
+            raise InvalidOperation(f"{name} needs bulk_write(..., verbose_results=True)")
+        results: dict[int, Any] = self._bulk_api_result.get(key, {})
+        return results
+
+    @property
+    def insert_results(self) -> dict[int, InsertOneResult]:
+        return self._verbose("insertResults", "insert_results")
+
+    @property
+    def update_results(self) -> dict[int, UpdateResult]:
+        return self._verbose("updateResults", "update_results")
+
+    @property
+    def delete_results(self) -> dict[int, DeleteResult]:
+        return self._verbose("deleteResults", "delete_results")
