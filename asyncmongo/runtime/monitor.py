@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -46,6 +47,9 @@ __all__ = ["Monitor", "MonitorSettings", "RttMonitor", "streaming_enabled"]
 
 #: Monitoring connections are numbered apart from pooled ones (negative ids never collide).
 _monitor_connection_ids = itertools.count(-1, -1)
+
+#: RTT is measured with the high-resolution clock: uvloop's loop.time() has 1 ms steps.
+_clock = time.perf_counter
 
 Spawn = Callable[[Coroutine[Any, Any, None], str], "asyncio.Task[None]"]
 
@@ -75,6 +79,7 @@ class Monitor:
     """The monitor task of one server."""
 
     __slots__ = (
+        "_awaited",
         "_cancel_requested",
         "_checking",
         "_connection",
@@ -110,6 +115,7 @@ class Monitor:
         self._description = ServerDescription.unknown(server.address)
         self._hello_ok = connection_settings.server_api is not None
         self._checking = False
+        self._awaited = False
         self._cancel_requested = False
         self._rtt_monitor: RttMonitor | None = None
         #: How many checks ran (tests prove "no poll could explain it" with it).
@@ -120,7 +126,7 @@ class Monitor:
             state = "not started"
         elif self._task.done():
             state = "stopped"
-        elif self._connection is not None and self._connection.more_to_come:
+        elif self.streaming:
             state = "streaming"
         else:
             state = "checking" if self._checking else "waiting"
@@ -128,8 +134,8 @@ class Monitor:
 
     @property
     def streaming(self) -> bool:
-        """True while the monitoring connection is in an exhaust (moreToCome) stream."""
-        return self._connection is not None and self._connection.more_to_come
+        """True while the monitor awaits pushed replies (an awaitable hello or its stream)."""
+        return self._checking and self._awaited
 
     def start(self) -> None:
         address = format_address(self._server.address)
@@ -235,12 +241,13 @@ class Monitor:
         )
         awaited = streamed or start_stream
         self._checking = True
+        self._awaited = awaited
         self._cancel_requested = False
         self.checks += 1
         self._wake.clear()  # a request during the check is satisfied by it
         topology = self._topology
         topology.publish_heartbeat(ServerHeartbeatStartedEvent(self._server.address, awaited), conn)
-        start = loop.time()
+        start = _clock()
         try:
             reply = await self._hello(conn, fresh, streamed, start_stream, previous)
         except Exception as exc:
@@ -248,14 +255,14 @@ class Monitor:
             self._server.rtt = self._server.rtt.reset()
             if self._cancel_requested:
                 return None
-            duration = (loop.time() - start) * 1000
+            duration = (_clock() - start) * 1000
             topology.publish_heartbeat(
                 ServerHeartbeatFailedEvent(self._server.address, duration, exc, awaited), conn
             )
             return MonitorError(_error_kind(exc), str(exc) or type(exc).__name__)
         finally:
             self._checking = False
-        duration = (loop.time() - start) * 1000
+        duration = (_clock() - start) * 1000
         if not awaited:
             self._server.rtt = self._server.rtt.add(duration)
         self._hello_ok = reply.get("helloOk") is True
@@ -385,7 +392,7 @@ class RttMonitor:
     async def _ping(self) -> float:
         """One RTT sample in milliseconds (the handshake's, for a new connection)."""
         loop = asyncio.get_running_loop()
-        start = loop.time()
+        start = _clock()
         timeout_ms = self._settings.connect_timeout_ms
         if self._connection is None or self._connection.is_closed:
             self._connection = await connect(
@@ -393,7 +400,7 @@ class RttMonitor:
                 self._connection_settings,
                 id=next(_monitor_connection_ids),
             )
-            return (loop.time() - start) * 1000
-        deadline = None if timeout_ms is None else start + timeout_ms / 1000
+            return (_clock() - start) * 1000
+        deadline = None if timeout_ms is None else loop.time() + timeout_ms / 1000
         await self._connection.command("admin", {"hello": 1}, deadline=deadline)
-        return (loop.time() - start) * 1000
+        return (_clock() - start) * 1000

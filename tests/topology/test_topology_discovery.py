@@ -3,20 +3,13 @@ sharded clusters, load-balanced mode."""
 
 from __future__ import annotations
 
-import asyncio
-
 import bson
 
 from asyncmongo.client import AsyncMongoClient
 from asyncmongo.core.sdam import ServerType, TopologyType
 from asyncmongo.core.sdam.events import ServerHeartbeatSucceededEvent
 from tests.topology.sim import Deployment, Member, ReplicaSet
-
-
-async def wait_until(predicate, timeout: float = 2.0) -> None:  # type: ignore[no-untyped-def]
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.005)
+from tests.topology.support import wait_until
 
 
 async def test_replica_set_discovered_from_one_seed() -> None:
