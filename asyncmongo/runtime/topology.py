@@ -41,7 +41,7 @@ from asyncmongo.core.sdam.server_description import ServerDescription
 from asyncmongo.core.sdam.settings import TopologySettings
 from asyncmongo.core.sdam.topology_description import TopologyDescription
 from asyncmongo.core.sdam.types import ServerType, TopologyType
-from asyncmongo.core.selection import Operation, Selection, select_server
+from asyncmongo.core.selection import Mode, Operation, Selection, select_server
 from asyncmongo.errors import ConfigurationError, InvalidOperation, ServerSelectionTimeoutError
 from asyncmongo.monitoring import Listeners
 from asyncmongo.runtime import sdam_log
@@ -453,7 +453,10 @@ def _why_none_suits(description: TopologyDescription, selection: Selection) -> s
     known = [s for s in servers if s.is_known]
     if not known:
         return "no server is reachable (every server is Unknown)"
-    if description.topology_type.is_replica_set and selection.operation is Operation.WRITE:
+    needs_primary = (
+        selection.operation is Operation.WRITE or selection.read_preference.mode is Mode.PRIMARY
+    )
+    if description.topology_type.is_replica_set and needs_primary:
         return "the replica set has no primary"
     kinds = ", ".join(sorted({s.server_type.value for s in known}))
     if all(s.server_type is ServerType.RS_ARBITER for s in known):

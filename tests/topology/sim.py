@@ -44,6 +44,8 @@ class Member:
         self.streamed_replies = 0
         self.operations = 0
         self.operation_delay = 0.0
+        #: Close the connection instead of answering the next N operations (network error).
+        self.drop_operations = 0
 
     @property
     def host(self) -> str:
@@ -97,6 +99,9 @@ class Member:
         name = request.name.lower()
         if name in ("hello", "ismaster"):
             await self._hello(request, peer, legacy=name == "ismaster")
+        elif name in ("insert", "ping") and self.drop_operations:
+            self.drop_operations -= 1
+            peer.abort()
         elif name == "insert":
             self.operations += 1
             if self.operation_delay:
@@ -174,7 +179,9 @@ class ReplicaSet(Deployment):
     """``n`` members of set "rs"; member 0 starts as primary (unless ``primary=None``)."""
 
     def __init__(self, n: int = 3, *, streaming: bool = True, primary: int | None = 0) -> None:
-        super().__init__([Member("secondary", streaming=streaming, set_name="rs") for _ in range(n)])
+        super().__init__(
+            [Member("secondary", streaming=streaming, set_name="rs") for _ in range(n)]
+        )
         self._initial_primary = primary
         self._terms = itertools.count(2)
 

@@ -16,9 +16,7 @@ async def test_replica_set_discovered_from_one_seed() -> None:
     async with ReplicaSet(3) as rs:
         async with AsyncMongoClient(rs.seed, heartbeatFrequencyMS=10_000) as client:
             topology = client._topology_runtime
-            await wait_until(
-                lambda: len(topology.description.known_servers) == 3
-            )
+            await wait_until(lambda: len(topology.description.known_servers) == 3)
             description = client.topology_description
             assert description.topology_type is TopologyType.REPLICA_SET_WITH_PRIMARY
             assert description.set_name == "rs"

@@ -13,7 +13,7 @@ from asyncmongo.core.sdam.events import (
 )
 from asyncmongo.runtime.monitor import streaming_enabled
 from tests.topology.sim import ReplicaSet
-from tests.topology.support import wait_until
+from tests.topology.support import monitors, wait_until
 
 
 async def test_step_down_arrives_by_streaming_within_200_ms() -> None:
@@ -25,31 +25,36 @@ async def test_step_down_arrives_by_streaming_within_200_ms() -> None:
         async with client:
             topology = client._topology_runtime
             await wait_until(
-                lambda: len(topology.servers) == 3
-                and all(s.monitor is not None and s.monitor.streaming for s in topology.servers.values())
+                lambda: (
+                    len(monitors(topology)) == 3 and all(m.streaming for m in monitors(topology))
+                )
             )
-            checks_before = sum(s.monitor.checks for s in topology.servers.values())  # type: ignore[union-attr]
+            checks_before = sum(m.checks for m in monitors(topology))
             streamed_before = sum(m.streamed_replies for m in rs.members)
             seen = len(events)
             loop = asyncio.get_running_loop()
             start = loop.time()
             new_primary = rs.step_down()
             await wait_until(
-                lambda: (p := client.topology_description.primary) is not None
-                and p.address == new_primary.address,
-                timeout=0.2,
+                lambda: (
+                    (p := client.topology_description.primary) is not None
+                    and p.address == new_primary.address
+                ),
+                within=0.2,
             )
             elapsed = loop.time() - start
             assert elapsed < 0.2
             # each monitor read the change as a moreToCome reply of its stream
-            await wait_until(lambda: sum(m.streamed_replies for m in rs.members) >= streamed_before + 3)
+            await wait_until(
+                lambda: sum(m.streamed_replies for m in rs.members) >= streamed_before + 3
+            )
             after = events[seen:]
             succeeded = [e for e in after if isinstance(e, ServerHeartbeatSucceededEvent)]
             assert succeeded and all(e.awaited for e in succeeded)
             started = [e for e in after if isinstance(e, ServerHeartbeatStartedEvent)]
             assert started and all(e.awaited for e in started)
             # no new hello was sent to learn it: the streams just delivered
-            checks_after = sum(s.monitor.checks for s in topology.servers.values())  # type: ignore[union-attr]
+            checks_after = sum(m.checks for m in monitors(topology))
             assert checks_after - checks_before <= 6
             assert sum(m.awaited_requests for m in rs.members) == 3
 
@@ -67,7 +72,7 @@ async def test_polling_against_servers_without_topology_version() -> None:
             assert len(heartbeats) >= 4  # handshake + about two polls per server
             assert not any(e.awaited for e in heartbeats)
             assert all(m.awaited_requests == 0 for m in rs.members)
-            assert all(not s.monitor.streaming for s in topology.servers.values())  # type: ignore[union-attr]
+            assert all(not m.streaming for m in monitors(topology))
             # polling measures RTT itself
             assert all(s.round_trip_time_ms is not None for s in topology.description.known_servers)
 
@@ -76,7 +81,9 @@ async def test_server_monitoring_mode_poll_is_honoured() -> None:
     async with ReplicaSet(2) as rs:
         events: list[object] = []
         async with AsyncMongoClient(
-            rs.seed, heartbeatFrequencyMS=500, serverMonitoringMode="poll",
+            rs.seed,
+            heartbeatFrequencyMS=500,
+            serverMonitoringMode="poll",
             event_listeners=[events.append],
         ) as client:
             topology = client._topology_runtime
@@ -101,7 +108,7 @@ async def test_rtt_monitor_feeds_the_description_while_streaming() -> None:
             topology = client._topology_runtime
             server = topology.servers[rs.members[0].address]
             await wait_until(lambda: server.monitor is not None and server.monitor.streaming)
-            await wait_until(lambda: server.rtt.minimum > 0, timeout=3)
+            await wait_until(lambda: server.rtt.minimum > 0, within=3)
             described = topology.description.servers[rs.members[0].address]
             assert described.round_trip_time_ms is not None
             assert described.min_round_trip_time_ms is not None
