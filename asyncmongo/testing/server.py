@@ -276,22 +276,52 @@ class SimServer:
         if request.name in HELLO_NAMES and conn.app_name is None:
             conn.app_name = _app_name(command)
         fired = self._fire(request.name, conn.app_name)
-        if fired is not None:
-            if fired.block_connection:
-                await asyncio.sleep(fired.block_time_ms / 1000)
-            if fired.close_connection:
-                return False
-            if fired.error_code is not None:
-                return await self._send(conn, request, self._decorate(
-                    fired.error_reply(command)))
-        if request.name in HELLO_NAMES and not (fired and fired.write_concern_error):
+        verdict = await self._carry_out(conn, request, fired)
+        if verdict is not None:
+            return verdict
+        if request.name in HELLO_NAMES:
             return await self._hello(conn, request)
         reply = await self._run(conn, request)
         if fired is not None and fired.write_concern_error is not None and reply.get("ok"):
             reply = fired.add_write_concern_error(reply, command)
         if request.more_to_come:
             return True
+        if request.name == "getMore" and request.exhaust_allowed:
+            return await self._stream_get_more(conn, request, reply)
         return await self._send(conn, request, self._decorate(reply))
+
+    async def _stream_get_more(self, conn: _Connection, request: Request,
+                               reply: dict[str, Any]) -> bool:
+        """An exhaust cursor (OP_MSG exhaustAllowed on getMore): moreToCome batches, each
+        answering the previous reply, until the cursor is exhausted (id 0) or fails."""
+        response_to = request.request_id
+        while _open_cursor(reply):
+            if not await self._send(conn, request, self._decorate(reply), more_to_come=True,
+                                    response_to=response_to):
+                return False
+            response_to = self._next_request_id
+            # mongod runs the command again for every exhaust reply: fail points apply.
+            fired = self._fire(request.name, conn.app_name)
+            verdict = await self._carry_out(conn, request, fired, response_to)
+            if verdict is not None:
+                return verdict
+            reply = await self._run(conn, request)
+        return await self._send(conn, request, self._decorate(reply), response_to=response_to)
+
+    async def _carry_out(self, conn: _Connection, request: Request, fired: FailCommand | None,
+                         response_to: int | None = None) -> bool | None:
+        """Do what a fired fail point says before the command runs: block, close the
+        connection (False) or answer its error (True); None: go on and run the command."""
+        if fired is None:
+            return None
+        if fired.block_connection:
+            await asyncio.sleep(fired.block_time_ms / 1000)
+        if fired.close_connection:
+            return False
+        if fired.error_code is not None:
+            return await self._send(conn, request, self._decorate(
+                fired.error_reply(request.command)), response_to=response_to)
+        return None
 
     def _fire(self, name: str, app_name: str | None) -> FailCommand | None:
         point = self.fail_points.get("failCommand")
@@ -352,6 +382,12 @@ class SimServer:
                     return False
                 if self._slow_ms:
                     await asyncio.sleep(self._slow_ms / 1000)
+                # mongod runs hello again for every exhaust reply: fail points apply, and an
+                # error reply (without moreToCome) ends the stream.
+                fired = self._fire(request.name, conn.app_name)
+                verdict = await self._carry_out(conn, request, fired, response_to)
+                if verdict is not None:
+                    return verdict
                 reply = self.hello_reply(request.command, conn)
         finally:
             eof.cancel()
@@ -550,6 +586,12 @@ def _strip(command: Mapping[str, Any]) -> dict[str, Any]:
 def _secondary_ok(command: Mapping[str, Any]) -> bool:
     preference = command.get("$readPreference")
     return isinstance(preference, Mapping) and preference.get("mode", "primary") != "primary"
+
+
+def _open_cursor(reply: Mapping[str, Any]) -> bool:
+    """A successful cursor reply whose cursor stays open (id != 0)."""
+    cursor = reply.get("cursor")
+    return bool(reply.get("ok")) and isinstance(cursor, Mapping) and cursor.get("id", 0) != 0
 
 
 def _app_name(command: Mapping[str, Any]) -> str | None:

@@ -6,10 +6,18 @@ Where PyMongo and the simulator disagree, the simulator is wrong. PyMongo is a t
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
-from pymongo import ASCENDING, AsyncMongoClient, compression_support, monitoring
+from pymongo import (
+    ASCENDING,
+    AsyncMongoClient,
+    CursorType,
+    WriteConcern,
+    compression_support,
+    monitoring,
+)
 from pymongo.errors import (
     AutoReconnect,
     DuplicateKeyError,
@@ -19,6 +27,7 @@ from pymongo.errors import (
 )
 
 from asyncmongo.testing.deployment import LoadBalanced, ReplicaSet, ShardedCluster, Standalone
+from tests.support.certs import generate
 from tests.testing.raw_client import wait_until
 
 pytestmark = pytest.mark.timeout(60)
@@ -303,5 +312,69 @@ async def test_stopped_primary_then_election() -> None:
             await client.db.c.insert_one({"_id": 3})
             await old.start()
             assert old.clock.counter == 0
+        finally:
+            await client.close()
+
+
+async def test_exhaust_cursor_and_unacknowledged_writes() -> None:
+    async with ReplicaSet(2) as rs:
+        client = client_for(rs.uri)
+        try:
+            unacknowledged = client.db.get_collection("c", write_concern=WriteConcern(w=0))
+            result = await unacknowledged.insert_many([{"_id": i} for i in range(25)])
+            assert not result.acknowledged
+            await wait_until(lambda: rs.store.handle("db", {"count": "c"})["n"] == 25)
+            cursor = client.db.c.find({}, batch_size=4, cursor_type=CursorType.EXHAUST)
+            assert [d["_id"] async for d in cursor.sort("_id", 1)] == list(range(25))
+        finally:
+            await client.close()
+
+
+async def test_transactions_commit_and_abort() -> None:
+    async with ReplicaSet(3) as rs:
+        client = client_for(rs.uri)
+        try:
+            await client.db.create_collection("accounts")
+            async with client.start_session() as session:
+                async with await session.start_transaction():
+                    await client.db.accounts.insert_one({"_id": 1}, session=session)
+                    assert await client.db.accounts.count_documents({}) == 0  # isolated
+                assert await client.db.accounts.count_documents({}) == 1
+                await session.start_transaction()
+                await client.db.accounts.insert_one({"_id": 2}, session=session)
+                await session.abort_transaction()
+            assert await client.db.accounts.count_documents({}) == 1
+        finally:
+            await client.close()
+
+
+async def test_tls(tmp_path: Path) -> None:
+    certs = generate(tmp_path)
+    async with Standalone(tls=certs.server_context()) as server:
+        client = client_for(server.uri, tlsCAFile=str(certs.ca))
+        try:
+            assert (await client.admin.command("ping"))["ok"] == 1.0
+        finally:
+            await client.close()
+
+
+async def test_failing_hello_marks_the_server_unknown() -> None:
+    async with ReplicaSet(2) as rs:
+        listener = Heartbeats()
+        client = client_for(rs.uri, appName="monitored", heartbeatFrequencyMS=500,
+                            event_listeners=[listener])
+        try:
+            await client.admin.command("ping")
+            secondary = ("127.0.0.1", rs.members[1].port)
+            await wait_until(lambda: server_types(client).get(rs.members[1].host)
+                             == "RSSecondary")
+            with rs.members[1].fail_point(failCommands=["hello", "isMaster"],
+                                          errorCode=1234, appName="monitored"):
+                rs.members[1].clock.bump()  # end the streaming wait: the next hello fails
+                await wait_until(lambda: client.topology_description.server_descriptions()[
+                    secondary].server_type_name == "Unknown")
+            rs.members[1].clock.bump()
+            await wait_until(lambda: server_types(client).get(rs.members[1].host)
+                             == "RSSecondary")
         finally:
             await client.close()
