@@ -61,8 +61,9 @@ from asyncmongo.core.wire.opcodes import (
     DEFAULT_MAX_BSON_OBJECT_SIZE,
     DEFAULT_MAX_MESSAGE_SIZE_BYTES,
     DEFAULT_MAX_WRITE_BATCH_SIZE,
+    EXHAUST_ALLOWED,
+    MORE_TO_COME,
     OpCode,
-    OpMsgFlags,
 )
 from asyncmongo.core.wire.reader import MessageReader
 from asyncmongo.errors import (
@@ -362,9 +363,9 @@ class Connection:
                 await self._guard(self._protocol.wait_drained(), deadline, "drain")
             body = self._encode_body(db, command)
             request_id = next(_request_ids)
-            flags = OpMsgFlags.EXHAUST_ALLOWED if exhaust_allowed else OpMsgFlags.NONE
+            flags = EXHAUST_ALLOWED if exhaust_allowed else 0
             if unacknowledged:
-                flags |= OpMsgFlags.MORE_TO_COME
+                flags |= MORE_TO_COME
             else:
                 self._protocol.reader.expect(request_id)
             name = next(iter(command), "")
@@ -465,6 +466,8 @@ class Connection:
             now = asyncio.get_running_loop().time()
             deadline = now + timeout if deadline is None else min(deadline, now + timeout)
         try:
+            if deadline is None:
+                return await waiting  # the common case: no timeout context to build
             async with asyncio.timeout_at(deadline):
                 return await waiting
         except TimeoutError as exc:

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 
 from asyncmongo.core.wire.crc32c import crc32c
 from asyncmongo.core.wire.opcodes import (
+    CHECKSUM_PRESENT,
+    EXHAUST_ALLOWED,
     HEADER,
     HEADER_SIZE,
     KNOWN_REQUIRED_FLAGS,
+    MORE_TO_COME,
     REQUIRED_FLAGS_MASK,
     OpCode,
-    OpMsgFlags,
 )
 from asyncmongo.errors import ProtocolError
 
@@ -28,6 +30,7 @@ _UINT32 = struct.Struct("<I")
 _MIN_DOCUMENT_SIZE = 5
 _KIND_BODY = b"\x00"
 _KIND_SEQUENCE = b"\x01"
+_OP_MSG = int(OpCode.OP_MSG)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,18 +58,18 @@ class OpMsg:
     @property
     def more_to_come(self) -> bool:
         """The sender will send another message (exhaust) and expects no request meanwhile."""
-        return bool(self.flags & OpMsgFlags.MORE_TO_COME)
+        return bool(self.flags & MORE_TO_COME)
 
     @property
     def exhaust_allowed(self) -> bool:
-        return bool(self.flags & OpMsgFlags.EXHAUST_ALLOWED)
+        return bool(self.flags & EXHAUST_ALLOWED)
 
 
 def encode_op_msg_payload(
     body: bytes, sequences: Sequence[DocumentSequence] = (), flags: int = 0
 ) -> list[bytes]:
     """The OP_MSG after its header (flagBits and sections): what OP_COMPRESSED wraps."""
-    if flags & OpMsgFlags.CHECKSUM_PRESENT:
+    if flags & CHECKSUM_PRESENT:
         raise ProtocolError("asyncmongo never sends OP_MSG checksums")
     parts = [_UINT32.pack(flags), _KIND_BODY, body]
     for seq in sequences:
@@ -88,7 +91,7 @@ def encode_op_msg(
     """A complete OP_MSG as buffers for ``writelines`` (header first)."""
     payload = encode_op_msg_payload(body, sequences, flags)
     length = HEADER_SIZE + sum(map(len, payload))
-    return [HEADER.pack(length, request_id, response_to, OpCode.OP_MSG), *payload]
+    return [HEADER.pack(length, request_id, response_to, _OP_MSG), *payload]
 
 
 def decode_op_msg(request_id: int, response_to: int, data: bytes | memoryview) -> OpMsg:
@@ -101,7 +104,7 @@ def decode_op_msg(request_id: int, response_to: int, data: bytes | memoryview) -
     if unknown:
         raise ProtocolError(f"OP_MSG has unsupported required flag bits 0x{unknown:04x}")
     end = len(view)
-    if flags & OpMsgFlags.CHECKSUM_PRESENT:
+    if flags & CHECKSUM_PRESENT:
         end = _verify_checksum(request_id, response_to, view)
     body, sequences = _decode_sections(view[4:end])
     return OpMsg(request_id, response_to, flags, body, sequences)

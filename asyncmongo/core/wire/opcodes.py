@@ -39,6 +39,11 @@ class OpMsgFlags(enum.IntFlag):
     EXHAUST_ALLOWED = 1 << 16
 
 
+#: The same bits as plain ints, for the hot paths (IntFlag arithmetic allocates members).
+CHECKSUM_PRESENT = 1 << 0
+MORE_TO_COME = 1 << 1
+EXHAUST_ALLOWED = 1 << 16
+
 #: Required (low 16) bits this driver understands; any other required bit is a protocol error.
-KNOWN_REQUIRED_FLAGS = int(OpMsgFlags.CHECKSUM_PRESENT | OpMsgFlags.MORE_TO_COME)
+KNOWN_REQUIRED_FLAGS = CHECKSUM_PRESENT | MORE_TO_COME
 REQUIRED_FLAGS_MASK = 0xFFFF
