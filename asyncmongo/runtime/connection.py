@@ -1,23 +1,28 @@
 """One connection to one server: send a command, read its reply (or an exhaust stream of them).
 
-Transport design (measured, see ``benchmarks/transport_bench.py``): an ``asyncio.Protocol``
+Transport design (measured with ``benchmarks/transport_bench.py``): an ``asyncio.Protocol``
 whose ``data_received`` feeds the sans-I/O :class:`~asyncmongo.core.wire.reader.MessageReader`
 and completes the one future of the outstanding request. There is no task per receive and no
-``StreamReader`` layer; requests go out with one ``transport.writelines`` call. A ping round
-trip against a loopback server took (median of 5 runs x 20,000 round trips, this machine):
+``StreamReader`` layer; requests go out with one ``transport.writelines`` call. Median
+microseconds per ``ping`` round trip over loopback (7 runs x 10,000, client and server in one
+process, on a shared 2-core machine with load ~4, so differences under ~10% are noise):
 
-============================  =========  =========
-transport                     asyncio    uvloop
-============================  =========  =========
-Protocol + reader (chosen)    ~49 us     ~29 us
-BufferedProtocol + reader     ~51 us     ~31 us
-streams (StreamReader)        ~62 us     ~41 us
-============================  =========  =========
+=======================================  =========  =========
+client                                   asyncio    uvloop
+=======================================  =========  =========
+this Connection (Protocol + bookkeeping)  75.2       43.8
+minimal Protocol + reader                 67.9       43.3
+minimal BufferedProtocol + reader         66.7       53.6
+streams (readexactly) + reader            68.4       52.3
+=======================================  =========  =========
 
-``BufferedProtocol`` saves a ``bytes`` allocation per chunk but the reader must copy each
-message out of the receive buffer anyway, and replies are usually one chunk, so it buys
-nothing measurable; streams pay for ``readexactly`` coroutines and an extra buffer. The plain
-Protocol is the simplest of the fast ones.
+On asyncio's loop the three transports are within noise of each other; on uvloop the plain
+Protocol is clearly ahead (~20%): uvloop's BufferedProtocol path and the streams layer cost
+more than the ``bytes`` allocation per chunk that ``data_received`` implies, and the reader
+must copy each message out of any receive buffer anyway. So: plain Protocol, simplest of the
+fast ones. The Connection's own bookkeeping (busy/drain state, ``$db``, server API, deadline
+handling) costs a few microseconds on top; a profile showed IntFlag arithmetic on the hot path,
+now plain ints.
 
 Cancellation (DESIGN: "cancelling any awaiting caller at any point must leave no connection
 checked out"): a command cancelled while its request is out leaves the connection *draining*:
