@@ -81,6 +81,7 @@ class Pool(Generic[C]):
 
     __slots__ = (
         "_book",
+        "_cleared_message",
         "_establish",
         "_establishing",
         "_listener",
@@ -116,6 +117,9 @@ class Pool(Generic[C]):
         self._wake: asyncio.Event | None = None
         #: connection id -> (establishing task, generation), for interruptInUseConnections.
         self._establishing: dict[int, tuple[asyncio.Task[C], int]] = {}
+        self._cleared_message = (
+            f"Connection pool for {format_address(address)} is paused (not ready yet)"
+        )
         if self._observed():
             self._emit(PoolCreatedEvent(address, options.non_default()))
 
@@ -352,13 +356,16 @@ class Pool(Generic[C]):
         """
         book = self._book
         decision = book.clear(service_id=service_id, interrupt_in_use=interrupt_in_use_connections)
+        if book.state is PoolState.PAUSED:
+            message = f"Connection pool for {format_address(self.address)} was cleared"
+            if cause is not None:
+                message += f" because another operation failed with: {cause}"
+            self._cleared_message = message
         if decision.emit_event and self._observed():
             self._emit(PoolClearedEvent(self.address, service_id, interrupt_in_use_connections))
         self._close_discarded()
         if decision.failed_waiters:
-            message = f"Connection pool for {format_address(self.address)} was cleared"
-            if cause is not None:
-                message += f" because another operation failed with: {cause}"
+            message = self._cleared_message
             for waiter in decision.failed_waiters:
                 if not waiter.done():
                     waiter.set_exception(PoolClearedError(message))
@@ -557,7 +564,7 @@ class Pool(Generic[C]):
                 f"{self.options.wait_queue_timeout_ms})"
             )
         else:
-            exc = PoolClearedError(f"Connection pool for {where} is paused (it was cleared)")
+            exc = PoolClearedError(self._cleared_message)
         self._emit_checkout_failed(start, reason, error if error is not None else exc)
         return exc
 

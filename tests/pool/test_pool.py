@@ -167,6 +167,8 @@ async def test_clear_fails_every_waiter_with_a_retryable_error() -> None:
         assert info.value.has_error_label("RetryableWriteError")
     pool.check_in(held)  # stale now: closed
     assert pool.statistics().total == 0
+    with pytest.raises(PoolClearedError, match="was cleared because another operation failed"):
+        await pool.check_out()  # paused until SDAM marks it ready again
     await pool.close()
 
 
