@@ -16,7 +16,7 @@ from typing import Any
 
 from asyncmongo.bson.types import Int64
 from asyncmongo.testing.store import expressions
-from asyncmongo.testing.store.collection import id_key
+from asyncmongo.testing.store.collection import Index, id_key
 from asyncmongo.testing.store.compare import hash_key, is_number, number_value
 from asyncmongo.testing.store.database import Namespaces
 from asyncmongo.testing.store.errors import StoreError, bad_value
@@ -450,7 +450,10 @@ def _merge_one(target: Any, doc: Document, on_fields: list[str], when_matched: s
             target.insert(doc)
         return
     if when_matched == "fail":
-        raise StoreError(11000, f"E11000 duplicate key error collection: {target.namespace}")
+        index = target.indexes.get("_id_") if on_fields == ["_id"] else None
+        if index is None:
+            index = Index("on_fields", {f: 1 for f in on_fields})
+        raise target.duplicate_error(index, tuple(get_path(doc, f) for f in on_fields))
     if when_matched == "keepExisting":
         return
     key = id_key(match["_id"])
@@ -461,7 +464,20 @@ def _merge_one(target: Any, doc: Document, on_fields: list[str], when_matched: s
     target.replace(key, new)
 
 
+def _documents_stage(argument: Any, context: PipelineContext) -> Stage:
+    expression = expressions.parse(argument)
+
+    def run(docs: list[Document]) -> list[Document]:
+        value = expressions.evaluate(expression, {})
+        if not isinstance(value, list) or not all(isinstance(d, Mapping) for d in value):
+            raise StoreError(5858203, "an array of documents must be specified to $documents")
+        return [copy.deepcopy(dict(d)) for d in value]
+
+    return run
+
+
 _STAGES: dict[str, Callable[[Any, PipelineContext], Stage]] = {
+    "$documents": _documents_stage,
     "$match": _match,
     "$project": _project,
     "$addFields": _add_fields,

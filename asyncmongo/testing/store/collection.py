@@ -140,7 +140,7 @@ class Collection:
         """Add a document (it must have ``_id``); duplicate keys fail with 11000."""
         key = id_key(document["_id"])
         if key in self.documents:
-            raise self._duplicate(self.indexes[ID_INDEX_NAME], (document["_id"],))
+            raise self.duplicate_error(self.indexes[ID_INDEX_NAME], (document["_id"],))
         self._check_unique(document, key)
         if self.guard is not None:
             self.guard(self, key)
@@ -181,7 +181,7 @@ class Collection:
             for combo in index.keys_for(document):
                 owner = index.entries.get(_combo_key(combo))
                 if owner is not None and owner != key:
-                    raise self._duplicate(index, combo)
+                    raise self.duplicate_error(index, combo)
 
     def _add_entries(self, document: Document, key: Any) -> None:
         for index in self._unique_indexes():
@@ -195,7 +195,8 @@ class Collection:
                 if index.entries.get(_combo_key(combo)) == key:
                     del index.entries[_combo_key(combo)]
 
-    def _duplicate(self, index: Index, combo: tuple[Any, ...]) -> StoreError:
+    def duplicate_error(self, index: Index, combo: tuple[Any, ...]) -> StoreError:
+        """The server's E11000 error for a key already taken in ``index``."""
         key_value = index.key_value(combo)
         shown = render(key_value, spaced=True)
         return StoreError(
@@ -212,7 +213,7 @@ class Collection:
                 for combo in index.keys_for(document):
                     owner = index.entries.setdefault(_combo_key(combo), key)
                     if owner != key:
-                        raise self._duplicate(index, combo)
+                        raise self.duplicate_error(index, combo)
         self.indexes[index.name] = index
 
 

@@ -49,9 +49,6 @@ def prepare_insert(ctx: CommandContext, document: Any) -> Document:
     """The stored form of an inserted document: a copy with ``_id`` first."""
     if not isinstance(document, Mapping):
         raise bad_value("document to insert must be an object")
-    for key in document:
-        if key.startswith("$"):
-            raise bad_value(f"Document can't have $ prefixed field names: {key}")
     if "_id" not in document:
         return {"_id": ctx.new_object_id(), **copy.deepcopy(dict(document))}
     identifier = document["_id"]
@@ -114,6 +111,8 @@ def compute_update(ctx: CommandContext, document: Document, update: Any,
             raise StoreError(72, "arrayFilters may not be specified for pipeline-style updates")
         result = run_pipeline([document], update, PipelineContext(ctx.db_name),
                               allowed=UPDATE_STAGES)[0]
+        if "_id" in document and "_id" not in result:
+            result = {"_id": document["_id"], **result}
         if not is_insert and "_id" in document and (
                 "_id" not in result or strict_key(result["_id"]) != strict_key(document["_id"])):
             raise StoreError(66, "Performing an update on the path '_id' would modify the "
@@ -386,6 +385,16 @@ def distinct(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     return _reply(values=copy.deepcopy(ordered))
 
 
+def _check_read_concern(command: Mapping[str, Any], pipeline: Any) -> None:
+    level = (optional_document(command, "readConcern") or {}).get("level")
+    writes = isinstance(pipeline, list) and any(
+        isinstance(stage, Mapping) and ("$out" in stage or "$merge" in stage)
+        for stage in pipeline)
+    if level == "linearizable" and writes:
+        raise bad_value("{readConcern: {level: 'linearizable'}} cannot be used with $out or "
+                        "$merge")
+
+
 def aggregate(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     target = command["aggregate"]
     pipeline = command.get("pipeline")
@@ -397,6 +406,7 @@ def aggregate(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     else:
         name = collection_name(command, "aggregate", ctx.db_name)
         documents = _documents(ctx, name)
+    _check_read_concern(command, pipeline)
     cursor_options = optional_document(command, "cursor") or {}
     batch_size = optional_int(cursor_options, "batchSize")
     results = run_pipeline(documents, pipeline, PipelineContext(ctx.db_name, ctx.namespaces))

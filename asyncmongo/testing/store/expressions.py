@@ -403,7 +403,50 @@ def _merge_objects(argument: Any, scope: dict[str, Any]) -> Any:
     return result
 
 
+def _field_arguments(name: str, argument: Any, scope: dict[str, Any]) -> tuple[str, Any]:
+    if not isinstance(argument, Mapping) or "field" not in argument:
+        raise StoreError(4161102, f"{name} requires 'field' to be specified")
+    field = _eval(argument["field"], scope)
+    if not isinstance(field, str):
+        raise StoreError(4161106, f"{name} requires 'field' to evaluate to type String")
+    source = _eval(argument.get("input", "$$CURRENT"), scope)
+    return field, source
+
+
+def _get_field(argument: Any, scope: dict[str, Any]) -> Any:
+    if not isinstance(argument, Mapping):
+        argument = {"field": argument}
+    field, source = _field_arguments("$getField", argument, scope)
+    if _is_null(source):
+        return None
+    if not isinstance(source, Mapping):
+        return MISSING
+    return source.get(field, MISSING)
+
+
+def _set_field(argument: Any, scope: dict[str, Any]) -> Any:
+    field, source = _field_arguments("$setField", argument, scope)
+    if _is_null(source):
+        return None
+    if not isinstance(source, Mapping):
+        raise StoreError(4161105, "$setField requires 'input' to evaluate to type Object")
+    value = _eval(argument.get("value"), scope) if "value" in argument else MISSING
+    result = dict(source)
+    if value is MISSING:
+        result.pop(field, None)
+    else:
+        result[field] = value
+    return result
+
+
+def _unset_field(argument: Any, scope: dict[str, Any]) -> Any:
+    return _set_field({**argument, "value": "$$REMOVE"}, scope)
+
+
 _OPERATORS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
+    "$getField": _get_field,
+    "$setField": _set_field,
+    "$unsetField": _unset_field,
     "$add": _add,
     "$subtract": _subtract,
     "$multiply": _multiply,
