@@ -46,7 +46,9 @@ from asyncmongo.bson import CodecOptions, ObjectId
 from asyncmongo.bson.codec import decode, encode
 from asyncmongo.bson.errors import BSONError
 from asyncmongo.core.address import Address, format_address
+from asyncmongo.core.uri.client_options import ClientOptions
 from asyncmongo.core.wire.compression import (
+    SUPPORTED_COMPRESSORS,
     CompressionSettings,
     Compressor,
     encode_op_compressed,
@@ -134,28 +136,42 @@ class ConnectionSettings:
         )
 
     @classmethod
-    def from_client_options(cls, options: Any) -> ConnectionSettings:
-        """Settings from ``asyncmongo.core.uri``'s ClientOptions (read by attribute name)."""
+    def from_client_options(cls, options: ClientOptions) -> ConnectionSettings:
+        """Settings from the parsed connection string / client options (ms become seconds).
+
+        Unknown compressors were already warned about by the URI parser; they are dropped.
+        """
         return cls(
-            **{
-                name: getattr(options, name)
-                for name in _CLIENT_OPTION_NAMES
-                if hasattr(options, name)
-            }
+            connect_timeout=_seconds(options.connect_timeout_ms),
+            socket_timeout=_seconds(options.socket_timeout_ms),
+            tls=TlsSettings(
+                enabled=options.tls,
+                ca_file=options.tls_ca_file,
+                certificate_key_file=options.tls_certificate_key_file,
+                certificate_key_file_password=options.tls_certificate_key_file_password,
+                allow_invalid_certificates=options.tls_allow_invalid_certificates,
+                allow_invalid_hostnames=options.tls_allow_invalid_hostnames,
+                insecure=options.tls_insecure,
+            ),
+            compression=CompressionSettings(
+                tuple(c for c in options.compressors if c in SUPPORTED_COMPRESSORS),
+                options.zlib_compression_level,
+            ),
+            app_name=options.appname,
+            server_api=_server_api(options.server_api),
+            load_balanced=options.load_balanced,
         )
 
 
-_CLIENT_OPTION_NAMES = (
-    "connect_timeout",
-    "socket_timeout",
-    "tls",
-    "compression",
-    "app_name",
-    "driver_info",
-    "server_api",
-    "load_balanced",
-    "codec_options",
-)
+def _server_api(value: object) -> ServerApi | None:
+    if value is None or isinstance(value, ServerApi):
+        return value
+    raise ConfigurationError(f"server_api must be a ServerApi, not {type(value).__name__}")
+
+
+def _seconds(milliseconds: int | None) -> float | None:
+    """URI milliseconds to seconds; 0 and None both mean "no limit"."""
+    return milliseconds / 1000 if milliseconds else None
 
 
 class _WireProtocol(asyncio.Protocol):

@@ -404,11 +404,23 @@ async def test_reply_larger_than_max_message_size() -> None:
         assert conn.is_closed
 
 
-async def test_from_client_options_reads_known_names() -> None:
-    class Options:
-        app_name = "x"
-        connect_timeout = 1.5
-        unrelated = 3
+def test_from_client_options() -> None:
+    from asyncmongo.core.uri import parse
 
-    settings = ConnectionSettings.from_client_options(Options())
+    options = parse(
+        "mongodb://h/?appname=x&connectTimeoutMS=1500&socketTimeoutMS=0&tls=true"
+        "&tlsAllowInvalidHostnames=true&compressors=zstd,zlib&zlibCompressionLevel=3"
+    )
+    settings = ConnectionSettings.from_client_options(options)
     assert settings.app_name == "x" and settings.connect_timeout == 1.5
+    assert settings.socket_timeout is None
+    assert settings.tls.enabled and settings.tls.allow_invalid_hostnames
+    assert settings.tls.verify_certificates and not settings.tls.check_hostname
+    assert settings.compression == CompressionSettings(("zstd", "zlib"), 3)
+    api = ServerApi("1")
+    assert (
+        ConnectionSettings.from_client_options(parse("mongodb://h", server_api=api)).server_api
+        == api
+    )
+    with pytest.raises(ConfigurationError):
+        ConnectionSettings.from_client_options(parse("mongodb://h", server_api={"version": "1"}))
