@@ -131,12 +131,8 @@ class Member:
         exhaust = bool(request.flags & _EXHAUST_ALLOWED)
         response_to = request.request_id
         while True:
-            if self._is_current(tv):
-                changed = self._changed
-                try:
-                    await asyncio.wait_for(changed.wait(), max_await / 1000)
-                except TimeoutError:
-                    pass
+            if self._is_current(tv) and not await self._wait_for_change(peer, max_await):
+                return  # the client hung up (a real server notices on its next write)
             reply = self.hello(legacy)
             flags = _MORE_TO_COME if exhaust else 0
             response_to = await peer.reply(request, reply, flags=flags, response_to=response_to)
@@ -145,6 +141,21 @@ class Member:
             else:
                 return
             tv = reply["topologyVersion"]
+
+    async def _wait_for_change(self, peer: Peer, max_await_ms: float) -> bool:
+        """Wait for a change or the time; False if the client closed the connection."""
+        changed = asyncio.ensure_future(self._changed.wait())
+        hangup = asyncio.ensure_future(peer.reader.read(1))
+        try:
+            await asyncio.wait(
+                [changed, hangup], timeout=max_await_ms / 1000, return_when=asyncio.FIRST_COMPLETED
+            )
+            hung_up = hangup.done()
+        finally:
+            changed.cancel()
+            hangup.cancel()
+            await asyncio.gather(changed, hangup, return_exceptions=True)
+        return not hung_up
 
 
 class Deployment:
