@@ -1,19 +1,19 @@
 """The six BSON micro-benchmarks of specs/benchmarking, side by side with PyMongo.
 
 Flat, deep and full BSON, each encoded and decoded (datasets from
-/work/shared/benchmark-data/extended_bson.tgz, read straight from the tarball). Three
-implementations run in the same invocation, each in its own fresh subprocess so none warms
-or slows another:
+/work/shared/benchmark-data/extended_bson.tgz, read straight from the tarball), for:
 
 - asyncmongo (pure Python, this package),
-- PyMongo's bson with its C extension,
 - PyMongo's bson in pure-Python mode (``sys.modules["bson._cbson"] = None`` before the
-  import; the worker checks ``bson.has_c()`` is False).
+  import; the worker checks ``bson.has_c()`` is False),
+- PyMongo's bson with its C extension (for reference).
 
-A task repeats one operation ``--ops`` times per iteration; the score is the spec's dataset
-size (source file size x ops) over the median iteration time, in MB/s (10**6 bytes). The spec
-asks for 10,000 ops and up to 100 iterations; defaults here are smaller so the whole run
-takes well under two minutes, which is enough for stable ratios:
+asyncmongo and pure-Python PyMongo run in the same subprocess with their iterations
+interleaved, so both see the same machine load (the machine may be shared); the C extension
+runs in a second subprocess. A task repeats one operation ``--ops`` times per iteration; the
+score is the spec's dataset size (source file size x ops) over the median iteration time, in
+MB/s (10**6 bytes). The spec asks for 10,000 ops and up to 100 iterations; the defaults here
+are smaller so the whole run takes well under two minutes, which is enough for stable ratios:
 
     python benchmarks/bson_bench.py [--ops N] [--iterations K] [--tgz PATH]
 """
@@ -69,27 +69,29 @@ def _codec(impl: str) -> tuple[Callable[[str], Any], Callable[[Any], bytes], Cal
     return (lambda text: json_util.loads(text, json_options=options)), bson.encode, bson.decode
 
 
-def _median_seconds(task: Callable[[], None], iterations: int) -> float:
-    task()  # warm-up, discarded
-    times = []
-    for _ in range(iterations):
-        start = time.perf_counter()
+def _median_seconds(tasks: list[Callable[[], None]], iterations: int) -> list[float]:
+    """Median time of each task, their iterations interleaved (after one discarded warm-up)."""
+    for task in tasks:
         task()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    times: list[list[float]] = [[] for _ in tasks]
+    for _ in range(iterations):
+        for task, samples in zip(tasks, times, strict=True):
+            start = time.perf_counter()
+            task()
+            samples.append(time.perf_counter() - start)
+    return [statistics.median(samples) for samples in times]
 
 
-def run_worker(impl: str, tgz: Path, ops: int, iterations: int) -> dict[str, Any]:
-    """Time the six tasks for one implementation (called in a subprocess)."""
+def _tasks(impl: str, texts: dict[str, str], ops: int) -> dict[str, Callable[[], None]]:
+    """The six tasks of one implementation, ready to run."""
     load, encode, decode = _codec(impl)
-    results: dict[str, Any] = {}
-    for name, text in read_datasets(tgz).items():
+    tasks: dict[str, Callable[[], None]] = {}
+    ops_range = range(ops)
+    for name, text in texts.items():
         document = load(text)
         data = encode(document)
-        if decode(data) != document and impl != "asyncmongo":
+        if decode(data) != document:
             raise SystemExit(f"{impl}: {name} does not round trip")
-        size = len(text.encode())
-        ops_range = range(ops)
 
         def encode_task(doc: Any = document) -> None:
             for _ in ops_range:
@@ -99,14 +101,27 @@ def run_worker(impl: str, tgz: Path, ops: int, iterations: int) -> dict[str, Any
             for _ in ops_range:
                 decode(raw)
 
-        for kind, task in (("encode", encode_task), ("decode", decode_task)):
-            seconds = _median_seconds(task, iterations)
-            results[f"{name} {kind}"] = {"mb_per_s": size * ops / seconds / 1e6, "bson": len(data)}
+        tasks[f"{name} encode"] = encode_task
+        tasks[f"{name} decode"] = decode_task
+    return tasks
+
+
+def run_worker(impls: list[str], tgz: Path, ops: int, iterations: int) -> dict[str, Any]:
+    """Time the six tasks for the given implementations, interleaved (in a subprocess)."""
+    texts = read_datasets(tgz)
+    all_tasks = {impl: _tasks(impl, texts, ops) for impl in impls}
+    results: dict[str, Any] = {impl: {} for impl in impls}
+    for task_name in all_tasks[impls[0]]:
+        name = task_name.split()[0]
+        size = len(texts[name].encode())
+        seconds = _median_seconds([all_tasks[i][task_name] for i in impls], iterations)
+        for impl, median in zip(impls, seconds, strict=True):
+            results[impl][task_name] = size * ops / median / 1e6
     return results
 
 
-def run_in_subprocess(impl: str, tgz: Path, ops: int, iterations: int) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--worker", impl, "--tgz", str(tgz)]
+def run_in_subprocess(impls: list[str], tgz: Path, ops: int, iterations: int) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--worker", ",".join(impls), "--tgz", str(tgz)]
     cmd += ["--ops", str(ops), "--iterations", str(iterations)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     result: dict[str, Any] = json.loads(out)
@@ -119,7 +134,7 @@ def print_table(results: dict[str, dict[str, Any]]) -> None:
     print(head + f"{'vs py':>9}{'vs C':>8}   (MB/s, higher is better)")
     ratios = []
     for task in tasks:
-        ours, c_ext, pure = (results[i][task]["mb_per_s"] for i in IMPLEMENTATIONS)
+        ours, c_ext, pure = (results[i][task] for i in IMPLEMENTATIONS)
         ratios.append(ours / pure)
         print(
             f"{task:<14}{ours:>12.1f}{c_ext:>12.1f}{pure:>12.1f}"
@@ -130,19 +145,20 @@ def print_table(results: dict[str, dict[str, Any]]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--ops", type=int, default=1000, help="operations per iteration")
-    parser.add_argument("--iterations", type=int, default=7, help="timed iterations per task")
+    parser.add_argument("--iterations", type=int, default=15, help="timed iterations per task")
     parser.add_argument("--tgz", type=Path, default=DEFAULT_TGZ)
-    parser.add_argument("--worker", choices=IMPLEMENTATIONS, help=argparse.SUPPRESS)
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(run_worker(args.worker, args.tgz, args.ops, args.iterations)))
+        impls = args.worker.split(",")
+        print(json.dumps(run_worker(impls, args.tgz, args.ops, args.iterations)))
         return
     print(f"BSON micro-benchmarks: {args.ops} ops x {args.iterations} iterations (median)")
     print(f"python {sys.version.split()[0]}, data {args.tgz}")
-    results = {impl: run_in_subprocess(impl, args.tgz, args.ops, args.iterations)
-               for impl in IMPLEMENTATIONS}
+    results = run_in_subprocess(["asyncmongo", "pymongo-pure"], args.tgz, args.ops, args.iterations)
+    results.update(run_in_subprocess(["pymongo-c"], args.tgz, args.ops, args.iterations))
     print_table(results)
 
 

@@ -359,8 +359,9 @@ def _decode_document(
             ms = _UNPACK_I64(data, pos)[0]
             pos += 8
             if opts.datetime_conversion is _DATETIME and not opts.tz_aware:
+                seconds, millis = divmod(ms, 1000)
                 try:
-                    doc[key] = _EPOCH_NAIVE + timedelta(milliseconds=ms)
+                    doc[key] = _EPOCH_NAIVE + timedelta(0, seconds, millis * 1000)
                     continue
                 except OverflowError:
                     pass
@@ -437,8 +438,9 @@ def _decode_array(data: bytes, pos: int, end: int, opts: CodecOptions, depth: in
             ms = _UNPACK_I64(data, pos)[0]
             pos += 8
             if opts.datetime_conversion is _DATETIME and not opts.tz_aware:
+                seconds, millis = divmod(ms, 1000)
                 try:
-                    append(_EPOCH_NAIVE + timedelta(milliseconds=ms))
+                    append(_EPOCH_NAIVE + timedelta(0, seconds, millis * 1000))
                     continue
                 except OverflowError:
                     pass

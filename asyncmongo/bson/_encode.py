@@ -166,7 +166,10 @@ def encode_document(
             encode_document(buf, value.items(), opts, depth + 1)
         elif t is list:
             buf += _ARRAY_KEYS.get(key) or _typed_key(_ARRAY_KEYS, b"\x04", key)
-            encode_document(buf, _array_items(value), opts, depth + 1)
+            if len(value) <= _INDEX_COUNT:
+                encode_document(buf, zip(_INDEX_KEYS, value, strict=False), opts, depth + 1)
+            else:
+                encode_document(buf, _array_items(value), opts, depth + 1)
         elif value is None:
             buf += _NULL_KEYS.get(key) or _typed_key(_NULL_KEYS, b"\x0a", key)
         elif t is ObjectId:
@@ -178,6 +181,11 @@ def encode_document(
             buf += _PACK_I64(
                 (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
             )
+        elif t is bytes:
+            buf += _BINARY_KEYS.get(key) or _typed_key(_BINARY_KEYS, b"\x05", key)
+            buf += pack_i32(len(value))
+            buf += b"\x00"
+            buf += value
         else:
             encoder = _ENCODERS.get(t) or _fallback_encoder(key, value)
             encoder(buf, key, value, opts, depth)
@@ -283,15 +291,21 @@ def _enc_uuid(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: i
 
 
 def _enc_code(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
-    if value.scope is None:
-        buf += _prefix(_CODE_KEYS, b"\x0d", key)
-        buf += _string_body(value)
+    raw = value.encode()
+    scope = value.scope
+    if scope is None:
+        buf += _CODE_KEYS.get(key) or _typed_key(_CODE_KEYS, b"\x0d", key)
+        buf += _PACK_I32(len(raw) + 1)
+        buf += raw
+        buf += b"\x00"
         return
     buf += _CODE_W_SCOPE_KEYS.get(key) or _typed_key(_CODE_W_SCOPE_KEYS, b"\x0f", key)
     start = len(buf)
     buf += b"\x00\x00\x00\x00"
-    buf += _string_body(value)
-    encode_document(buf, value.scope.items(), opts, depth + 1)
+    buf += _PACK_I32(len(raw) + 1)
+    buf += raw
+    buf += b"\x00"
+    encode_document(buf, scope.items(), opts, depth + 1)
     _PACK_INTO_I32(buf, start, len(buf) - start)
 
 
