@@ -399,7 +399,7 @@ class Connection:
                 raise
             if unacknowledged:
                 return {}
-            return await self._read(deadline, codec_options, check, exhaust=False)
+            return await self._read(deadline, codec_options, check, exhaust=exhaust_allowed)
         finally:
             self._busy = False
 
@@ -470,7 +470,8 @@ class Connection:
             message = await self._guard(self._protocol.wait_reply(), deadline, "read")
         except asyncio.CancelledError:
             if exhaust or self._streaming:
-                self.close()  # OP_MSG: consume every moreToCome reply or close
+                # OP_MSG: consume every moreToCome reply or close; a stream may never end
+                self.close()
             else:
                 self._protocol._draining = True
             raise

@@ -81,6 +81,14 @@ async def test_cancelled_exhaust_read_closes() -> None:
         assert conn.is_closed
 
 
+async def test_cancelled_exhaust_allowed_request_closes() -> None:
+    # the server may answer with an endless moreToCome stream: draining is no option
+    async with ScriptedServer(slow_handler) as server:
+        conn = await connect(server.address, SETTINGS, id=1)
+        await cancel_soon(conn.command("db", {"slow": 0.1}, exhaust_allowed=True))
+        assert conn.is_closed
+
+
 async def test_cancelled_while_write_paused() -> None:
     async with ScriptedServer(slow_handler) as server:
         conn = await connect(server.address, SETTINGS, id=1)
