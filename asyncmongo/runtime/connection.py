@@ -378,6 +378,9 @@ class Connection:
         reading; ``exhaust_allowed`` lets the server stream (see :meth:`read_more_to_come`).
         """
         self._check_usable()
+        if deadline is not None and asyncio.get_running_loop().time() >= deadline:
+            # CSOT: expired before anything was sent, so the connection stays usable
+            raise NetworkTimeout(f"{format_address(self.address)}: timed out before sending")
         self._busy = True
         try:
             if self._protocol._draining:

@@ -319,6 +319,17 @@ async def test_operation_deadline() -> None:
         assert conn.is_closed
 
 
+async def test_expired_deadline_sends_nothing() -> None:
+    async with ScriptedServer() as server:
+        conn = await open_conn(server)
+        deadline = asyncio.get_running_loop().time() - 1
+        with pytest.raises(NetworkTimeout):
+            await conn.command("db", {"ping": 1}, deadline=deadline)
+        assert not conn.is_closed and len(server.requests) == 1
+        assert await conn.command("db", {"ping": 1}) == {"ok": 1.0}
+        conn.close()
+
+
 async def test_handshake_timeout() -> None:
     async def silent(request: Request, peer: Peer) -> None:
         await asyncio.sleep(10)
