@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
+from asyncmongo.client_api import ClientApi, split_api_options
 from asyncmongo.core.address import Address
 from asyncmongo.core.auth.scram import ScramCache
 from asyncmongo.core.cmap.options import PoolOptions
@@ -48,8 +49,8 @@ from asyncmongo.runtime.topology import Topology
 __all__ = ["AsyncMongoClient"]
 
 
-class AsyncMongoClient:
-    """An asyncio MongoDB client."""
+class AsyncMongoClient(ClientApi):
+    """An asyncio MongoDB client (the public database/command API: ``ClientApi``)."""
 
     def __init__(
         self,
@@ -62,8 +63,9 @@ class AsyncMongoClient:
         uri = host_or_uri
         if "://" not in uri:
             uri = f"mongodb://{uri}" + (f":{port}" if port is not None else "")
+        api_options, options = split_api_options(options)
         self._options: ClientOptions = parse(uri, **options)
-        self._listeners = Listeners(event_listeners)
+        self._listeners = Listeners(self._init_api(api_options, event_listeners))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: TaskSet | None = None
         self._topology: Topology | None = None

@@ -1,0 +1,337 @@
+"""The public API half of AsyncMongoClient: databases, commands, events, codec options.
+
+:class:`ClientApi` is mixed into ``asyncmongo.client.AsyncMongoClient``, whose own module
+keeps the connect/close/topology lifecycle; this one holds what users call on the client
+(``client[name]``, ``get_database``, ``list_databases``, ``drop_database``, ``events()``) and
+the path every API operation takes: ``_run_operation(op)`` connects if needed, applies the
+client's ``timeoutMS`` deadline and hands the operation to the
+:class:`~asyncmongo.runtime.operation_executor.OperationExecutor`.
+
+Listeners (``event_listeners=``) may be plain callables or coroutine functions; a coroutine
+listener runs as a task owned by the client (closed with it). ``client.events()`` is an async
+iterator over every event (command events always; SDAM and CMAP events when the client was
+created with ``event_listeners`` or ``observe_events=True``, because pools and monitors decide
+at creation whether to build events at all, which keeps the unobserved hot path free).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.core.concern import ReadConcern, WriteConcern
+from asyncmongo.core.operations import management
+from asyncmongo.core.operations.base import Operation
+from asyncmongo.core.operations.cursors import CursorPage
+from asyncmongo.core.selection import PRIMARY, ReadPreference
+from asyncmongo.cursor import AsyncCommandCursor
+from asyncmongo.database import AsyncDatabase
+from asyncmongo.errors import ConfigurationError, InvalidArgument, InvalidOperation
+from asyncmongo.runtime.operation_executor import OperationExecutor, next_operation_id
+
+if TYPE_CHECKING:
+    from asyncmongo.core.uri import ClientOptions
+    from asyncmongo.runtime.tasks import TaskSet
+    from asyncmongo.runtime.topology import Topology
+
+__all__ = ["ClientApi", "split_api_options"]
+
+T = TypeVar("T")
+EventListener = Callable[[Any], Any]
+
+_CODEC_KEYWORDS = {
+    "document_class": "document_class",
+    "tz_aware": "tz_aware",
+    "tzinfo": "tzinfo",
+    "uuidrepresentation": "uuid_representation",
+    "uuid_representation": "uuid_representation",
+    "unicode_decode_error_handler": "unicode_decode_error_handler",
+    "datetime_conversion": "datetime_conversion",
+}
+#: Events kept for an ``events()`` consumer that falls behind (the oldest are dropped).
+EVENT_BACKLOG = 10_000
+
+
+def split_api_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the API's own keywords: codec options and ``observe_events``, the rest for the URI
+    parser). The connection string itself cannot set codec options, as in PyMongo except
+    uuidRepresentation, which is also accepted as a keyword here."""
+    api: dict[str, Any] = {}
+    rest: dict[str, Any] = {}
+    for key, value in options.items():
+        if key.lower() in _CODEC_KEYWORDS or key == "observe_events":
+            api[key] = value
+        else:
+            rest[key] = value
+    return api, rest
+
+
+def _codec_options(api: Mapping[str, Any]) -> CodecOptions:
+    kwargs = {
+        _CODEC_KEYWORDS[key.lower()]: value for key, value in api.items() if key != "observe_events"
+    }
+    uuid = kwargs.get("uuid_representation")
+    if isinstance(uuid, str):
+        from asyncmongo.bson.types import UuidRepresentation
+
+        try:
+            kwargs["uuid_representation"] = UuidRepresentation[uuid.upper()]
+        except KeyError:
+            raise ConfigurationError(f"unknown uuidRepresentation {uuid!r}") from None
+    try:
+        return CodecOptions(**kwargs)
+    except TypeError as exc:
+        raise ConfigurationError(f"invalid codec option: {exc}") from None
+
+
+class ClientApi:
+    """Mixed into AsyncMongoClient (see the module docstring)."""
+
+    if TYPE_CHECKING:
+        _options: ClientOptions
+        _tasks: TaskSet | None
+
+        async def aconnect(self) -> None: ...
+
+        @property
+        def _topology_runtime(self) -> Topology: ...
+
+    # -- construction (called from AsyncMongoClient.__init__) -------------------------------
+
+    def _init_api(
+        self, api_options: Mapping[str, Any], listeners: Iterable[EventListener]
+    ) -> list[EventListener]:
+        """Set up codec options, concerns and event plumbing; the listeners to register."""
+        self._codec_options = _codec_options(api_options)
+        self._user_listeners = [self._wrap_listener(listener) for listener in listeners]
+        self._event_queues: set[_EventQueue] = set()
+        self._operation_executor: OperationExecutor | None = None
+        observe = bool(api_options.get("observe_events")) or bool(self._user_listeners)
+        return [*self._user_listeners, self._fan_out] if observe else []
+
+    def _wrap_listener(self, listener: EventListener) -> EventListener:
+        if not callable(listener):
+            raise ConfigurationError(f"an event listener must be callable, not {listener!r}")
+        if not inspect.iscoroutinefunction(listener):
+            return listener
+
+        def spawn(event: Any) -> None:
+            tasks = self._tasks
+            if tasks is not None:
+                tasks.spawn(listener(event), "asyncmongo-event-listener")
+
+        return spawn
+
+    def _fan_out(self, event: Any) -> None:
+        for queue in self._event_queues:
+            queue.put(event)
+
+    # -- settings ---------------------------------------------------------------------------
+
+    @property
+    def codec_options(self) -> CodecOptions:
+        return self._codec_options
+
+    @property
+    def read_preference(self) -> ReadPreference:
+        o = self._options
+        stale = o.max_staleness_seconds
+        return ReadPreference.from_options(
+            o.read_preference, o.read_preference_tags, stale if stale is not None else -1
+        )
+
+    @property
+    def read_concern(self) -> ReadConcern:
+        return self._options.read_concern
+
+    @property
+    def write_concern(self) -> WriteConcern:
+        return self._options.write_concern
+
+    # -- databases --------------------------------------------------------------------------
+
+    def __getitem__(self, name: str) -> AsyncDatabase:
+        return AsyncDatabase(self, name)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> AsyncDatabase:
+        if name.startswith("_"):
+            raise AttributeError(
+                f"AsyncMongoClient has no attribute {name!r}; use client[{name!r}] for a database"
+            )
+        return self[name]
+
+    def get_database(
+        self,
+        name: str | None = None,
+        codec_options: CodecOptions | None = None,
+        read_preference: ReadPreference | None = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+    ) -> AsyncDatabase:
+        """A database; without a name, the connection string's default database."""
+        if name is None:
+            name = self._options.database
+            if name is None:
+                raise ConfigurationError("no database name given and none in the URI")
+        return AsyncDatabase(
+            self,  # type: ignore[arg-type]
+            name,
+            codec_options,
+            read_preference,
+            write_concern,
+            read_concern,
+        )
+
+    def get_default_database(self, default: str | None = None, **kwargs: Any) -> AsyncDatabase:
+        """The connection string's database, else ``default``."""
+        name = self._options.database or default
+        if name is None:
+            raise ConfigurationError("no default database name defined or provided")
+        return self.get_database(name, **kwargs)
+
+    async def list_databases(
+        self, session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> AsyncCommandCursor:
+        """A cursor of ``{name, sizeOnDisk, empty}`` documents (listDatabases)."""
+        if session is not None:
+            raise InvalidOperation("sessions are not supported yet by asyncmongo")
+        filter = kwargs.pop("filter", None)
+        name_only = kwargs.pop("nameOnly", kwargs.pop("name_only", None))
+        authorized = kwargs.pop("authorizedDatabases", kwargs.pop("authorized_databases", None))
+        if kwargs:
+            raise InvalidArgument(f"list_databases() got unexpected arguments {sorted(kwargs)}")
+        op = management.list_databases(
+            filter=filter,
+            name_only=name_only,
+            authorized_databases=authorized,
+            comment=comment,
+            read_preference=PRIMARY,
+            codec_options=self._codec_options,
+        )
+        databases = await self._run_operation(op)
+        from asyncmongo.core.operations.common import Namespace
+
+        page = CursorPage(0, Namespace("admin", "$cmd.listDatabases"), databases)
+        return AsyncCommandCursor(self, page, self._codec_options)
+
+    async def list_database_names(self, session: Any = None, comment: Any = None) -> list[str]:
+        cursor = await self.list_databases(session, comment, nameOnly=True)
+        return [info["name"] for info in await cursor.to_list()]
+
+    async def drop_database(
+        self, name_or_database: Any, session: Any = None, comment: Any = None
+    ) -> None:
+        """Drop a database (by name or AsyncDatabase)."""
+        if session is not None:
+            raise InvalidOperation("sessions are not supported yet by asyncmongo")
+        name = getattr(name_or_database, "name", name_or_database)
+        if not isinstance(name, str):
+            raise InvalidArgument("name_or_database must be a str or an AsyncDatabase")
+        op = management.drop_database(
+            name,
+            comment=comment,
+            write_concern=self.write_concern,
+            codec_options=self._codec_options,
+        )
+        await self._run_operation(op)
+
+    # -- events -----------------------------------------------------------------------------
+
+    async def events(self, backlog: int = EVENT_BACKLOG) -> AsyncIterator[Any]:
+        """Every event from now on, as an async iterator (leave the loop to unsubscribe).
+
+        A consumer slower than the driver loses the oldest events beyond ``backlog``
+        (counted in the iterator's ``dropped``) rather than growing memory without bound.
+        """
+        queue = _EventQueue(backlog)
+        self._event_queues.add(queue)
+        self._update_publisher()
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            self._event_queues.discard(queue)
+            self._update_publisher()
+
+    # -- running operations -----------------------------------------------------------------
+
+    def _executor_for_api(self) -> OperationExecutor:
+        executor = self._operation_executor
+        if executor is None:
+            executor = OperationExecutor(self._topology_runtime)
+            self._operation_executor = executor
+            self._update_publisher()
+        return executor
+
+    def _update_publisher(self) -> None:
+        executor = self._operation_executor
+        if executor is not None:
+            observed = bool(self._user_listeners) or bool(self._event_queues)
+            executor.set_publisher(self._publish_command if observed else None)
+
+    def _publish_command(self, event: Any) -> None:
+        from asyncmongo.monitoring import LOGGER
+
+        for listener in self._user_listeners:
+            try:
+                listener(event)
+            except Exception:
+                LOGGER.exception("event listener %r failed on %r", listener, event)
+        self._fan_out(event)
+
+    def _deadline(self) -> float | None:
+        timeout_ms = self._options.timeout_ms
+        if not timeout_ms:
+            return None
+        return asyncio.get_running_loop().time() + timeout_ms / 1000
+
+    @staticmethod
+    def _next_operation_id() -> int:
+        return next_operation_id()
+
+    async def _run_operation(self, op: Operation[T], operation_id: int | None = None) -> T:
+        """Run one operation (connecting first if needed) within the client's timeoutMS."""
+        await self.aconnect()
+        executor = self._operation_executor or self._executor_for_api()
+        return await executor.run(op, deadline=self._deadline(), operation_id=operation_id)
+
+    async def _run_cursor_operation(self, op: Operation[CursorPage]) -> CursorPage:
+        """Run a cursor-opening operation; the page remembers the server that owns it."""
+        import dataclasses
+
+        await self.aconnect()
+        executor = self._operation_executor or self._executor_for_api()
+        page, address = await executor.run_with_address(op, deadline=self._deadline())
+        return dataclasses.replace(page, address=address)
+
+
+class _EventQueue:
+    """One ``events()`` subscriber: a bounded deque and a waiter future."""
+
+    __slots__ = ("_events", "_waiter", "dropped")
+
+    def __init__(self, backlog: int) -> None:
+        self._events: deque[Any] = deque(maxlen=backlog)
+        self._waiter: asyncio.Future[None] | None = None
+        self.dropped = 0
+
+    def put(self, event: Any) -> None:
+        if len(self._events) == self._events.maxlen:
+            self.dropped += 1
+        self._events.append(event)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def get(self) -> Any:
+        while not self._events:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._events.popleft()

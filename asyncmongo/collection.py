@@ -1,0 +1,835 @@
+"""AsyncCollection: CRUD, bulk writes, indexes and management of one collection.
+
+Methods are thin (STYLE 10): build an operation from ``asyncmongo.core.operations``, run it
+through the client, shape the result. Names and signatures are PyMongo's
+``AsyncCollection``'s. Where we differ:
+
+- ``session=`` is accepted for signature compatibility but sessions are not implemented yet:
+  passing one raises InvalidOperation rather than silently running outside it.
+- bad arguments raise :class:`~asyncmongo.errors.InvalidArgument` (also a ValueError and a
+  TypeError, so PyMongo-style ``except`` clauses still catch it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.core.concern import ReadConcern, WriteConcern
+from asyncmongo.core.operations import aggregate as aggregate_ops
+from asyncmongo.core.operations import count as count_ops
+from asyncmongo.core.operations import indexes as index_ops
+from asyncmongo.core.operations import management
+from asyncmongo.core.operations.bulk import BulkResult, plan_runs
+from asyncmongo.core.operations.common import (
+    Namespace,
+    check_collection_name,
+    check_document,
+    index_keys,
+    index_name,
+)
+from asyncmongo.core.operations.cursors import CursorPage
+from asyncmongo.core.operations.distinct import distinct as distinct_op
+from asyncmongo.core.operations.find_and_modify import ReturnDocument, find_and_modify
+from asyncmongo.core.operations.replies import check_write_reply
+from asyncmongo.core.operations.statements import (
+    WriteStatement,
+    delete_statement,
+    insert_statement,
+    update_statement,
+)
+from asyncmongo.core.operations.write import WriteCommand, WriteOptions
+from asyncmongo.core.selection import ReadPreference
+from asyncmongo.cursor import AsyncCommandCursor, AsyncCursor, find_options
+from asyncmongo.errors import InvalidArgument, InvalidOperation
+from asyncmongo.operations import IndexModel, WriteModel
+from asyncmongo.results import (
+    BulkWriteResult,
+    DeleteResult,
+    InsertManyResult,
+    InsertOneResult,
+    UpdateResult,
+)
+
+if TYPE_CHECKING:
+    from asyncmongo.database import AsyncDatabase
+
+__all__ = ["AsyncCollection", "ReturnDocument"]
+
+#: PyMongo passes some options under the server's camelCase names in ``**kwargs``.
+_ALIASES = {
+    "maxTimeMS": "max_time_ms",
+    "batchSize": "batch_size",
+    "allowDiskUse": "allow_disk_use",
+    "bypassDocumentValidation": "bypass_document_validation",
+    "arrayFilters": "array_filters",
+    "maxAwaitTimeMS": "max_await_time_ms",
+    "commitQuorum": "commit_quorum",
+}
+
+
+def _snake(kwargs: Mapping[str, Any], allowed: frozenset[str], what: str) -> dict[str, Any]:
+    """Normalise camelCase aliases and refuse unknown keywords (a typo must not be ignored)."""
+    result: dict[str, Any] = {}
+    for key, value in kwargs.items():
+        name = _ALIASES.get(key, key)
+        if name not in allowed:
+            raise InvalidArgument(f"{what}() got an unexpected keyword argument {key!r}")
+        result[name] = value
+    return result
+
+
+def _no_session(session: Any) -> None:
+    if session is not None:
+        raise InvalidOperation("sessions are not supported yet by asyncmongo")
+
+
+class AsyncCollection:
+    """One collection; ``db["name"]`` or ``db.get_collection("name", ...)``."""
+
+    __slots__ = (
+        "_codec_options",
+        "_database",
+        "_name",
+        "_namespace",
+        "_read_concern",
+        "_read_preference",
+        "_write_concern",
+    )
+
+    def __init__(
+        self,
+        database: AsyncDatabase,
+        name: str,
+        codec_options: CodecOptions | None = None,
+        read_preference: ReadPreference | None = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+    ) -> None:
+        self._database = database
+        self._name = check_collection_name(name)
+        self._namespace = Namespace(database.name, name)
+        self._codec_options = codec_options or database.codec_options
+        self._read_preference = read_preference or database.read_preference
+        self._write_concern = write_concern or database.write_concern
+        self._read_concern = read_concern or database.read_concern
+
+    # -- identity and settings ---------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return f"AsyncCollection({self._database!r}, {self._name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AsyncCollection):
+            return self._database == other._database and self._name == other._name
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self._database, self._name))
+
+    def __getattr__(self, name: str) -> AsyncCollection:
+        if name.startswith("_"):
+            raise AttributeError(
+                f"AsyncCollection has no attribute {name!r}; use coll[{name!r}] for a "
+                "sub-collection"
+            )
+        return self[name]
+
+    def __getitem__(self, name: str) -> AsyncCollection:
+        return AsyncCollection(
+            self._database,
+            f"{self._name}.{name}",
+            self._codec_options,
+            self._read_preference,
+            self._write_concern,
+            self._read_concern,
+        )
+
+    def __bool__(self) -> bool:
+        raise NotImplementedError(
+            "AsyncCollection objects do not implement truth value testing; compare with None"
+        )
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def full_name(self) -> str:
+        return self._namespace.full_name
+
+    @property
+    def database(self) -> AsyncDatabase:
+        return self._database
+
+    @property
+    def codec_options(self) -> CodecOptions:
+        return self._codec_options
+
+    @property
+    def read_preference(self) -> ReadPreference:
+        return self._read_preference
+
+    @property
+    def write_concern(self) -> WriteConcern:
+        return self._write_concern
+
+    @property
+    def read_concern(self) -> ReadConcern:
+        return self._read_concern
+
+    def with_options(
+        self,
+        codec_options: CodecOptions | None = None,
+        read_preference: ReadPreference | None = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+    ) -> AsyncCollection:
+        """A copy of this collection with some settings replaced (the rest inherited)."""
+        return AsyncCollection(
+            self._database,
+            self._name,
+            codec_options or self._codec_options,
+            read_preference or self._read_preference,
+            write_concern or self._write_concern,
+            read_concern or self._read_concern,
+        )
+
+    @property
+    def _client(self) -> Any:
+        return self._database.client
+
+    # -- writes -----------------------------------------------------------------------------
+
+    async def _write(
+        self, statements: Sequence[WriteStatement], options: WriteOptions
+    ) -> list[Mapping[str, Any]]:
+        """Send statements of one kind in as many batches as needed; the replies."""
+        client = self._client
+        command: WriteCommand | None = WriteCommand(
+            self._namespace,
+            statements[0].kind,
+            statements,
+            self._write_concern,
+            self._codec_options,
+            options,
+        )
+        operation_id = client._next_operation_id()
+        replies: list[Mapping[str, Any]] = []
+        while command is not None:
+            batch = await client._run_operation(command, operation_id)
+            replies.append(batch.reply)
+            command = command.rest(batch.count)
+        return replies
+
+    async def insert_one(
+        self,
+        document: Any,
+        bypass_document_validation: bool | None = None,
+        session: Any = None,
+        comment: Any = None,
+    ) -> InsertOneResult:
+        """Insert one document (an ``_id`` is added to it when missing)."""
+        _no_session(session)
+        statement = insert_statement(document)
+        options = WriteOptions(True, bypass_document_validation, comment)
+        (reply,) = await self._write([statement], options)
+        if self._write_concern.acknowledged:
+            check_write_reply(reply)
+        return InsertOneResult(document.get("_id"), self._write_concern.acknowledged)
+
+    async def insert_many(
+        self,
+        documents: Any,
+        ordered: bool = True,
+        bypass_document_validation: bool | None = None,
+        session: Any = None,
+        comment: Any = None,
+    ) -> InsertManyResult:
+        """Insert documents in order (``ordered=False``: all are attempted).
+
+        Failures raise BulkWriteError with each error's index in ``documents``.
+        """
+        _no_session(session)
+        if isinstance(documents, Mapping) or not isinstance(documents, Sequence | list):
+            documents = list(documents) if not isinstance(documents, Mapping) else documents
+        if isinstance(documents, Mapping) or not documents:
+            raise InvalidArgument("documents must be a non-empty list of documents")
+        statements = [insert_statement(document) for document in documents]
+        await self._bulk(statements, ordered, bypass_document_validation, comment, None)
+        return InsertManyResult(
+            [document["_id"] for document in documents], self._write_concern.acknowledged
+        )
+
+    async def _update(
+        self,
+        statement: WriteStatement,
+        bypass_document_validation: bool | None,
+        comment: Any,
+        let: Mapping[str, Any] | None,
+        session: Any,
+    ) -> UpdateResult:
+        _no_session(session)
+        options = WriteOptions(True, bypass_document_validation, comment, let)
+        (reply,) = await self._write([statement], options)
+        acknowledged = self._write_concern.acknowledged
+        if not acknowledged:
+            return UpdateResult(None, False)
+        check_write_reply(reply)
+        return UpdateResult(reply, True)
+
+    async def replace_one(
+        self,
+        filter: Mapping[str, Any],
+        replacement: Mapping[str, Any],
+        upsert: bool = False,
+        bypass_document_validation: bool | None = None,
+        collation: Mapping[str, Any] | None = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        sort: Any = None,
+        comment: Any = None,
+    ) -> UpdateResult:
+        statement = update_statement(
+            filter,
+            replacement,
+            multi=False,
+            replace=True,
+            upsert=upsert or None,
+            collation=collation,
+            hint=hint,
+            sort=sort,
+        )
+        return await self._update(statement, bypass_document_validation, comment, let, session)
+
+    async def update_one(
+        self,
+        filter: Mapping[str, Any],
+        update: Any,
+        upsert: bool = False,
+        bypass_document_validation: bool | None = None,
+        collation: Mapping[str, Any] | None = None,
+        array_filters: list[Mapping[str, Any]] | None = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        sort: Any = None,
+        comment: Any = None,
+    ) -> UpdateResult:
+        statement = update_statement(
+            filter,
+            update,
+            multi=False,
+            upsert=upsert or None,
+            collation=collation,
+            array_filters=array_filters,
+            hint=hint,
+            sort=sort,
+        )
+        return await self._update(statement, bypass_document_validation, comment, let, session)
+
+    async def update_many(
+        self,
+        filter: Mapping[str, Any],
+        update: Any,
+        upsert: bool = False,
+        array_filters: list[Mapping[str, Any]] | None = None,
+        bypass_document_validation: bool | None = None,
+        collation: Mapping[str, Any] | None = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+    ) -> UpdateResult:
+        statement = update_statement(
+            filter,
+            update,
+            multi=True,
+            upsert=upsert or None,
+            collation=collation,
+            array_filters=array_filters,
+            hint=hint,
+        )
+        return await self._update(statement, bypass_document_validation, comment, let, session)
+
+    async def _delete(
+        self,
+        filter: Mapping[str, Any],
+        multi: bool,
+        collation: Mapping[str, Any] | None,
+        hint: Any,
+        session: Any,
+        let: Mapping[str, Any] | None,
+        comment: Any,
+    ) -> DeleteResult:
+        _no_session(session)
+        statement = delete_statement(filter, multi=multi, collation=collation, hint=hint)
+        (reply,) = await self._write([statement], WriteOptions(True, None, comment, let))
+        if not self._write_concern.acknowledged:
+            return DeleteResult(None, False)
+        check_write_reply(reply)
+        return DeleteResult(reply, True)
+
+    async def delete_one(
+        self,
+        filter: Mapping[str, Any],
+        collation: Mapping[str, Any] | None = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+    ) -> DeleteResult:
+        return await self._delete(filter, False, collation, hint, session, let, comment)
+
+    async def delete_many(
+        self,
+        filter: Mapping[str, Any],
+        collation: Mapping[str, Any] | None = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+    ) -> DeleteResult:
+        return await self._delete(filter, True, collation, hint, session, let, comment)
+
+    async def bulk_write(
+        self,
+        requests: Sequence[WriteModel],
+        ordered: bool = True,
+        bypass_document_validation: bool | None = None,
+        session: Any = None,
+        comment: Any = None,
+        let: Mapping[str, Any] | None = None,
+    ) -> BulkWriteResult:
+        """Run write models in batches; BulkWriteError carries every error with the index of
+        its model in ``requests``."""
+        _no_session(session)
+        if not isinstance(requests, Sequence) or isinstance(requests, str | bytes):
+            raise InvalidArgument("requests must be a list of write models")
+        statements = []
+        for request in requests:
+            if not isinstance(request, WriteModel):
+                raise InvalidArgument(f"{request!r} is not a valid request (a write model)")
+            statements.append(request._statement())
+        result = await self._bulk(statements, ordered, bypass_document_validation, comment, let)
+        return BulkWriteResult(result.document(), self._write_concern.acknowledged)
+
+    async def _bulk(
+        self,
+        statements: Sequence[WriteStatement],
+        ordered: bool,
+        bypass_document_validation: bool | None,
+        comment: Any,
+        let: Mapping[str, Any] | None,
+    ) -> BulkResult:
+        client = self._client
+        options = WriteOptions(ordered, bypass_document_validation, comment, let)
+        acknowledged = self._write_concern.acknowledged
+        result = BulkResult()
+        operation_id = client._next_operation_id()
+        for run in plan_runs(statements, ordered):
+            command: WriteCommand | None = WriteCommand(
+                self._namespace,
+                run.kind,
+                run.statements,
+                self._write_concern,
+                self._codec_options,
+                options,
+            )
+            while command is not None:
+                batch = await client._run_operation(command, operation_id)
+                if acknowledged:
+                    result.add(run, batch)
+                    if ordered and result.has_write_errors:
+                        result.raise_if_failed()
+                command = command.rest(batch.count)
+        if acknowledged:
+            result.raise_if_failed()
+        return result
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def find(self, filter: Any = None, projection: Any = None, **kwargs: Any) -> AsyncCursor:
+        """A cursor over the matching documents (the command runs on the first read).
+
+        Keywords: skip, limit, sort, batch_size, hint, collation, comment, let, max_time_ms,
+        max_await_time_ms, allow_disk_use, cursor_type, no_cursor_timeout,
+        allow_partial_results, return_key, show_record_id, max, min.
+        """
+        _no_session(kwargs.pop("session", None))
+        if filter is not None:
+            check_document(filter, "filter")
+        return AsyncCursor(self, find_options(filter, projection, **kwargs))
+
+    async def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
+        """The first matching document or None; a non-mapping filter means ``{_id: filter}``."""
+        if filter is not None and not isinstance(filter, Mapping):
+            filter = {"_id": filter}
+        kwargs["limit"] = -1  # CRUD findOne: limit 1 and singleBatch
+        cursor = self.find(filter, *args, **kwargs)
+        documents = await cursor.to_list(1)
+        return documents[0] if documents else None
+
+    async def find_raw_batches(self, *args: Any, **kwargs: Any) -> Any:
+        raise InvalidOperation("find_raw_batches is not implemented by asyncmongo")
+
+    async def count_documents(
+        self, filter: Mapping[str, Any], session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> int:
+        """The number of matching documents (an aggregate; exact, unlike the estimate)."""
+        _no_session(session)
+        options = _snake(kwargs, _COUNT_OPTIONS, "count_documents")
+        op = count_ops.count_documents(
+            self._namespace,
+            filter,
+            comment=comment,
+            read_preference=self._read_preference,
+            read_concern=self._read_concern,
+            codec_options=self._codec_options,
+            **options,
+        )
+        result: int = await self._client._run_operation(op)
+        return result
+
+    async def estimated_document_count(self, comment: Any = None, **kwargs: Any) -> int:
+        """The collection's document count from its metadata (fast; no filter)."""
+        options = _snake(kwargs, frozenset({"max_time_ms"}), "estimated_document_count")
+        op = count_ops.estimated_document_count(
+            self._namespace,
+            comment=comment,
+            read_preference=self._read_preference,
+            read_concern=self._read_concern,
+            codec_options=self._codec_options,
+            **options,
+        )
+        result: int = await self._client._run_operation(op)
+        return result
+
+    async def distinct(
+        self,
+        key: str,
+        filter: Mapping[str, Any] | None = None,
+        session: Any = None,
+        comment: Any = None,
+        hint: Any = None,
+        **kwargs: Any,
+    ) -> list[Any]:
+        _no_session(session)
+        options = _snake(kwargs, frozenset({"max_time_ms", "collation"}), "distinct")
+        op = distinct_op(
+            self._namespace,
+            key,
+            filter,
+            comment=comment,
+            hint=hint,
+            read_preference=self._read_preference,
+            read_concern=self._read_concern,
+            codec_options=self._codec_options,
+            **options,
+        )
+        result: list[Any] = await self._client._run_operation(op)
+        return result
+
+    async def aggregate(
+        self,
+        pipeline: list[Mapping[str, Any]],
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> AsyncCommandCursor:
+        """Run the pipeline; a cursor over its results ($out/$merge: usually empty)."""
+        _no_session(session)
+        return await _aggregate(self, self._namespace, False, pipeline, let, comment, kwargs)
+
+    # -- find and modify --------------------------------------------------------------------
+
+    async def _find_and_modify(self, filter: Any, session: Any, **options: Any) -> Any:
+        _no_session(session)
+        extra = _snake(options.pop("kwargs"), _FAM_OPTIONS, "find_one_and_*")
+        op = find_and_modify(
+            self._namespace,
+            filter,
+            write_concern=self._write_concern,
+            codec_options=self._codec_options,
+            **options,
+            **extra,
+        )
+        return await self._client._run_operation(op)
+
+    async def find_one_and_delete(
+        self,
+        filter: Mapping[str, Any],
+        projection: Any = None,
+        sort: Any = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        return await self._find_and_modify(
+            filter,
+            session,
+            remove=True,
+            projection=_projection(projection),
+            sort=sort,
+            hint=hint,
+            let=let,
+            comment=comment,
+            kwargs=kwargs,
+        )
+
+    async def find_one_and_replace(
+        self,
+        filter: Mapping[str, Any],
+        replacement: Mapping[str, Any],
+        projection: Any = None,
+        sort: Any = None,
+        upsert: bool = False,
+        return_document: ReturnDocument = ReturnDocument.BEFORE,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        return await self._find_and_modify(
+            filter,
+            session,
+            replacement=replacement,
+            projection=_projection(projection),
+            sort=sort,
+            upsert=upsert or None,
+            return_document=return_document,
+            hint=hint,
+            let=let,
+            comment=comment,
+            kwargs=kwargs,
+        )
+
+    async def find_one_and_update(
+        self,
+        filter: Mapping[str, Any],
+        update: Any,
+        projection: Any = None,
+        sort: Any = None,
+        upsert: bool = False,
+        return_document: ReturnDocument = ReturnDocument.BEFORE,
+        array_filters: list[Mapping[str, Any]] | None = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        if update is None:
+            raise InvalidArgument("update must be an update document or a pipeline")
+        return await self._find_and_modify(
+            filter,
+            session,
+            update=update,
+            projection=_projection(projection),
+            sort=sort,
+            upsert=upsert or None,
+            return_document=return_document,
+            array_filters=array_filters,
+            hint=hint,
+            let=let,
+            comment=comment,
+            kwargs=kwargs,
+        )
+
+    # -- indexes ----------------------------------------------------------------------------
+
+    async def create_index(
+        self, keys: Any, session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> str:
+        """Create one index; returns its name (generated as ``a_1_b_-1`` if not given)."""
+        options = {k: v for k, v in kwargs.items() if k not in ("commitQuorum", "maxTimeMS")}
+        model = IndexModel(keys, **options)
+        names = await self.create_indexes(
+            [model],
+            session=session,
+            comment=comment,
+            **{k: v for k, v in kwargs.items() if k in ("commitQuorum", "maxTimeMS")},
+        )
+        return names[0]
+
+    async def create_indexes(
+        self, indexes: Sequence[IndexModel], session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> list[str]:
+        _no_session(session)
+        options = _snake(kwargs, frozenset({"commit_quorum", "max_time_ms"}), "create_indexes")
+        documents = []
+        for index in indexes:
+            if not isinstance(index, IndexModel):
+                raise InvalidArgument(f"{index!r} is not an IndexModel")
+            documents.append(index.document)
+        op = index_ops.create_indexes(
+            self._namespace,
+            documents,
+            comment=comment,
+            write_concern=self._write_concern,
+            codec_options=self._codec_options,
+            **options,
+        )
+        names: list[str] = await self._client._run_operation(op)
+        return names
+
+    async def list_indexes(self, session: Any = None, comment: Any = None) -> AsyncCommandCursor:
+        _no_session(session)
+        op = index_ops.list_indexes(
+            self._namespace,
+            comment=comment,
+            read_preference=self._read_preference,
+            codec_options=self._codec_options,
+        )
+        page: CursorPage = await self._client._run_cursor_operation(op)
+        return AsyncCommandCursor(self._client, page, self._codec_options, comment=comment)
+
+    async def index_information(
+        self, session: Any = None, comment: Any = None
+    ) -> dict[str, dict[str, Any]]:
+        """``{name: {"key": [(field, direction), ...], <options>}}`` (PyMongo's shape)."""
+        cursor = await self.list_indexes(session=session, comment=comment)
+        info: dict[str, dict[str, Any]] = {}
+        for index in await cursor.to_list():
+            index = dict(index)
+            name = index.pop("name")
+            index["key"] = list(index["key"].items())
+            info[name] = index
+        return info
+
+    async def drop_index(
+        self, index_or_name: Any, session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> None:
+        """Drop one index, by name or by its keys (``"*"`` is refused: use drop_indexes)."""
+        name = index_or_name
+        if isinstance(index_or_name, IndexModel):
+            name = index_or_name.document["name"]
+        elif not isinstance(index_or_name, str):
+            name = index_name(index_keys(index_or_name))
+        if name == "*":
+            raise InvalidArgument("use drop_indexes() to drop all indexes")
+        await self._drop_indexes(name, session, comment, kwargs)
+
+    async def drop_indexes(self, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
+        """Drop every index but ``_id_``."""
+        await self._drop_indexes("*", session, comment, kwargs)
+
+    async def _drop_indexes(
+        self, index: str, session: Any, comment: Any, kwargs: Mapping[str, Any]
+    ) -> None:
+        _no_session(session)
+        options = _snake(kwargs, frozenset({"max_time_ms"}), "drop_index")
+        op = index_ops.drop_indexes(
+            self._namespace,
+            index,
+            comment=comment,
+            write_concern=self._write_concern,
+            codec_options=self._codec_options,
+            **options,
+        )
+        await self._client._run_operation(op)
+
+    # -- management -------------------------------------------------------------------------
+
+    async def drop(
+        self, session: Any = None, comment: Any = None, encrypted_fields: Any = None
+    ) -> None:
+        """Drop the collection (dropping one that does not exist is not an error)."""
+        await self._database.drop_collection(self._name, session=session, comment=comment)
+
+    async def rename(
+        self, new_name: str, session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> Mapping[str, Any]:
+        """renameCollection to ``new_name`` in the same database (``dropTarget=True`` to
+        replace an existing one)."""
+        _no_session(session)
+        check_collection_name(new_name)
+        drop_target = kwargs.pop("dropTarget", kwargs.pop("drop_target", None))
+        if kwargs:
+            raise InvalidArgument(f"rename() got unexpected keyword arguments {sorted(kwargs)}")
+        op = management.rename_collection(
+            self._namespace,
+            Namespace(self._namespace.database, new_name),
+            drop_target=drop_target,
+            comment=comment,
+            write_concern=self._write_concern,
+            codec_options=self._codec_options,
+        )
+        result: Mapping[str, Any] = await self._client._run_operation(op)
+        return result
+
+    async def options(self, session: Any = None, comment: Any = None) -> dict[str, Any]:
+        """The options the collection was created with (``{}`` when there are none)."""
+        cursor = await self._database.list_collections(
+            session=session, filter={"name": self._name}, comment=comment
+        )
+        for info in await cursor.to_list():
+            options = dict(info.get("options", {}))
+            options.pop("create", None)
+            return options
+        return {}
+
+
+def _projection(projection: Any) -> Mapping[str, Any] | None:
+    from asyncmongo.core.operations.find import projection_document
+
+    return projection_document(projection)
+
+
+async def _aggregate(
+    owner: Any,
+    namespace: Namespace,
+    database_level: bool,
+    pipeline: Any,
+    let: Mapping[str, Any] | None,
+    comment: Any,
+    kwargs: Mapping[str, Any],
+) -> AsyncCommandCursor:
+    """Collection and database aggregate share this."""
+    options = _snake(kwargs, _AGGREGATE_OPTIONS, "aggregate")
+    max_await_time_ms = options.pop("max_await_time_ms", None)
+    op = aggregate_ops.aggregate(
+        namespace,
+        pipeline,
+        database_level=database_level,
+        let=let,
+        comment=comment,
+        read_preference=owner.read_preference,
+        read_concern=owner.read_concern,
+        write_concern=owner.write_concern,
+        codec_options=owner.codec_options,
+        **options,
+    )
+    client = owner.database.client if hasattr(owner, "database") else owner.client
+    page: CursorPage = await client._run_cursor_operation(op)
+    return AsyncCommandCursor(
+        client,
+        page,
+        owner.codec_options,
+        batch_size=options.get("batch_size") or 0,
+        comment=comment,
+        max_await_time_ms=max_await_time_ms,
+    )
+
+
+_COUNT_OPTIONS = frozenset({"skip", "limit", "max_time_ms", "collation", "hint"})
+_FAM_OPTIONS = frozenset(
+    {"collation", "max_time_ms", "bypass_document_validation", "array_filters", "upsert"}
+)
+_AGGREGATE_OPTIONS = frozenset(
+    {
+        "allow_disk_use",
+        "max_time_ms",
+        "batch_size",
+        "collation",
+        "hint",
+        "bypass_document_validation",
+        "max_await_time_ms",
+    }
+)

@@ -1,0 +1,426 @@
+"""Cursors: :class:`AsyncCursor` (find) and :class:`AsyncCommandCursor` (aggregate,
+listCollections, listIndexes, listDatabases).
+
+Iterate with ``async for`` or read with ``await cursor.to_list(length)`` / ``await
+cursor.next()``. A batch is fetched only when the buffer is empty (getMore on the server that
+owns the cursor). The server-side cursor is killed when the cursor is closed: by ``await
+cursor.close()``, leaving ``async with cursor``, or leaving an ``async for`` early (its
+iterator is an async generator, whose ``aclose`` kills the cursor); an exhausted cursor
+(id 0) needs nothing. ``find`` with ``limit`` stops at the limit and kills what remains, per
+find_getmore_killcursors_commands.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from types import TracebackType
+from typing import Any, Protocol, TypeVar
+
+from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.core.address import Address
+from asyncmongo.core.operations.base import Operation
+from asyncmongo.core.operations.common import Namespace
+from asyncmongo.core.operations.cursors import CursorPage, GetMore, KillCursors
+from asyncmongo.core.operations.find import CursorType, Find, FindOptions, projection_document
+from asyncmongo.errors import InvalidArgument, InvalidOperation, MongoError
+
+__all__ = ["AsyncCommandCursor", "AsyncCursor", "CursorType"]
+
+T = TypeVar("T")
+
+
+class Runner(Protocol):
+    """What a cursor needs of its client: run an operation (and know where it ran)."""
+
+    async def _run_operation(self, op: Operation[T], operation_id: int | None = None) -> T: ...
+
+    async def _run_cursor_operation(self, op: Operation[CursorPage]) -> CursorPage: ...
+
+
+class _Cursor:
+    """Batches, getMore and killCursors, shared by both cursor kinds."""
+
+    __slots__ = (
+        "_address",
+        "_batch_size",
+        "_buffer",
+        "_codec_options",
+        "_comment",
+        "_id",
+        "_killed",
+        "_limit",
+        "_max_await_time_ms",
+        "_namespace",
+        "_retrieved",
+        "_runner",
+        "_started",
+    )
+
+    def __init__(
+        self,
+        runner: Runner,
+        namespace: Namespace,
+        codec_options: CodecOptions,
+        *,
+        batch_size: int = 0,
+        comment: Any = None,
+        max_await_time_ms: int | None = None,
+    ) -> None:
+        self._runner = runner
+        self._namespace = namespace
+        self._codec_options = codec_options
+        self._batch_size = batch_size
+        self._comment = comment
+        self._max_await_time_ms = max_await_time_ms
+        self._buffer: deque[Any] = deque()
+        self._id: int | None = None
+        self._address: Address | None = None
+        self._killed = False
+        self._started = False
+        self._limit = 0
+        self._retrieved = 0
+
+    def __repr__(self) -> str:
+        state = "not started" if not self._started else "alive" if self.alive else "closed"
+        return (
+            f"<{type(self).__name__} {self._namespace.full_name}: {state}, "
+            f"{len(self._buffer)} buffered, id {self._id}>"
+        )
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        """More documents may come: buffered ones, or a server cursor still open."""
+        if not self._started:
+            return True
+        return bool(self._buffer) or (bool(self._id) and not self._killed)
+
+    @property
+    def cursor_id(self) -> int | None:
+        """The server's cursor id (None before the first batch, 0 once exhausted)."""
+        return self._id
+
+    @property
+    def address(self) -> Address | None:
+        """The server that owns the cursor (None before the first batch)."""
+        return self._address
+
+    # -- batches ---------------------------------------------------------------------------
+
+    async def _first_page(self) -> CursorPage:
+        raise NotImplementedError
+
+    def _take(self, page: CursorPage) -> None:
+        self._id = page.cursor_id
+        self._namespace = page.namespace
+        documents = page.documents
+        if self._limit:
+            room = self._limit - self._retrieved
+            documents = documents[:room]
+        self._retrieved += len(documents)
+        self._buffer.extend(documents)
+
+    async def _refresh(self) -> bool:
+        """Fetch the next batch when the buffer is empty; False when nothing more comes."""
+        if self._buffer:
+            return True
+        if not self._started:
+            self._started = True
+            page = await self._first_page()
+            self._address = page.address
+            self._take(page)
+        elif self._id and not self._killed and self._address is not None:
+            page = await self._runner._run_operation(self._get_more(self._address, self._id))
+            self._take(page)
+        else:
+            return False
+        if self._limit and self._retrieved >= self._limit and self._id:
+            await self.close()  # the limit is reached: the server cursor is not needed
+        return bool(self._buffer)
+
+    def _get_more(self, address: Address, cursor_id: int) -> GetMore:
+        batch_size = self._batch_size
+        if self._limit:
+            remaining = self._limit - self._retrieved
+            batch_size = min(batch_size, remaining) if batch_size else remaining
+        return GetMore(
+            cursor_id,
+            self._namespace,
+            address,
+            self._codec_options,
+            batch_size=batch_size or None,
+            max_time_ms=self._max_await_time_ms,
+            comment=self._comment,
+        )
+
+    # -- reading ---------------------------------------------------------------------------
+
+    async def next(self) -> Any:
+        """The next document; StopAsyncIteration when there is none (for now, if tailable)."""
+        if self._buffer or await self._refresh():
+            return self._buffer.popleft()
+        raise StopAsyncIteration
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Any]:
+        finished = False
+        try:
+            while self._buffer or await self._refresh():
+                while self._buffer:
+                    yield self._buffer.popleft()
+            finished = True
+        finally:
+            if not finished:
+                await self.close()  # early exit of ``async for`` (break, error, cancel)
+
+    async def to_list(self, length: int | None = None) -> list[Any]:
+        """Up to ``length`` documents (all when None), fetching batches as needed."""
+        if length is not None and (isinstance(length, bool) or not isinstance(length, int)):
+            raise InvalidArgument(f"length must be an int or None, not {length!r}")
+        if length is not None and length < 1:
+            raise InvalidArgument(f"length must be at least 1, not {length}")
+        result: list[Any] = []
+        while length is None or len(result) < length:
+            if not self._buffer and not await self._refresh():
+                break
+            take = len(self._buffer) if length is None else length - len(result)
+            while take and self._buffer:
+                result.append(self._buffer.popleft())
+                take -= 1
+        return result
+
+    # -- closing ---------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Kill the server cursor if it is open, and drop what is buffered."""
+        self._buffer.clear()
+        cursor_id, address = self._id, self._address
+        self._started = True
+        if self._killed or not cursor_id or address is None:
+            self._killed = True
+            return
+        self._killed = True
+        kill = KillCursors(cursor_id, self._namespace, address, self._codec_options)
+        try:
+            await self._runner._run_operation(kill)
+        except MongoError:
+            pass  # killCursors is best effort: the server times idle cursors out anyway
+
+    aclose = close
+
+    async def __aenter__(self: _C) -> _C:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+_C = TypeVar("_C", bound=_Cursor)
+
+
+class AsyncCommandCursor(_Cursor):
+    """A cursor over a command's results (its first batch came with the command's reply)."""
+
+    __slots__ = ("_first",)
+
+    def __init__(
+        self,
+        runner: Runner,
+        first: CursorPage,
+        codec_options: CodecOptions,
+        *,
+        batch_size: int = 0,
+        comment: Any = None,
+        max_await_time_ms: int | None = None,
+    ) -> None:
+        super().__init__(
+            runner,
+            first.namespace,
+            codec_options,
+            batch_size=batch_size,
+            comment=comment,
+            max_await_time_ms=max_await_time_ms,
+        )
+        self._first = first
+        self._started = True
+        self._address = first.address
+        self._take(first)
+
+    async def _first_page(self) -> CursorPage:
+        return self._first
+
+    @property
+    def session(self) -> None:
+        return None
+
+
+class AsyncCursor(_Cursor):
+    """A ``find`` cursor: lazily runs the command on the first read; the chainable
+    modifiers (``sort``, ``skip``, ``limit``, ...) may be used only before that."""
+
+    __slots__ = ("_collection", "_options")
+
+    def __init__(self, collection: Any, options: FindOptions) -> None:
+        super().__init__(
+            collection.database.client,
+            Namespace(collection.database.name, collection.name),
+            collection.codec_options,
+            batch_size=options.batch_size,
+            comment=options.comment,
+            max_await_time_ms=options.max_await_time_ms if options.await_data else None,
+        )
+        self._collection = collection
+        self._options = options
+        self._limit = abs(options.limit)
+
+    @property
+    def collection(self) -> Any:
+        return self._collection
+
+    @property
+    def session(self) -> None:
+        return None
+
+    async def _first_page(self) -> CursorPage:
+        c = self._collection
+        op = Find(
+            self._namespace, self._options, c.read_preference, c.read_concern, c.codec_options
+        )
+        return await self._runner._run_cursor_operation(op)
+
+    def _change(self, **changes: Any) -> AsyncCursor:
+        if self._started:
+            raise InvalidOperation("cannot set options after the cursor was used")
+        self._options = self._options.with_changes(**changes)
+        self._limit = abs(self._options.limit)
+        self._batch_size = self._options.batch_size
+        self._comment = self._options.comment
+        return self
+
+    def sort(self, key_or_list: Any, direction: int | None = None) -> AsyncCursor:
+        """``sort("a", -1)`` or ``sort([("a", 1), ("b", -1)])`` (PyMongo's forms)."""
+        if direction is not None:
+            key_or_list = [(key_or_list, direction)]
+        return self._change(sort=key_or_list)
+
+    def skip(self, skip: int) -> AsyncCursor:
+        return self._change(skip=skip)
+
+    def limit(self, limit: int) -> AsyncCursor:
+        return self._change(limit=limit)
+
+    def batch_size(self, batch_size: int) -> AsyncCursor:
+        return self._change(batch_size=batch_size)
+
+    def hint(self, index: Any) -> AsyncCursor:
+        return self._change(hint=index)
+
+    def comment(self, comment: Any) -> AsyncCursor:
+        return self._change(comment=comment)
+
+    def max_time_ms(self, max_time_ms: int | None) -> AsyncCursor:
+        return self._change(max_time_ms=max_time_ms)
+
+    def max_await_time_ms(self, max_await_time_ms: int | None) -> AsyncCursor:
+        self._change(max_await_time_ms=max_await_time_ms)
+        if self._options.await_data:
+            self._max_await_time_ms = max_await_time_ms
+        return self
+
+    def collation(self, collation: Mapping[str, Any] | None) -> AsyncCursor:
+        return self._change(collation=collation)
+
+    def allow_disk_use(self, allow_disk_use: bool) -> AsyncCursor:
+        return self._change(allow_disk_use=allow_disk_use)
+
+    def max(self, spec: Any) -> AsyncCursor:
+        return self._change(max=dict(spec) if not isinstance(spec, Mapping) else spec)
+
+    def min(self, spec: Any) -> AsyncCursor:
+        return self._change(min=dict(spec) if not isinstance(spec, Mapping) else spec)
+
+    def where(self, code: str) -> AsyncCursor:
+        base = dict(self._options.filter or {})
+        base["$where"] = code
+        return self._change(filter=base)
+
+    def clone(self) -> AsyncCursor:
+        """A new, unstarted cursor with the same options."""
+        return AsyncCursor(self._collection, self._options)
+
+    def rewind(self) -> AsyncCursor:
+        """Forget the results: the next read runs ``find`` again (the old cursor is dropped;
+        close it first to kill it on the server)."""
+        self._buffer.clear()
+        self._id = None
+        self._address = None
+        self._killed = False
+        self._started = False
+        self._retrieved = 0
+        return self
+
+    async def distinct(self, key: str) -> list[Any]:
+        """The distinct values of ``key`` among the documents this cursor would return."""
+        result: list[Any] = await self._collection.distinct(key, self._options.filter or {})
+        return result
+
+
+def find_options(
+    filter: Any = None,
+    projection: Any = None,
+    *,
+    skip: int = 0,
+    limit: int = 0,
+    no_cursor_timeout: bool = False,
+    cursor_type: CursorType | int = CursorType.NON_TAILABLE,
+    sort: Any = None,
+    allow_partial_results: bool = False,
+    batch_size: int = 0,
+    collation: Mapping[str, Any] | None = None,
+    hint: Any = None,
+    max_time_ms: int | None = None,
+    max_await_time_ms: int | None = None,
+    max: Mapping[str, Any] | None = None,
+    min: Mapping[str, Any] | None = None,
+    return_key: bool | None = None,
+    show_record_id: bool | None = None,
+    comment: Any = None,
+    allow_disk_use: bool | None = None,
+    let: Mapping[str, Any] | None = None,
+) -> FindOptions:
+    """PyMongo's ``find`` keywords as :class:`FindOptions` (False flags are not sent)."""
+    try:
+        cursor_type = CursorType(cursor_type)
+    except ValueError:
+        raise InvalidArgument(f"not a CursorType: {cursor_type!r}") from None
+    return FindOptions(
+        filter=filter,
+        projection=projection_document(projection),
+        sort=sort,
+        skip=skip,
+        limit=limit,
+        batch_size=batch_size,
+        hint=hint,
+        collation=collation,
+        comment=comment,
+        let=let,
+        max_time_ms=max_time_ms,
+        max_await_time_ms=max_await_time_ms,
+        allow_disk_use=allow_disk_use,
+        cursor_type=cursor_type,
+        no_cursor_timeout=no_cursor_timeout or None,
+        allow_partial_results=allow_partial_results or None,
+        return_key=return_key or None,
+        show_record_id=show_record_id or None,
+        max=max,
+        min=min,
+    )

@@ -1,0 +1,297 @@
+"""AsyncDatabase: collections, commands, aggregation and management of one database.
+
+PyMongo's ``AsyncDatabase`` names and signatures; settings (codec options, read preference,
+read and write concern) are inherited from the client unless given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.core.concern import ReadConcern, WriteConcern
+from asyncmongo.core.operations import management
+from asyncmongo.core.operations.common import Namespace, check_database_name
+from asyncmongo.core.operations.cursors import CursorPage
+from asyncmongo.core.operations.run_command import command_document, run_command
+from asyncmongo.core.selection import PRIMARY, ReadPreference
+from asyncmongo.cursor import AsyncCommandCursor
+from asyncmongo.errors import CollectionInvalid, InvalidArgument, InvalidOperation
+
+if TYPE_CHECKING:
+    from asyncmongo.client import AsyncMongoClient
+    from asyncmongo.collection import AsyncCollection
+
+__all__ = ["AsyncDatabase"]
+
+
+def _no_session(session: Any) -> None:
+    if session is not None:
+        raise InvalidOperation("sessions are not supported yet by asyncmongo")
+
+
+class AsyncDatabase:
+    """One database; ``client["name"]`` or ``client.get_database("name", ...)``."""
+
+    __slots__ = (
+        "_client",
+        "_codec_options",
+        "_name",
+        "_read_concern",
+        "_read_preference",
+        "_write_concern",
+    )
+
+    def __init__(
+        self,
+        client: AsyncMongoClient,
+        name: str,
+        codec_options: CodecOptions | None = None,
+        read_preference: ReadPreference | None = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+    ) -> None:
+        self._client = client
+        self._name = check_database_name(name)
+        self._codec_options = codec_options or client.codec_options
+        self._read_preference = read_preference or client.read_preference
+        self._write_concern = write_concern or client.write_concern
+        self._read_concern = read_concern or client.read_concern
+
+    def __repr__(self) -> str:
+        return f"AsyncDatabase({self._client!r}, {self._name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AsyncDatabase):
+            return self._client is other._client and self._name == other._name
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((id(self._client), self._name))
+
+    def __bool__(self) -> bool:
+        raise NotImplementedError(
+            "AsyncDatabase objects do not implement truth value testing; compare with None"
+        )
+
+    def __getattr__(self, name: str) -> AsyncCollection:
+        if name.startswith("_"):
+            raise AttributeError(
+                f"AsyncDatabase has no attribute {name!r}; use db[{name!r}] for a collection"
+            )
+        return self[name]
+
+    def __getitem__(self, name: str) -> AsyncCollection:
+        from asyncmongo.collection import AsyncCollection
+
+        return AsyncCollection(self, name)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def client(self) -> AsyncMongoClient:
+        return self._client
+
+    @property
+    def codec_options(self) -> CodecOptions:
+        return self._codec_options
+
+    @property
+    def read_preference(self) -> ReadPreference:
+        return self._read_preference
+
+    @property
+    def write_concern(self) -> WriteConcern:
+        return self._write_concern
+
+    @property
+    def read_concern(self) -> ReadConcern:
+        return self._read_concern
+
+    @property
+    def database(self) -> AsyncDatabase:
+        """Itself (so database- and collection-level helpers share code)."""
+        return self
+
+    def get_collection(
+        self,
+        name: str,
+        codec_options: CodecOptions | None = None,
+        read_preference: ReadPreference | None = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+    ) -> AsyncCollection:
+        from asyncmongo.collection import AsyncCollection
+
+        return AsyncCollection(
+            self, name, codec_options, read_preference, write_concern, read_concern
+        )
+
+    def with_options(
+        self,
+        codec_options: CodecOptions | None = None,
+        read_preference: ReadPreference | None = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+    ) -> AsyncDatabase:
+        return AsyncDatabase(
+            self._client,
+            self._name,
+            codec_options or self._codec_options,
+            read_preference or self._read_preference,
+            write_concern or self._write_concern,
+            read_concern or self._read_concern,
+        )
+
+    # -- commands ---------------------------------------------------------------------------
+
+    async def command(
+        self,
+        command: str | Mapping[str, Any],
+        value: Any = 1,
+        check: bool = True,
+        allowable_errors: Any = None,
+        read_preference: ReadPreference | None = None,
+        codec_options: CodecOptions | None = None,
+        session: Any = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> Mapping[str, Any]:
+        """Run a command as written (specs/run-command: no concern is added); the reply.
+
+        The read preference defaults to primary (not the database's), as in PyMongo.
+        """
+        _no_session(session)
+        if comment is not None:
+            kwargs["comment"] = comment
+        document = command_document(command, value, **kwargs)
+        op = run_command(
+            self._name,
+            document,
+            read_preference or PRIMARY,
+            codec_options or self._codec_options,
+            check=check and not allowable_errors,
+        )
+        reply: Mapping[str, Any] = await self._client._run_operation(op)
+        return reply
+
+    async def run_command(self, command: Mapping[str, Any], **kwargs: Any) -> Mapping[str, Any]:
+        """Alias of :meth:`command` for a command document (run-command spec's name)."""
+        return await self.command(command, **kwargs)
+
+    async def aggregate(
+        self,
+        pipeline: list[Mapping[str, Any]],
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> AsyncCommandCursor:
+        """Database-level aggregate (``$currentOp``, ``$documents``, ...)."""
+        from asyncmongo.collection import _aggregate
+
+        _no_session(session)
+        namespace = Namespace(self._name, "$cmd.aggregate")
+        return await _aggregate(self, namespace, True, pipeline, let, comment, kwargs)
+
+    # -- collections ------------------------------------------------------------------------
+
+    async def list_collections(
+        self,
+        session: Any = None,
+        filter: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> AsyncCommandCursor:
+        """A cursor of collection information documents."""
+        _no_session(session)
+        name_only = kwargs.pop("nameOnly", kwargs.pop("name_only", None))
+        authorized = kwargs.pop(
+            "authorizedCollections", kwargs.pop("authorized_collections", None)
+        )
+        batch_size = kwargs.pop("batchSize", kwargs.pop("batch_size", None))
+        if kwargs:
+            raise InvalidArgument(f"list_collections() got unexpected arguments {sorted(kwargs)}")
+        op = management.list_collections(
+            self._name,
+            filter=filter,
+            name_only=name_only,
+            authorized_collections=authorized,
+            batch_size=batch_size,
+            comment=comment,
+            read_preference=PRIMARY,
+            codec_options=self._codec_options,
+        )
+        page: CursorPage = await self._client._run_cursor_operation(op)
+        return AsyncCommandCursor(
+            self._client, page, self._codec_options, batch_size=batch_size or 0, comment=comment
+        )
+
+    async def list_collection_names(
+        self,
+        session: Any = None,
+        filter: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        """The names of the collections (``nameOnly`` when no filter needs more)."""
+        if filter is None or (len(filter) == 1 and "name" in filter):
+            kwargs.setdefault("nameOnly", True)
+        cursor = await self.list_collections(session, filter, comment, **kwargs)
+        return [info["name"] for info in await cursor.to_list()]
+
+    async def create_collection(
+        self,
+        name: str,
+        codec_options: CodecOptions | None = None,
+        read_preference: ReadPreference | None = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+        session: Any = None,
+        check_exists: bool | None = True,
+        **kwargs: Any,
+    ) -> AsyncCollection:
+        """Create a collection (server option names in ``kwargs``: capped, size, validator,
+        timeseries, ...); CollectionInvalid if it exists and ``check_exists``."""
+        _no_session(session)
+        collection = self.get_collection(
+            name, codec_options, read_preference, write_concern, read_concern
+        )
+        if check_exists and name in await self.list_collection_names(filter={"name": name}):
+            raise CollectionInvalid(f"collection {name} already exists")
+        op = management.create_collection(
+            Namespace(self._name, name),
+            kwargs,
+            write_concern=collection.write_concern,
+            codec_options=self._codec_options,
+        )
+        await self._client._run_operation(op)
+        return collection
+
+    async def drop_collection(
+        self,
+        name_or_collection: Any,
+        session: Any = None,
+        comment: Any = None,
+        encrypted_fields: Any = None,
+    ) -> Mapping[str, Any]:
+        """Drop a collection; one that does not exist is not an error."""
+        _no_session(session)
+        name = getattr(name_or_collection, "name", name_or_collection)
+        if not isinstance(name, str):
+            raise InvalidArgument("name_or_collection must be a str or an AsyncCollection")
+        op = management.drop_collection(
+            Namespace(self._name, name),
+            comment=comment,
+            write_concern=self._write_concern,
+            codec_options=self._codec_options,
+        )
+        result: Mapping[str, Any] = await self._client._run_operation(op)
+        return result
+
+    async def drop(self, session: Any = None, comment: Any = None) -> None:
+        """Drop this database."""
+        await self._client.drop_database(self._name, session=session, comment=comment)
