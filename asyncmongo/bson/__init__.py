@@ -34,8 +34,18 @@ from asyncmongo.bson.errors import (
     InvalidBSON,
     InvalidDecimal128,
     InvalidDocument,
+    InvalidExtendedJSON,
     InvalidId,
     InvalidStringData,
+)
+from asyncmongo.bson.json_util import (
+    CANONICAL_JSON_OPTIONS,
+    RELAXED_JSON_OPTIONS,
+    JSONMode,
+    JSONOptions,
+    dumps,
+    loads,
+    object_hook,
 )
 from asyncmongo.bson.objectid import ObjectId
 from asyncmongo.bson.raw import RawBSONDocument
@@ -56,12 +66,14 @@ from asyncmongo.bson.types import (
 
 __all__ = [
     "BINARY_SUBTYPE",
+    "CANONICAL_JSON_OPTIONS",
     "DEFAULT_CODEC_OPTIONS",
     "FUNCTION_SUBTYPE",
     "MAX_NESTING_DEPTH",
     "MD5_SUBTYPE",
     "OLD_BINARY_SUBTYPE",
     "OLD_UUID_SUBTYPE",
+    "RELAXED_JSON_OPTIONS",
     "USER_DEFINED_SUBTYPE",
     "UUID_SUBTYPE",
     "VECTOR_SUBTYPE",
@@ -81,8 +93,11 @@ __all__ = [
     "InvalidBinary",
     "InvalidDecimal128",
     "InvalidDocument",
+    "InvalidExtendedJSON",
     "InvalidId",
     "InvalidStringData",
+    "JSONMode",
+    "JSONOptions",
     "MaxKey",
     "MinKey",
     "ObjectId",
@@ -95,5 +110,8 @@ __all__ = [
     "decode",
     "decode_all",
     "decode_iter",
+    "dumps",
     "encode",
+    "loads",
+    "object_hook",
 ]
