@@ -133,6 +133,14 @@ class Pool(Generic[C]):
     def generation(self) -> int:
         return self._book.generation
 
+    def generation_of(self, conn: C) -> int:
+        """The generation of a checked-out connection, to tag its errors for SDAM."""
+        return self._book.generation_of(conn)
+
+    def is_stale_generation(self, generation: int, service_id: Hashable | None = None) -> bool:
+        """SDAM: an error from a connection of an older generation must not clear again."""
+        return self._book.is_stale_generation(generation, service_id)
+
     def statistics(self) -> PoolStatistics:
         """A frozen snapshot of the counters."""
         return self._book.statistics()

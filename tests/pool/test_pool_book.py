@@ -234,3 +234,22 @@ def test_non_default_options_use_the_spec_names() -> None:
     options = PoolOptions(max_pool_size=50, min_pool_size=5, max_idle_time_ms=100)
     assert options.non_default() == {"maxPoolSize": 50, "minPoolSize": 5, "maxIdleTimeMS": 100}
     assert PoolOptions().non_default() == {}
+
+
+def test_generations_tell_sdam_which_errors_are_stale() -> None:
+    book = make_book()
+    conn = open_connection(book)
+    assert book.generation_of(conn) == 0
+    assert not book.is_stale_generation(0)
+    book.clear()
+    assert book.is_stale_generation(book.generation_of(conn))
+    with pytest.raises(InvalidOperation):
+        book.generation_of(FakeConnection(42))
+
+
+def test_load_balanced_generations_are_per_service() -> None:
+    book = make_book(load_balanced=True)
+    a, b = open_connection(book, "A"), open_connection(book, "B")
+    book.clear(service_id="A")
+    assert book.generation_of(a) == 0 and book.is_stale_generation(0, "A")
+    assert not book.is_stale_generation(book.generation_of(b), "B")

@@ -356,6 +356,25 @@ class PoolBook(Generic[C, W]):
             )
         self._forget(entry)
 
+    # -- generations (SDAM: stale application errors) ---------------------------------------
+
+    def generation_of(self, conn: C) -> int:
+        """The generation a checked-out connection was created in (its service's, if LB)."""
+        entry = self.in_use.get(conn.id)
+        if entry is None or entry.conn is not conn:
+            raise InvalidOperation(
+                f"connection {conn.id} is not checked out of the pool for "
+                f"{format_address(self.address)}"
+            )
+        return entry.generation
+
+    def is_stale_generation(self, generation: int, service_id: Hashable | None = None) -> bool:
+        """True when an error seen at ``generation`` predates the last clear (SDAM ignores it)."""
+        if self._lb:
+            record = self.service_generations.get(service_id)
+            return record is not None and generation < record[0]
+        return generation < self.generation
+
     # -- background -----------------------------------------------------------------------
 
     def prune(self, now: float) -> None:
