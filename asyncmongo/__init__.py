@@ -1,7 +1,84 @@
-"""asyncmongo: an asyncio-native MongoDB driver for Python 3.11+."""
+"""asyncmongo: an asyncio-native MongoDB driver for Python 3.11+.
+
+The public names, PyMongo's where they exist: the client, databases, collections and
+cursors, read preference and concerns, the write models and results, and the errors module.
+"""
 
 from __future__ import annotations
 
+from asyncmongo import errors
+from asyncmongo.client import AsyncMongoClient
+from asyncmongo.collection import AsyncCollection, ReturnDocument
+from asyncmongo.command_monitoring import (
+    CommandFailedEvent,
+    CommandStartedEvent,
+    CommandSucceededEvent,
+)
+from asyncmongo.core.concern import ReadConcern, WriteConcern
+from asyncmongo.core.operations.common import (
+    ASCENDING,
+    DESCENDING,
+    GEO2D,
+    GEOSPHERE,
+    HASHED,
+    TEXT,
+)
+from asyncmongo.core.selection import ReadPreference
+from asyncmongo.cursor import AsyncCommandCursor, AsyncCursor, CursorType
+from asyncmongo.database import AsyncDatabase
+from asyncmongo.operations import (
+    DeleteMany,
+    DeleteOne,
+    IndexModel,
+    InsertOne,
+    ReplaceOne,
+    UpdateMany,
+    UpdateOne,
+)
+from asyncmongo.results import (
+    BulkWriteResult,
+    ClientBulkWriteResult,
+    DeleteResult,
+    InsertManyResult,
+    InsertOneResult,
+    UpdateResult,
+)
+
 __version__ = "0.1.0.dev0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "ASCENDING",
+    "DESCENDING",
+    "GEO2D",
+    "GEOSPHERE",
+    "HASHED",
+    "TEXT",
+    "AsyncCollection",
+    "AsyncCommandCursor",
+    "AsyncCursor",
+    "AsyncDatabase",
+    "AsyncMongoClient",
+    "BulkWriteResult",
+    "ClientBulkWriteResult",
+    "CommandFailedEvent",
+    "CommandStartedEvent",
+    "CommandSucceededEvent",
+    "CursorType",
+    "DeleteMany",
+    "DeleteOne",
+    "DeleteResult",
+    "IndexModel",
+    "InsertManyResult",
+    "InsertOne",
+    "InsertOneResult",
+    "ReadConcern",
+    "ReadPreference",
+    "ReplaceOne",
+    "ReturnDocument",
+    "UpdateMany",
+    "UpdateOne",
+    "UpdateResult",
+    "WriteConcern",
+    "__version__",
+    "errors",
+]
