@@ -39,6 +39,7 @@ class PipelineContext:
 
     db_name: str
     namespaces: Namespaces | None = None
+    variables: Mapping[str, Any] | None = None
 
 
 def run_pipeline(documents: list[Document], pipeline: Any, context: PipelineContext,
@@ -75,14 +76,14 @@ def compile_pipeline(pipeline: Any, context: PipelineContext,
 def _match(argument: Any, context: PipelineContext) -> Stage:
     if not isinstance(argument, Mapping):
         raise StoreError(15959, "the match filter must be an expression in an object")
-    predicate = compile_filter(argument)
+    predicate = compile_filter(argument, context.variables)
     return lambda docs: [d for d in docs if predicate(d)]
 
 
 def _project(argument: Any, context: PipelineContext) -> Stage:
     if not isinstance(argument, Mapping):
         raise StoreError(15969, "$project specification must be an object")
-    projector = compile_projection(argument, aggregate=True)
+    projector = compile_projection(argument, aggregate=True, variables=context.variables)
     return lambda docs: [projector(d) for d in docs]
 
 
@@ -96,7 +97,8 @@ def _add_fields(argument: Any, context: PipelineContext) -> Stage:
         for doc in docs:
             new = copy.deepcopy(doc)
             for path, expression in fields:
-                _set_path(new, split_path(path), expressions.evaluate(expression, doc))
+                _set_path(new, split_path(path),
+                          expressions.evaluate(expression, doc, context.variables))
             output.append(new)
         return output
 
@@ -187,22 +189,23 @@ def _group(argument: Any, context: PipelineContext) -> Stage:
     def run(docs: list[Document]) -> list[Document]:
         groups: dict[Any, tuple[Any, list[Document]]] = {}
         for doc in docs:
-            key = expressions.evaluate(key_expression, doc)
+            key = expressions.evaluate(key_expression, doc, context.variables)
             key = None if key is MISSING else key
             groups.setdefault(hash_key(key), (key, []))[1].append(doc)
-        return [_group_output(key, members, accumulators) for key, members in groups.values()]
+        return [_group_output(key, members, accumulators, context.variables)
+                for key, members in groups.values()]
 
     return run
 
 
-def _group_output(key: Any, members: list[Document],
-                  accumulators: list[tuple[str, str, Any]]) -> Document:
+def _group_output(key: Any, members: list[Document], accumulators: list[tuple[str, str, Any]],
+                  variables: Mapping[str, Any] | None) -> Document:
     output: Document = {"_id": key}
     for field, name, expression in accumulators:
         if name == "$count":
             output[field] = len(members)
             continue
-        values = [expressions.evaluate(expression, d) for d in members]
+        values = [expressions.evaluate(expression, d, variables) for d in members]
         if name == "$push":
             output[field] = [v for v in values if v is not MISSING]
         elif name == "$addToSet":
@@ -300,7 +303,7 @@ def _replace_with(argument: Any, context: PipelineContext) -> Stage:
     def run(docs: list[Document]) -> list[Document]:
         output = []
         for doc in docs:
-            root = expressions.evaluate(expression, doc)
+            root = expressions.evaluate(expression, doc, context.variables)
             if not isinstance(root, Mapping):
                 raise StoreError(40228, "'replacement document' must evaluate to an object, but "
                                         f"resulting value was: {render(root)}. Type of "
@@ -468,7 +471,7 @@ def _documents_stage(argument: Any, context: PipelineContext) -> Stage:
     expression = expressions.parse(argument)
 
     def run(docs: list[Document]) -> list[Document]:
-        value = expressions.evaluate(expression, {})
+        value = expressions.evaluate(expression, {}, context.variables)
         if not isinstance(value, list) or not all(isinstance(d, Mapping) for d in value):
             raise StoreError(5858203, "an array of documents must be specified to $documents")
         return [copy.deepcopy(dict(d)) for d in value]

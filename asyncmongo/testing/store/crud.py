@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from asyncmongo.bson.types import Regex
+from asyncmongo.testing.store import expressions
 from asyncmongo.testing.store.aggregate import UPDATE_STAGES, PipelineContext, run_pipeline
 from asyncmongo.testing.store.collection import Collection, Document, id_key
 from asyncmongo.testing.store.compare import compare, hash_key
@@ -40,6 +41,23 @@ Reply = dict[str, Any]
 
 def _reply(**fields: Any) -> Reply:
     return {**fields, "ok": 1.0}
+
+
+def let_variables(spec: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The command's ``let`` variables, evaluated once (None without ``let``)."""
+    if spec.get("let") is None:
+        return None
+    let = spec["let"]
+    if not isinstance(let, Mapping):
+        raise StoreError(14, "BSON field 'let' is the wrong type, expected type 'object'")
+    return {name: expressions.evaluate(expressions.parse(value), {}) for name, value in
+            let.items()}
+
+
+def _with_let(spec: Any, command: Mapping[str, Any]) -> Any:
+    if isinstance(spec, Mapping) and "let" in command:
+        return {**spec, "let": command["let"]}
+    return spec
 
 
 # --- insert ----------------------------------------------------------------------------------
@@ -109,7 +127,8 @@ def compute_update(ctx: CommandContext, document: Document, update: Any,
     if isinstance(update, list):
         if spec.get("arrayFilters"):
             raise StoreError(72, "arrayFilters may not be specified for pipeline-style updates")
-        result = run_pipeline([document], update, PipelineContext(ctx.db_name),
+        result = run_pipeline([document], update,
+                              PipelineContext(ctx.db_name, variables=let_variables(spec)),
                               allowed=UPDATE_STAGES)[0]
         if "_id" in document and "_id" not in result:
             result = {"_id": document["_id"], **result}
@@ -156,7 +175,7 @@ def _matching(collection: Collection | None, query: Any, spec: Mapping[str, Any]
               first_only: bool) -> list[Document]:
     if collection is None:
         return []
-    predicate = compile_filter(query)
+    predicate = compile_filter(query, let_variables(spec))
     sort = optional_document(spec, "sort")
     if sort:
         candidates = sort_documents([d for d in collection if predicate(d)], sort)
@@ -177,7 +196,7 @@ def _one_update(ctx: CommandContext, name: str, spec: Any, index: int,
     query, update = spec.get("q", {}), spec["u"]
     multi = bool(spec.get("multi", False))
     _validate_update(update, multi)
-    compile_filter(query)
+    compile_filter(query, let_variables(spec))
     collection = ctx.namespaces.get(ctx.db_name, name)
     matched = _matching(collection, query, spec, first_only=not multi)
     if not matched and spec.get("upsert"):
@@ -205,7 +224,7 @@ def update(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     errors: list[Reply] = []
     for index, spec in enumerate(updates):
         try:
-            _one_update(ctx, name, spec, index, counts)
+            _one_update(ctx, name, _with_let(spec, command), index, counts)
         except StoreError as exc:
             _record_error(exc, index, errors)
             if ordered:
@@ -226,7 +245,7 @@ def delete(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     n, errors = 0, list[Reply]()
     for index, spec in enumerate(deletes):
         try:
-            n += _one_delete(ctx, name, spec)
+            n += _one_delete(ctx, name, _with_let(spec, command))
         except StoreError as exc:
             _record_error(exc, index, errors)
             if ordered:
@@ -240,7 +259,7 @@ def _one_delete(ctx: CommandContext, name: str, spec: Any) -> int:
     limit = optional_int(spec, "limit") or 0
     if limit not in (0, 1):
         raise bad_value(f"The limit field in delete objects must be 0 or 1. Got {limit}")
-    compile_filter(spec["q"])
+    compile_filter(spec["q"], let_variables(spec))
     collection = ctx.namespaces.get(ctx.db_name, name)
     matched = _matching(collection, spec["q"], spec, first_only=limit == 1)
     for document in matched:
@@ -317,9 +336,11 @@ def _documents(ctx: CommandContext, name: str) -> list[Document]:
 def find(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     name = collection_name(command, "find", ctx.db_name)
     query = optional_document(command, "filter")
-    predicate = compile_filter(query)
+    variables = let_variables(command)
+    predicate = compile_filter(query, variables)
     projection = optional_document(command, "projection")
-    projector = compile_projection(projection, query=query) if projection else None
+    projector = compile_projection(projection, query=query,
+                                   variables=variables) if projection else None
     skip, limit = optional_int(command, "skip") or 0, optional_int(command, "limit") or 0
     batch_size = optional_int(command, "batchSize")
     if skip < 0:
@@ -409,7 +430,8 @@ def aggregate(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     _check_read_concern(command, pipeline)
     cursor_options = optional_document(command, "cursor") or {}
     batch_size = optional_int(cursor_options, "batchSize")
-    results = run_pipeline(documents, pipeline, PipelineContext(ctx.db_name, ctx.namespaces))
+    results = run_pipeline(documents, pipeline, PipelineContext(ctx.db_name, ctx.namespaces,
+                                                                let_variables(command)))
     cursor = ctx.cursors.first_batch(f"{ctx.db_name}.{name}", results, batch_size,
                                      lsid_key=ctx.lsid_key)
     return _reply(cursor=cursor)

@@ -8,6 +8,7 @@ null). An unknown operator raises code 168 InvalidPipelineOperator.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
@@ -443,7 +444,13 @@ def _unset_field(argument: Any, scope: dict[str, Any]) -> Any:
     return _set_field({**argument, "value": "$$REMOVE"}, scope)
 
 
+def _rand(argument: Any, scope: dict[str, Any]) -> Any:
+    """A random double in [0, 1) (the server's $rand; not reproducible, as on the server)."""
+    return random.random()
+
+
 _OPERATORS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
+    "$rand": _rand,
     "$getField": _get_field,
     "$setField": _set_field,
     "$unsetField": _unset_field,

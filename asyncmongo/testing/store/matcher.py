@@ -36,13 +36,15 @@ CandidatesTest = Callable[[list[Any]], bool]
 ValueTest = Callable[[Any], bool]
 
 
-def compile_filter(query: Mapping[str, Any] | None) -> Predicate:
-    """A predicate for ``query`` (None or {} matches everything)."""
+def compile_filter(query: Mapping[str, Any] | None,
+                   variables: Mapping[str, Any] | None = None) -> Predicate:
+    """A predicate for ``query`` (None or {} matches everything); ``variables`` are the
+    command's ``let`` values, visible as ``$$name`` inside ``$expr``."""
     if query is None:
         return lambda doc: True
     if not isinstance(query, Mapping):
         raise bad_value("filter must be an object")
-    return _compile_document(query)
+    return _compile_document(query, variables)
 
 
 def matches(query: Mapping[str, Any] | None, document: Mapping[str, Any]) -> bool:
@@ -50,9 +52,11 @@ def matches(query: Mapping[str, Any] | None, document: Mapping[str, Any]) -> boo
     return compile_filter(query)(document)
 
 
-def _compile_document(query: Mapping[str, Any]) -> Predicate:
+def _compile_document(query: Mapping[str, Any],
+                      variables: Mapping[str, Any] | None = None) -> Predicate:
     predicates = [
-        _compile_top_level(key, cond) if key.startswith("$") else _compile_field(key, cond)
+        _compile_top_level(key, cond, variables) if key.startswith("$")
+        else _compile_field(key, cond)
         for key, cond in query.items()
     ]
     if len(predicates) == 1:
@@ -60,25 +64,27 @@ def _compile_document(query: Mapping[str, Any]) -> Predicate:
     return lambda doc: all(p(doc) for p in predicates)
 
 
-def _compile_top_level(operator: str, argument: Any) -> Predicate:
+def _compile_top_level(operator: str, argument: Any,
+                       variables: Mapping[str, Any] | None) -> Predicate:
     if operator in ("$and", "$or", "$nor"):
-        return _compile_logical(operator, argument)
+        return _compile_logical(operator, argument, variables)
     if operator == "$expr":
         expression = expressions.parse(argument)
-        return lambda doc: expressions.truthy(expressions.evaluate(expression, doc))
+        return lambda doc: expressions.truthy(expressions.evaluate(expression, doc, variables))
     if operator == "$comment":
         return lambda doc: True
     raise bad_value(f"unknown top level operator: {operator}")
 
 
-def _compile_logical(operator: str, argument: Any) -> Predicate:
+def _compile_logical(operator: str, argument: Any,
+                     variables: Mapping[str, Any] | None) -> Predicate:
     if not isinstance(argument, list) or not argument:
         raise bad_value(f"{operator} must be a nonempty array")
     clauses: list[Predicate] = []
     for clause in argument:
         if not isinstance(clause, Mapping):
             raise bad_value(f"{operator} argument's entries must be objects")
-        clauses.append(_compile_document(clause))
+        clauses.append(_compile_document(clause, variables))
     if operator == "$and":
         return lambda doc: all(c(doc) for c in clauses)
     if operator == "$or":

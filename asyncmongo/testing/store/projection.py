@@ -43,7 +43,8 @@ def _flag(value: Any) -> bool | None:
 
 
 def compile_projection(spec: Mapping[str, Any] | None, *, query: Mapping[str, Any] | None = None,
-                       aggregate: bool = False) -> Projector:
+                       aggregate: bool = False,
+                       variables: Mapping[str, Any] | None = None) -> Projector:
     """A function that projects one document by ``spec``."""
     if not spec:
         if aggregate:
@@ -79,7 +80,7 @@ def compile_projection(spec: Mapping[str, Any] | None, *, query: Mapping[str, An
     if inclusion is None:
         inclusion = id_flag and "_id" in spec and not root.slices
     root.flags["_id"] = id_flag
-    return _projector(root, inclusion, query)
+    return _projector(root, inclusion, query, variables)
 
 
 def _add(root: _Node, path: str, value: Any, aggregate: bool) -> str:
@@ -142,13 +143,22 @@ def _elem_test(condition: Mapping[str, Any]) -> Callable[[Any], bool]:
     return lambda e: isinstance(e, Mapping) and predicate(e)
 
 
-def _projector(root: _Node, inclusion: bool, query: Mapping[str, Any] | None) -> Projector:
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """What computed fields and positional projections see: the whole document, the query
+    and the ``let`` variables."""
+
+    root: Mapping[str, Any]
+    query: Mapping[str, Any] | None
+    variables: Mapping[str, Any] | None
+
+
+def _projector(root: _Node, inclusion: bool, query: Mapping[str, Any] | None,
+               variables: Mapping[str, Any] | None) -> Projector:
     def project(document: Mapping[str, Any]) -> dict[str, Any]:
         if inclusion:
-            result = _include(document, root, document, query, top=True)
-        else:
-            result = _exclude(document, root)
-        return result
+            return _include(document, root, _Scope(document, query, variables), top=True)
+        return _exclude(document, root)
 
     return project
 
@@ -163,29 +173,30 @@ def _slice(value: Any, spec: tuple[int, int | None]) -> Any:
     return value[start:start + limit]
 
 
-def _include(document: Mapping[str, Any], node: _Node, root: Mapping[str, Any],
-             query: Mapping[str, Any] | None, top: bool = False) -> dict[str, Any]:
+def _include(document: Mapping[str, Any], node: _Node, scope: _Scope,
+             top: bool = False) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in document.items():
         if node.flags.get(key) and key not in node.children:
-            result[key] = _special(key, value, node, root, query)
+            included = _special(key, value, node, scope)
         elif key in node.children:
-            sub = _include_value(value, node.children[key], root, query)
-            if sub is not MISSING:
-                result[key] = sub
+            included = _include_value(value, node.children[key], scope)
         elif key in node.slices:
-            result[key] = _slice(copy.deepcopy(value), node.slices[key])
+            included = _slice(copy.deepcopy(value), node.slices[key])
+        else:
+            continue
+        if included is not MISSING:
+            result[key] = included
     if top and "_id" in document and node.flags.get("_id", True) and "_id" not in result:
         result = {"_id": document["_id"], **result}
     for key, expression in node.computed.items():
-        value = expressions.evaluate(expression, root)
+        value = expressions.evaluate(expression, scope.root, scope.variables)
         if value is not MISSING:
             result[key] = value
     return result
 
 
-def _special(key: str, value: Any, node: _Node, root: Mapping[str, Any],
-             query: Mapping[str, Any] | None) -> Any:
+def _special(key: str, value: Any, node: _Node, scope: _Scope) -> Any:
     if key in node.elem_matches:
         if not isinstance(value, list):
             return MISSING
@@ -197,7 +208,7 @@ def _special(key: str, value: Any, node: _Node, root: Mapping[str, Any],
         from asyncmongo.testing.store.update import positional_index
 
         try:
-            index = positional_index(query, root, [key])
+            index = positional_index(scope.query, scope.root, [key])
         except StoreError as exc:
             raise bad_value("Executor error during find command :: caused by :: positional "
                             "operator '.$' couldn't find a matching element in the array") from exc
@@ -207,16 +218,14 @@ def _special(key: str, value: Any, node: _Node, root: Mapping[str, Any],
     return copy.deepcopy(value)
 
 
-def _include_value(value: Any, node: _Node, root: Mapping[str, Any],
-                   query: Mapping[str, Any] | None) -> Any:
+def _include_value(value: Any, node: _Node, scope: _Scope) -> Any:
     if isinstance(value, Mapping):
-        return _include(value, node, root, query)
+        return _include(value, node, scope)
     if isinstance(value, list):
-        items = [_include_value(e, node, root, query) for e in value
-                 if isinstance(e, Mapping | list)]
+        items = [_include_value(e, node, scope) for e in value if isinstance(e, Mapping | list)]
         return [i for i in items if i is not MISSING]
     if node.computed:
-        return _include({}, node, root, query)
+        return _include({}, node, scope)
     return MISSING
 
 
