@@ -22,6 +22,7 @@ import statistics
 import struct
 import time
 from collections.abc import Awaitable, Callable
+from typing import cast
 
 import uvloop
 
@@ -121,7 +122,8 @@ async def bench_buffered(port: int, n: int) -> float:
 
 async def _bench_minimal(port: int, n: int, factory: type[Plain] | type[Buffered]) -> float:
     loop = asyncio.get_running_loop()
-    transport, proto = await loop.create_connection(factory, "127.0.0.1", port)
+    transport, created = await loop.create_connection(factory, "127.0.0.1", port)
+    proto = cast(Plain, created)  # Plain and Buffered share these attributes
     start = time.perf_counter()
     for _ in range(n):
         rid, buffers = request()

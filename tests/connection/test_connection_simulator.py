@@ -4,6 +4,7 @@ sequences, streaming hello (exhaust), fail points that close or block the connec
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
@@ -18,15 +19,19 @@ from asyncmongo.testing import SimServer
 pytestmark = pytest.mark.timeout(20)
 
 
-async def open_conn(server: SimServer, **kw: object) -> Connection:
-    settings = ConnectionSettings(host=HostInfo("Linux"), connect_timeout=5.0, **kw)  # type: ignore[arg-type]
+BASE = ConnectionSettings(host=HostInfo("Linux"), connect_timeout=5.0)
+
+
+async def open_conn(server: SimServer, settings: ConnectionSettings = BASE) -> Connection:
     return await connect(("127.0.0.1", server.port), settings, id=1)
 
 
 @pytest.mark.parametrize("compressor", ["snappy", "zlib", "zstd"])
 async def test_compressed_crud(compressor: str) -> None:
     async with SimServer() as server:
-        conn = await open_conn(server, compression=CompressionSettings((compressor,)))
+        conn = await open_conn(
+            server, replace(BASE, compression=CompressionSettings((compressor,)))
+        )
         try:
             assert conn.compressor is Compressor.from_name(compressor)
             docs = [encode({"_id": i, "s": "x" * 200}) for i in range(100)]
@@ -69,7 +74,7 @@ async def test_fail_point_close_connection() -> None:
 
 async def test_fail_point_block_meets_socket_timeout() -> None:
     async with SimServer() as server:
-        conn = await open_conn(server, socket_timeout=0.05)
+        conn = await open_conn(server, replace(BASE, socket_timeout=0.05))
         with server.fail_point(
             {"times": 1}, failCommands=["ping"], blockConnection=True, blockTimeMS=500
         ):

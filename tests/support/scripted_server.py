@@ -79,14 +79,19 @@ def op_msg(
 def compress_message(message: bytes, compressor_id: int) -> bytes:
     _, rid, rto, opcode = _HEADER.unpack_from(message)
     raw = message[16:]
-    packed = {
-        0: lambda b: b,
-        1: lambda b: bytes(cramjam.snappy.compress_raw(b)),
-        2: lambda b: bytes(cramjam.zlib.compress(b)),
-        3: lambda b: bytes(cramjam.zstd.compress(b)),
-    }[compressor_id](raw)
+    packed = _compress(compressor_id, raw)
     body = struct.pack("<iiB", opcode, len(raw), compressor_id) + packed
     return _HEADER.pack(16 + len(body), rid, rto, _OP_COMPRESSED) + body
+
+
+def _compress(compressor_id: int, raw: bytes) -> bytes:
+    if compressor_id == 1:
+        return bytes(cramjam.snappy.compress_raw(raw))
+    if compressor_id == 2:
+        return bytes(cramjam.zlib.compress(raw))
+    if compressor_id == 3:
+        return bytes(cramjam.zstd.compress(raw))
+    return raw
 
 
 def _decompress(compressor_id: int, data: bytes) -> bytes:
