@@ -55,7 +55,11 @@ class _Deployment:
         self.members: list[SimServer] = []
 
     async def __aenter__(self) -> Any:
-        await self.start()
+        try:
+            await self.start()
+        except BaseException:
+            await self.close()  # a half-started deployment leaves no listener behind
+            raise
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

@@ -26,6 +26,7 @@ from asyncmongo.core.wire.compression import SUPPORTED_COMPRESSORS
 from asyncmongo.core.wire.opcodes import HEADER, HEADER_SIZE, OpCode
 from asyncmongo.errors import ConfigurationError, ProtocolError
 from asyncmongo.testing import failpoint
+from asyncmongo.testing.builtins import BUILTINS, ConnectionInfo
 from asyncmongo.testing.failpoint import FailCommand, FailPointState
 from asyncmongo.testing.member import HelloState, Role, build_hello
 from asyncmongo.testing.protocol import Request, decode_request, encode_reply, read_header
@@ -133,7 +134,13 @@ class SimServer:
 
     @property
     def connection_count(self) -> int:
+        """Open client connections now."""
         return len(self._connections)
+
+    @property
+    def total_connections(self) -> int:
+        """Client connections accepted since the server was created."""
+        return self._next_connection_id
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
@@ -209,7 +216,6 @@ class SimServer:
     async def heal(self) -> None:
         """End a partition: answer again, accept connections again (same process)."""
         self._silent = False
-        self.clock.bump()
         if self._listener is None and self._started_once:
             await self._listen()
 
@@ -365,6 +371,7 @@ class SimServer:
         """Exhaust: moreToCome replies, each answering the previous one, until the client
         closes the connection (SDAM "Streaming Protocol")."""
         eof = asyncio.ensure_future(conn.reader.read(1))
+        change: asyncio.Future[None] | None = None
         response_to = request.request_id
         try:
             while True:
@@ -378,7 +385,6 @@ class SimServer:
                 done, _ = await asyncio.wait({eof, change},
                                              return_when=asyncio.FIRST_COMPLETED)
                 if eof in done:
-                    change.cancel()
                     return False
                 if self._slow_ms:
                     await asyncio.sleep(self._slow_ms / 1000)
@@ -391,6 +397,8 @@ class SimServer:
                 reply = self.hello_reply(request.command, conn)
         finally:
             eof.cancel()
+            if change is not None:
+                change.cancel()
 
     def hello_reply(self, command: Mapping[str, Any], conn: _Connection | None = None
                     ) -> dict[str, Any]:
@@ -430,9 +438,10 @@ class SimServer:
         if len(self.users) and not conn.sasl.authenticated_users and (
                 name not in NO_AUTH_COMMANDS):
             return error_reply(13, f"Command {name} requires authentication")
-        builtin = _BUILTINS.get(name)
+        builtin = BUILTINS.get(name)
         if builtin is not None:
-            return await builtin(self, conn, db, command)
+            info = ConnectionInfo(conn.peer, tuple(conn.sasl.authenticated_users))
+            return await builtin(self, info, db, command)
         refusal = self._role_refusal(name, command)
         if refusal is not None:
             return refusal
@@ -469,96 +478,6 @@ class SimServer:
                                  "signature": {"hash": Binary(bytes(20)), "keyId": Int64(0)}}
         reply["operationTime"] = cluster_time
         return reply
-
-    # --- built-in commands (not the store's) -----------------------------------------------
-
-    async def _ping(self, conn: _Connection, db: str, command: dict[str, Any]
-                    ) -> dict[str, Any]:
-        return {"ok": 1.0}
-
-    async def _build_info(self, conn: _Connection, db: str, command: dict[str, Any]
-                          ) -> dict[str, Any]:
-        return {"version": "7.0.0", "gitVersion": "asyncmongo.testing",
-                "versionArray": [7, 0, 0, 0], "bits": 64, "debug": False,
-                "maxBsonObjectSize": 16 * 1024 * 1024, "storageEngines": ["inMemory"],
-                "ok": 1.0}
-
-    async def _configure_fail_point(self, conn: _Connection, db: str,
-                                    command: dict[str, Any]) -> dict[str, Any]:
-        if db != "admin":
-            return error_reply(13, "configureFailPoint may only be run against the admin "
-                               "database.")
-        try:
-            failpoint.configure(self.fail_points, command)
-        except (ConfigurationError, TypeError, ValueError) as exc:
-            return error_reply(2, str(exc))
-        return {"count": 0, "ok": 1.0}
-
-    async def _repl_set_step_down(self, conn: _Connection, db: str, command: dict[str, Any]
-                                  ) -> dict[str, Any]:
-        if self.replica_set is None:
-            return error_reply(76, "not running with --replSet")
-        if self.role is not Role.PRIMARY:
-            return error_reply(10107, "not primary so can't step down")
-        if self.on_step_down is not None:
-            await self.on_step_down(self)
-        return {"ok": 1.0}
-
-    async def _repl_set_get_status(self, conn: _Connection, db: str,
-                                   command: dict[str, Any]) -> dict[str, Any]:
-        group = self.replica_set
-        if group is None:
-            return error_reply(76, "not running with --replSet")
-        states = {Role.PRIMARY: 1, Role.SECONDARY: 2, Role.ARBITER: 7}
-        members = [{"_id": index, "name": member.host,
-                    "stateStr": "PRIMARY" if member.host == group.primary else (
-                        "ARBITER" if member.arbiter else "SECONDARY")}
-                   for index, member in enumerate(group.members)]
-        return {"set": group.set_name, "myState": states.get(self.role, 10),
-                "term": Int64(group.term), "members": members, "ok": 1.0}
-
-    async def _server_status(self, conn: _Connection, db: str, command: dict[str, Any]
-                             ) -> dict[str, Any]:
-        return {"host": self.host, "version": "7.0.0",
-                "process": "mongos" if self.role is Role.MONGOS else "mongod",
-                "pid": Int64(os.getpid()),
-                "connections": {"current": len(self._connections),
-                                "totalCreated": self._next_connection_id},
-                "ok": 1.0}
-
-    async def _whats_my_uri(self, conn: _Connection, db: str, command: dict[str, Any]
-                            ) -> dict[str, Any]:
-        return {"you": conn.peer, "ok": 1.0}
-
-    async def _connection_status(self, conn: _Connection, db: str, command: dict[str, Any]
-                                 ) -> dict[str, Any]:
-        users = [{"user": u.name, "db": u.db} for u in conn.sasl.authenticated_users]
-        return {"authInfo": {"authenticatedUsers": users, "authenticatedUserRoles": []},
-                "ok": 1.0}
-
-    async def _ok(self, conn: _Connection, db: str, command: dict[str, Any]
-                  ) -> dict[str, Any]:
-        return {"ok": 1.0}
-
-
-Builtin = Callable[[SimServer, _Connection, str, dict[str, Any]], Awaitable[dict[str, Any]]]
-_BUILTINS: dict[str, Builtin] = {
-    "ping": SimServer._ping,
-    "buildInfo": SimServer._build_info,
-    "buildinfo": SimServer._build_info,
-    "configureFailPoint": SimServer._configure_fail_point,
-    "replSetStepDown": SimServer._repl_set_step_down,
-    "replSetGetStatus": SimServer._repl_set_get_status,
-    "serverStatus": SimServer._server_status,
-    "whatsmyuri": SimServer._whats_my_uri,
-    "connectionStatus": SimServer._connection_status,
-    "getParameter": SimServer._ok,
-    "setParameter": SimServer._ok,
-    "killAllSessions": SimServer._ok,
-    "refreshSessions": SimServer._ok,
-    "logout": SimServer._ok,
-    "getLastError": SimServer._ok,
-}
 
 
 class FailPointHandle:

@@ -1,0 +1,132 @@
+"""The commands the simulated server answers itself, not the store: ``ping``, ``buildInfo``,
+``configureFailPoint``, ``replSetStepDown``, ``replSetGetStatus``, ``serverStatus``,
+``whatsmyuri``, ``connectionStatus`` and a few that only need ``ok: 1``.
+
+Each takes the server, the connection's view (:class:`ConnectionInfo`), the database and the
+command, and returns the reply document.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from asyncmongo.bson import Int64
+from asyncmongo.errors import ConfigurationError
+from asyncmongo.testing import failpoint
+from asyncmongo.testing.member import Role
+from asyncmongo.testing.replies import error_reply
+
+if TYPE_CHECKING:
+    from asyncmongo.testing.scram import User
+    from asyncmongo.testing.server import SimServer
+
+#: The server version the simulator claims (maxWireVersion 21).
+SERVER_VERSION = "7.0.0"
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionInfo:
+    """What a built-in command may know about the connection it arrived on."""
+
+    peer: str
+    authenticated_users: tuple[User, ...]
+
+
+Reply = dict[str, Any]
+Builtin = Callable[["SimServer", ConnectionInfo, str, dict[str, Any]], Awaitable[Reply]]
+
+
+async def ping(server: SimServer, conn: ConnectionInfo, db: str, command: dict[str, Any]
+               ) -> Reply:
+    return {"ok": 1.0}
+
+
+async def build_info(server: SimServer, conn: ConnectionInfo, db: str,
+                     command: dict[str, Any]) -> Reply:
+    return {"version": SERVER_VERSION, "gitVersion": "asyncmongo.testing",
+            "versionArray": [7, 0, 0, 0], "bits": 64, "debug": False,
+            "maxBsonObjectSize": 16 * 1024 * 1024, "storageEngines": ["inMemory"], "ok": 1.0}
+
+
+async def configure_fail_point(server: SimServer, conn: ConnectionInfo, db: str,
+                               command: dict[str, Any]) -> Reply:
+    if db != "admin":
+        return error_reply(13, "configureFailPoint may only be run against the admin database.")
+    try:
+        failpoint.configure(server.fail_points, command)
+    except (ConfigurationError, TypeError, ValueError) as exc:
+        return error_reply(2, str(exc))
+    return {"count": 0, "ok": 1.0}
+
+
+async def repl_set_step_down(server: SimServer, conn: ConnectionInfo, db: str,
+                             command: dict[str, Any]) -> Reply:
+    if server.replica_set is None:
+        return error_reply(76, "not running with --replSet")
+    if server.role is not Role.PRIMARY:
+        return error_reply(10107, "not primary so can't step down")
+    if server.on_step_down is not None:
+        await server.on_step_down(server)
+    return {"ok": 1.0}
+
+
+async def repl_set_get_status(server: SimServer, conn: ConnectionInfo, db: str,
+                              command: dict[str, Any]) -> Reply:
+    group = server.replica_set
+    if group is None:
+        return error_reply(76, "not running with --replSet")
+    states = {Role.PRIMARY: 1, Role.SECONDARY: 2, Role.ARBITER: 7}
+    members = [{"_id": index, "name": member.host,
+                "stateStr": "PRIMARY" if member.host == group.primary else (
+                    "ARBITER" if member.arbiter else "SECONDARY")}
+               for index, member in enumerate(group.members)]
+    return {"set": group.set_name, "myState": states.get(server.role, 10),
+            "term": Int64(group.term), "members": members, "ok": 1.0}
+
+
+async def server_status(server: SimServer, conn: ConnectionInfo, db: str,
+                        command: dict[str, Any]) -> Reply:
+    return {"host": server.host, "version": SERVER_VERSION,
+            "process": "mongos" if server.role is Role.MONGOS else "mongod",
+            "pid": Int64(os.getpid()),
+            "connections": {"current": server.connection_count,
+                            "totalCreated": server.total_connections},
+            "ok": 1.0}
+
+
+async def whats_my_uri(server: SimServer, conn: ConnectionInfo, db: str,
+                       command: dict[str, Any]) -> Reply:
+    return {"you": conn.peer, "ok": 1.0}
+
+
+async def connection_status(server: SimServer, conn: ConnectionInfo, db: str,
+                            command: dict[str, Any]) -> Reply:
+    users = [{"user": user.name, "db": user.db} for user in conn.authenticated_users]
+    return {"authInfo": {"authenticatedUsers": users, "authenticatedUserRoles": []}, "ok": 1.0}
+
+
+async def ok(server: SimServer, conn: ConnectionInfo, db: str, command: dict[str, Any]
+             ) -> Reply:
+    return {"ok": 1.0}
+
+
+BUILTINS: dict[str, Builtin] = {
+    "ping": ping,
+    "buildInfo": build_info,
+    "buildinfo": build_info,
+    "configureFailPoint": configure_fail_point,
+    "replSetStepDown": repl_set_step_down,
+    "replSetGetStatus": repl_set_get_status,
+    "serverStatus": server_status,
+    "whatsmyuri": whats_my_uri,
+    "connectionStatus": connection_status,
+    "getParameter": ok,
+    "setParameter": ok,
+    "killAllSessions": ok,
+    "refreshSessions": ok,
+    "logout": ok,
+    "getLastError": ok,
+}
