@@ -46,6 +46,9 @@ class Member:
         self.operation_delay = 0.0
         #: Close the connection instead of answering the next N operations (network error).
         self.drop_operations = 0
+        #: The same for the next N hellos; and a delay before every hello reply.
+        self.drop_hellos = 0
+        self.hello_delay = 0.0
 
     @property
     def host(self) -> str:
@@ -122,6 +125,12 @@ class Member:
 
     async def _hello(self, request: Request, peer: Peer, legacy: bool) -> None:
         self.hello_requests += 1
+        if self.drop_hellos:
+            self.drop_hellos -= 1
+            peer.abort()
+            return
+        if self.hello_delay:
+            await asyncio.sleep(self.hello_delay)
         tv = request.command.get("topologyVersion")
         max_await = request.command.get("maxAwaitTimeMS")
         if not (self.streaming and tv is not None and max_await is not None):
