@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 from asyncmongo.client import AsyncMongoClient
 from asyncmongo.core.cmap.events import PoolClearedEvent
@@ -107,5 +108,5 @@ async def test_immediate_checks_respect_the_minimum_spacing() -> None:
             started = [t for t, _ in recorder.of(ServerHeartbeatStartedEvent)]
             # the handshake check, then at most one check per 500 ms however many requests
             assert 2 <= len(started) <= 3
-            gaps = [b - a for a, b in zip(started, started[1:])]
+            gaps = [b - a for a, b in itertools.pairwise(started)]
             assert all(gap >= 0.49 for gap in gaps)
