@@ -252,3 +252,24 @@ async def test_random_cancellations_never_skew_the_pool() -> None:
     assert totals["raised AutoReconnect"] > 10, totals
     assert totals["cancelled while holding"] > 0, totals
     assert totals["cancelled while connecting"] > 0, totals
+
+
+async def test_close_while_the_filler_is_establishing_cancels_it_cleanly() -> None:
+    server = FakeServer(delay_yields=100)
+    events: list[PoolEvent] = []
+    pool = Pool(
+        ADDRESS,
+        PoolOptions(min_pool_size=2),
+        server.establish,
+        listener=events.append,
+        maintenance_interval=1,
+    )
+    pool.ready()
+    await yields(3)
+    assert "2 connecting" in repr(pool)
+    await pool.close()
+    assert server.cancelled_establishments == 2
+    assert pool.statistics().connecting == 0
+    assert not server.open_connections()
+    names = [type(e).__name__ for e in events]
+    assert names.count("ConnectionCreatedEvent") == names.count("ConnectionClosedEvent") == 2
