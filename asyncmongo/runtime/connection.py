@@ -364,7 +364,7 @@ class Connection:
         db: str,
         command: Mapping[str, Any],
         *,
-        sequences: Sequence[DocumentSequence] = (),
+        sequences: Sequence[DocumentSequence] | None = None,
         deadline: float | None = None,
         exhaust_allowed: bool = False,
         unacknowledged: bool = False,
@@ -393,7 +393,8 @@ class Connection:
             else:
                 self._protocol.reader.expect(request_id)
             name = next(iter(command), "")
-            self._transport.writelines(self._frame(request_id, body, sequences, flags, name))
+            buffers = self._frame(request_id, body, sequences or (), flags, name)
+            self._transport.writelines(buffers)
             try:
                 if self._protocol._paused is not None:
                     await self._guard(self._protocol.wait_writable(), deadline, "write")

@@ -86,13 +86,21 @@ class HostInfo:
         version = ".".join(map(str, sys.version_info[:3]))
         return cls(
             os_type=uname.system or "unknown",
-            os_name=uname.system or None,
+            os_name=_os_pretty_name() or uname.system or None,
             architecture=uname.machine or None,
             os_version=uname.release or None,
             platform=f"{impl} {version}",
             environ=dict(environ),
             dockerenv=dockerenv,
         )
+
+
+def _os_pretty_name() -> str | None:
+    """``PRETTY_NAME`` of os-release(5) where there is one (spec: client.os.name)."""
+    try:
+        return platform.freedesktop_os_release().get("PRETTY_NAME")
+    except OSError:
+        return None
 
 
 def faas_env(environ: Mapping[str, str]) -> dict[str, Any]:
