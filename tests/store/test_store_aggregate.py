@@ -146,3 +146,21 @@ def test_expressions(expression: Any, expected: Any) -> None:
 def test_divide_by_zero() -> None:
     with pytest.raises(StoreError, match="can't \\$divide by zero"):
         evaluate({"$divide": [1, 0]}, {})
+
+
+def test_lookup_with_let_and_pipeline() -> None:
+    from asyncmongo.testing.store import Store
+
+    store = Store()
+    store.handle("db", {"insert": "orders", "documents": [{"_id": 1, "item": "a", "qty": 5}]})
+    store.handle("db", {"insert": "stock", "documents": [
+        {"_id": 10, "item": "a", "n": 3}, {"_id": 11, "item": "a", "n": 9},
+        {"_id": 12, "item": "b", "n": 9}]})
+    reply = store.handle("db", {"aggregate": "orders", "cursor": {}, "pipeline": [
+        {"$lookup": {"from": "stock", "let": {"want": "$qty", "item": "$item"},
+                     "pipeline": [{"$match": {"$expr": {"$and": [
+                         {"$eq": ["$item", "$$item"]}, {"$gte": ["$n", "$$want"]}]}}},
+                         {"$project": {"_id": 1}}],
+                     "as": "enough"}}]})
+    assert reply["cursor"]["firstBatch"] == [
+        {"_id": 1, "item": "a", "qty": 5, "enough": [{"_id": 11}]}]

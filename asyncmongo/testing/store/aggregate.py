@@ -3,7 +3,7 @@
 Stages: $match $project $addFields/$set $unset $sort $skip $limit $group (accumulators $sum
 $avg $min $max $first $last $push $addToSet $count) $count $unwind (preserveNullAndEmptyArrays,
 includeArrayIndex) $sortByCount $replaceRoot/$replaceWith $facet $lookup (localField/
-foreignField, optional pipeline; no ``let``) and the writing stages $out and $merge (basic).
+foreignField, and/or a pipeline with ``let``) and the writing stages $out and $merge (basic).
 An unknown stage fails with 40324 as on the server.
 """
 
@@ -335,13 +335,16 @@ def _facet(argument: Any, context: PipelineContext) -> Stage:
 def _lookup(argument: Any, context: PipelineContext) -> Stage:
     if not isinstance(argument, Mapping):
         raise StoreError(40319, "the $lookup stage specification must be an object")
-    if "let" in argument:
-        raise bad_value("$lookup with 'let' is not supported by the asyncmongo store")
     source, as_field = argument.get("from"), argument.get("as")
     if not isinstance(source, str) or not isinstance(as_field, str):
         raise StoreError(40321, "$lookup requires 'from' and 'as' string fields")
     local, foreign = argument.get("localField"), argument.get("foreignField")
-    sub = compile_pipeline(argument.get("pipeline", []), context)
+    let = argument.get("let") or {}
+    if not isinstance(let, Mapping):
+        raise StoreError(9, "$lookup argument 'let' must be an object")
+    let_expressions = {name: expressions.parse(value) for name, value in let.items()}
+    pipeline = argument.get("pipeline", [])
+    compile_pipeline(pipeline, context)
 
     def run(docs: list[Document]) -> list[Document]:
         foreign_docs = _documents(context, source)
@@ -350,7 +353,11 @@ def _lookup(argument: Any, context: PipelineContext) -> Stage:
             joined = foreign_docs
             if isinstance(local, str) and isinstance(foreign, str):
                 joined = _join(doc, local, foreign, foreign_docs)
-            for stage in sub:
+            variables = {**(context.variables or {}), **{
+                name: expressions.evaluate(e, doc, context.variables)
+                for name, e in let_expressions.items()}}
+            for stage in compile_pipeline(pipeline, PipelineContext(
+                    context.db_name, context.namespaces, variables)):
                 joined = stage(joined)
             new = copy.deepcopy(doc)
             _set_path(new, split_path(as_field), copy.deepcopy(joined))

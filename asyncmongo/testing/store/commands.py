@@ -127,7 +127,7 @@ class Store:
             self.transactions.abort_command(lsid_key, int(txn_number))
             return {"ok": 1.0}
         if name not in _IN_TRANSACTION:
-            raise StoreError(263 if name != "count" else 50851,
+            raise StoreError(263,
                              f"Cannot run '{name}' in a multi-document transaction.")
         start = command.get("startTransaction") is True
         transaction = self.transactions.transaction_for(lsid_key, int(txn_number), start)
