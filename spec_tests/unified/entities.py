@@ -1,0 +1,294 @@
+"""The entity map: clients, databases, collections, sessions, threads and saved results.
+
+Unified test format, "Entity Map": names are unique within a test; a reference to an
+undefined name, or to an entity of the wrong type, is an error in the test file. Entities are
+created from the file's ``createEntities`` before each test (and by the createEntities
+operation) and closed after it: clients are closed, threads' tasks awaited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from asyncmongo.client import AsyncMongoClient
+from asyncmongo.core.concern import ReadConcern, WriteConcern
+from asyncmongo.core.selection.read_preference import ReadPreference
+from asyncmongo.core.wire.handshake import ServerApi
+from spec_tests.unified.errors import ApiMissing, TestFormatError, Unsupported
+from spec_tests.unified.events import ClientObserver
+from spec_tests.unified.target import Target
+
+__all__ = ["ClientEntity", "EntityMap", "ThreadEntity", "collection_options", "call_api"]
+
+
+@dataclass(slots=True)
+class ClientEntity:
+    """A client entity: the client and what its listener observed."""
+
+    client: AsyncMongoClient
+    observer: ClientObserver
+    observe_log_messages: Mapping[str, str] = field(default_factory=dict)
+
+
+class ThreadEntity:
+    """A test-runner "thread": an asyncio task running the operations sent to it in order."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[Callable[[], Awaitable[None]] | None] = asyncio.Queue()
+        self._error: BaseException | None = None
+        self._task = asyncio.get_running_loop().create_task(self._work())
+
+    async def _work(self) -> None:
+        while (job := await self._queue.get()) is not None:
+            try:
+                if self._error is None:
+                    await job()
+            except Exception as exc:
+                self._error = exc
+            finally:
+                self._queue.task_done()
+        self._queue.task_done()
+
+    def submit(self, job: Callable[[], Awaitable[None]]) -> None:
+        self._queue.put_nowait(job)
+
+    async def wait(self, timeout: float = 10.0) -> None:
+        """waitForThread: every submitted operation finished; re-raise the first error."""
+        await asyncio.wait_for(self._queue.join(), timeout)
+        if self._error is not None:
+            raise self._error
+
+    async def close(self) -> None:
+        self._queue.put_nowait(None)
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(self._task, 5)
+        if not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+
+
+async def call_api(obj: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+    """Call ``obj.method(...)`` (awaiting it if it returns an awaitable).
+
+    A method the asyncmongo object does not have yet is a skip that names it.
+    """
+    function = getattr(obj, method, None)
+    if function is None:
+        raise ApiMissing(f"{type(obj).__name__}.{method}")
+    result = function(*args, **kwargs)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def collection_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """collectionOrDatabaseOptions as PyMongo keyword arguments."""
+    kwargs: dict[str, Any] = {}
+    for key, value in options.items():
+        if key == "readConcern":
+            kwargs["read_concern"] = ReadConcern(value.get("level"))
+        elif key == "writeConcern":
+            kwargs["write_concern"] = write_concern(value)
+        elif key == "readPreference":
+            kwargs["read_preference"] = ReadPreference.from_document(value)
+        elif key == "timeoutMS":
+            kwargs["timeout"] = value / 1000
+        else:
+            raise TestFormatError(f"unknown collection/database option {key}")
+    return kwargs
+
+
+def write_concern(document: Mapping[str, Any]) -> WriteConcern:
+    """A test file's writeConcern document (w, wtimeoutMS, journal; j accepted too)."""
+    fields = dict(document)
+    if "j" in fields:
+        fields["journal"] = fields.pop("j")
+    return WriteConcern.from_document(fields)
+
+
+class EntityMap:
+    """Named entities of one test; also the matcher's context ($$matchesEntity, lsids)."""
+
+    def __init__(self, target: Target) -> None:
+        self._target = target
+        self._entities: dict[str, Any] = {}
+        self._kinds: dict[str, str] = {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._entities
+
+    def add(self, name: str, kind: str, value: Any) -> None:
+        if name in self._entities:
+            raise TestFormatError(f"entity {name!r} is already defined")
+        self._entities[name] = value
+        self._kinds[name] = kind
+
+    def get(self, name: str, kind: str | None = None) -> Any:
+        if name not in self._entities:
+            raise TestFormatError(f"entity {name!r} is not defined")
+        if kind is not None and self._kinds[name] != kind:
+            raise TestFormatError(f"entity {name!r} is a {self._kinds[name]}, not a {kind}")
+        return self._entities[name]
+
+    def kind(self, name: str) -> str:
+        self.get(name)
+        return self._kinds[name]
+
+    def clients(self) -> dict[str, ClientEntity]:
+        return {n: v for n, v in self._entities.items() if self._kinds[n] == "client"}
+
+    # -- MatchContext ----------------------------------------------------------------------
+
+    def bson_entity(self, name: str) -> Any:
+        return self.get(name)
+
+    def session_lsid(self, name: str) -> Mapping[str, Any]:
+        session = self.get(name, "session")
+        lsid = getattr(session, "session_id", None)
+        if lsid is None:
+            raise ApiMissing("AsyncClientSession.session_id")
+        return dict(lsid)
+
+    # -- creation --------------------------------------------------------------------------
+
+    async def create(self, spec: Mapping[str, Any]) -> None:
+        """Create one entity from a createEntities element."""
+        kind, options = next(iter(spec.items()))
+        creator = getattr(self, f"_create_{kind}", None)
+        if creator is None:
+            raise TestFormatError(f"unknown entity type {kind}")
+        await creator(options)
+
+    async def _create_client(self, options: Mapping[str, Any]) -> None:
+        for key, reason in (
+            ("autoEncryptOpts", "client-side field level encryption is not built"),
+            ("observeTracingMessages", "asyncmongo has no OpenTelemetry tracing"),
+            ("awaitMinPoolSizeMS", "awaitMinPoolSizeMS needs pool statistics the runner "
+                                   "does not read yet"),
+        ):
+            if key in options:
+                raise Unsupported(reason)
+        uri = self._target.uri
+        if options.get("useMultipleMongoses") is False:
+            uri = self._target.single_mongos_uri
+        kwargs = _uri_options(options.get("uriOptions", {}))
+        if "serverApi" in options:
+            api = options["serverApi"]
+            kwargs["server_api"] = ServerApi(api["version"], api.get("strict"),
+                                             api.get("deprecationErrors"))
+        observer = ClientObserver(
+            observe=options.get("observeEvents", ()),
+            ignore_commands=options.get("ignoreCommandMonitoringEvents", ()),
+            observe_sensitive=options.get("observeSensitiveCommands", False),
+        )
+        for store in options.get("storeEventsAsEntities", ()):
+            sink: list[dict[str, Any]] = []
+            self.add(store["id"], "events", sink)
+            observer.store_into(store["events"], sink)
+        client = AsyncMongoClient(uri, event_listeners=[observer], **kwargs)
+        self.add(options["id"], "client",
+                 ClientEntity(client, observer, options.get("observeLogMessages", {})))
+
+    async def _create_database(self, options: Mapping[str, Any]) -> None:
+        client = self.get(options["client"], "client").client
+        kwargs = collection_options(options.get("databaseOptions", {}))
+        database = await call_api(client, "get_database", options["databaseName"], **kwargs)
+        self.add(options["id"], "database", database)
+
+    async def _create_collection(self, options: Mapping[str, Any]) -> None:
+        database = self.get(options["database"], "database")
+        kwargs = collection_options(options.get("collectionOptions", {}))
+        collection = await call_api(database, "get_collection", options["collectionName"],
+                                    **kwargs)
+        self.add(options["id"], "collection", collection)
+
+    async def _create_session(self, options: Mapping[str, Any]) -> None:
+        client = self.get(options["client"], "client").client
+        kwargs = session_options(options.get("sessionOptions", {}))
+        session = await call_api(client, "start_session", **kwargs)
+        self.add(options["id"], "session", session)
+
+    async def _create_bucket(self, options: Mapping[str, Any]) -> None:
+        raise Unsupported("GridFS (bucket entities) is not built in asyncmongo yet")
+
+    async def _create_clientEncryption(self, options: Mapping[str, Any]) -> None:
+        raise Unsupported("client-side encryption (clientEncryption entities) is not built")
+
+    async def _create_thread(self, options: Mapping[str, Any]) -> None:
+        self.add(options["id"], "thread", ThreadEntity())
+
+    async def _create_stream(self, options: Mapping[str, Any]) -> None:
+        self.add(options["id"], "stream", bytes.fromhex(options["hexBytes"]))
+
+    async def close(self) -> None:
+        """End sessions, stop threads, close clients (in that order)."""
+        for name, value in list(self._entities.items()):
+            kind = self._kinds[name]
+            with contextlib.suppress(Exception):
+                if kind in ("findCursor", "commandCursor", "changeStream"):
+                    await call_api(value, "close")
+                elif kind == "session":
+                    await call_api(value, "end_session")
+                elif kind == "thread":
+                    await value.close()
+        for entity in self.clients().values():
+            await entity.client.close()
+        self._entities.clear()
+        self._kinds.clear()
+
+
+def _uri_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    for key, value in options.items():
+        if isinstance(value, Mapping) and "$$placeholder" in value:
+            raise Unsupported(f"uriOptions.{key} is a $$placeholder for credentials this "
+                              "environment does not have")
+    return dict(options)
+
+
+def session_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """sessionOptions as PyMongo's start_session keyword arguments."""
+    kwargs: dict[str, Any] = {}
+    for key, value in options.items():
+        if key == "causalConsistency":
+            kwargs["causal_consistency"] = value
+        elif key == "snapshot":
+            kwargs["snapshot"] = value
+        elif key == "defaultTransactionOptions":
+            kwargs["default_transaction_options"] = transaction_options(value)
+        elif key == "defaultTimeoutMS":
+            kwargs["default_timeout_ms"] = value
+        else:
+            raise TestFormatError(f"unknown session option {key}")
+    return kwargs
+
+
+def transaction_options(options: Mapping[str, Any]) -> Any:
+    """A TransactionOptions value (asyncmongo's, once sessions land) from a test document."""
+    import importlib
+
+    try:
+        module = importlib.import_module("asyncmongo.session")
+    except ImportError:
+        raise ApiMissing("asyncmongo.session.TransactionOptions") from None
+    factory = getattr(module, "TransactionOptions", None)
+    if factory is None:
+        raise ApiMissing("asyncmongo.session.TransactionOptions")
+    kwargs: dict[str, Any] = {}
+    for key, value in options.items():
+        if key == "readConcern":
+            kwargs["read_concern"] = ReadConcern(value.get("level"))
+        elif key == "writeConcern":
+            kwargs["write_concern"] = write_concern(value)
+        elif key == "readPreference":
+            kwargs["read_preference"] = ReadPreference.from_document(value)
+        elif key == "maxCommitTimeMS":
+            kwargs["max_commit_time_ms"] = value
+        else:
+            raise TestFormatError(f"unknown transaction option {key}")
+    return factory(**kwargs)

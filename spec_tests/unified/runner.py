@@ -1,0 +1,205 @@
+"""Executing a Test (unified test format): entities, initialData, operations, outcome.
+
+For each test: skip it when skipReason is set or its runOnRequirements are unmet; create the
+file's entities; write initialData with the internal client (drop, then insert or create,
+majority write concern); run the operations, checking each one's expectResult /
+expectError / saveResultAsEntity / ignoreResultAndError; check expectEvents and the
+outcome; finally turn off the fail points it set and close every entity.
+
+:class:`Unsupported` from anywhere becomes a skip with its reason; every other exception is a
+failure of the test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from asyncmongo.client import AsyncMongoClient
+from spec_tests.unified.entities import ClientEntity, EntityMap
+from spec_tests.unified.errors import TestFormatError, Unsupported
+from spec_tests.unified.events import check_expected_events
+from spec_tests.unified.expect_error import check_error
+from spec_tests.unified.matcher import MatchError, match
+from spec_tests.unified.operations import convert_arguments, find_handler
+from spec_tests.unified.schema import UnifiedFile, requirements_unmet_reason
+from spec_tests.unified.special import find_special
+from spec_tests.unified.target import Target, run_command
+
+__all__ = ["UnifiedTestRunner"]
+
+_MAJORITY = {"w": "majority"}
+
+
+class UnifiedTestRunner:
+    """Runs the tests of one unified file against one target."""
+
+    def __init__(self, file: UnifiedFile, target: Target, internal: AsyncMongoClient) -> None:
+        self.file = file
+        self.target = target
+        self.internal = internal
+        self.entities = EntityMap(target)
+        self._fail_points: list[tuple[AsyncMongoClient, str]] = []
+
+    # -- the test loop ---------------------------------------------------------------------
+
+    def skip_reason(self, test: Mapping[str, Any]) -> str | None:
+        """Why this test does not run here (skipReason or unmet runOnRequirements)."""
+        if "skipReason" in test:
+            return f"the test file says: {test['skipReason']}"
+        for requirements in (self.file.run_on_requirements, test.get("runOnRequirements", ())):
+            reason = requirements_unmet_reason(requirements, self.target.info)
+            if reason is not None:
+                return reason
+        return None
+
+    async def run_test(self, test: Mapping[str, Any]) -> None:
+        """Run one test; raises Unsupported (skip) or an assertion error (failure)."""
+        _check_unsupported_expectations(test)
+        self.entities = EntityMap(self.target)
+        try:
+            for spec in self.file.create_entities:
+                await self.entities.create(spec)
+            await self._initial_data()
+            await self.run_operations(test["operations"])
+            self._check_events(test.get("expectEvents", ()))
+            await self._check_outcome(test.get("outcome", ()))
+        finally:
+            await self._cleanup()
+
+    async def _cleanup(self) -> None:
+        try:
+            for client, name in reversed(self._fail_points):
+                try:
+                    await run_command(client, "admin", {"configureFailPoint": name,
+                                                        "mode": "off"})
+                except Exception:
+                    await run_command(self.internal, "admin",
+                                      {"configureFailPoint": name, "mode": "off"})
+        finally:
+            self._fail_points.clear()
+            await self.entities.close()
+
+    def remember_fail_point(self, client: AsyncMongoClient, name: str) -> None:
+        self._fail_points.append((client, name))
+
+    # -- data ------------------------------------------------------------------------------
+
+    async def _initial_data(self) -> None:
+        for data in self.file.initial_data:
+            db, coll = data["databaseName"], data["collectionName"]
+            await _drop_quietly(self.internal, db, coll)
+            if data.get("createOptions") or not data["documents"]:
+                await run_command(self.internal, db, {
+                    "create": coll, **data.get("createOptions", {}), "writeConcern": _MAJORITY})
+            if data["documents"]:
+                await run_command(self.internal, db, {
+                    "insert": coll, "documents": list(data["documents"]),
+                    "writeConcern": _MAJORITY})
+
+    async def _check_outcome(self, outcome: Sequence[Mapping[str, Any]]) -> None:
+        for data in outcome:
+            actual = await _read_all(self.internal, data["databaseName"],
+                                     data["collectionName"])
+            where = f"outcome {data['databaseName']}.{data['collectionName']}"
+            if len(actual) != len(data["documents"]):
+                raise MatchError(f"{where}: expected {len(data['documents'])} documents, "
+                                 f"found {len(actual)}: {actual!r}")
+            for index, (want, got) in enumerate(zip(data["documents"], actual, strict=True)):
+                match(want, got, self.entities, root=False, path=f"{where}[{index}]")
+
+    # -- operations ------------------------------------------------------------------------
+
+    async def run_operations(self, operations: Sequence[Mapping[str, Any]]) -> None:
+        for operation in operations:
+            await self.run_operation(operation)
+
+    async def run_operation(self, operation: Mapping[str, Any]) -> None:
+        """Executing an Operation: run it and check what it produced."""
+        name, target = operation["name"], operation["object"]
+        arguments = dict(operation.get("arguments", {}))
+        if target == "testRunner":
+            await find_special(name)(self, arguments)
+            return
+        try:
+            result = await self._execute(name, target, arguments)
+        except (Unsupported, TestFormatError):
+            raise
+        except Exception as exc:
+            if operation.get("ignoreResultAndError"):
+                return
+            if "expectError" not in operation:
+                raise
+            check_error(operation["expectError"], exc, self.entities)
+            return
+        self._check_result(operation, result)
+
+    def _check_result(self, operation: Mapping[str, Any], result: Any) -> None:
+        if "expectError" in operation:
+            raise MatchError(f"{operation['name']} was expected to fail, returned {result!r}")
+        if "expectResult" in operation:
+            match(operation["expectResult"], result, self.entities, root=True,
+                  path=f"{operation['name']} result")
+        if "saveResultAsEntity" in operation:
+            self.entities.add(operation["saveResultAsEntity"],
+                              _saved_kind(operation["name"]), result)
+
+    async def _execute(self, name: str, target: str, arguments: dict[str, Any]) -> Any:
+        kind = self.entities.kind(target)
+        obj = self.entities.get(target)
+        if isinstance(obj, ClientEntity):
+            obj = obj.client
+        handler = find_handler(kind, name)
+        return await handler(self, obj, convert_arguments(self, arguments))
+
+    # -- events ----------------------------------------------------------------------------
+
+    def _check_events(self, expectations: Sequence[Mapping[str, Any]]) -> None:
+        for expected in expectations:
+            entity: ClientEntity = self.entities.get(expected["client"], "client")
+            observed = entity.observer.of_category(expected.get("eventType", "command"))
+            check_expected_events(expected["events"], observed, self.entities,
+                                  ignore_extra=expected.get("ignoreExtraEvents", False))
+
+
+def _saved_kind(operation: str) -> str:
+    """The entity kind a saved result has (cursors are operated on later)."""
+    return {"createFindCursor": "findCursor", "createCommandCursor": "commandCursor",
+            "createChangeStream": "changeStream", "watch": "changeStream"}.get(operation,
+                                                                              "result")
+
+
+def _check_unsupported_expectations(test: Mapping[str, Any]) -> None:
+    if "expectLogMessages" in test:
+        raise Unsupported("expectLogMessages: the runner does not capture asyncmongo's "
+                          "log messages per client yet")
+    if "expectTracingMessages" in test:
+        raise Unsupported("expectTracingMessages: asyncmongo has no OpenTelemetry tracing")
+
+
+async def _drop_quietly(client: AsyncMongoClient, db: str, coll: str) -> None:
+    from asyncmongo.errors import OperationFailure
+
+    try:
+        await run_command(client, db, {"drop": coll, "writeConcern": _MAJORITY})
+    except OperationFailure as exc:
+        if exc.code != 26:  # NamespaceNotFound is fine: nothing to drop
+            raise
+
+
+async def _read_all(client: AsyncMongoClient, db: str, coll: str) -> list[Any]:
+    """Every document of a collection by _id, primary, read concern local."""
+    reply = await run_command(client, db, {
+        "find": coll, "filter": {}, "sort": {"_id": 1}, "batchSize": 1000,
+        "readConcern": {"level": "local"}})
+    documents = list(reply["cursor"]["firstBatch"])
+    cursor_id = reply["cursor"]["id"]
+    while cursor_id:
+        reply = await run_command(client, db, {"getMore": cursor_id, "collection": coll,
+                                               "batchSize": 1000})
+        documents.extend(reply["cursor"]["nextBatch"])
+        cursor_id = reply["cursor"]["id"]
+    return documents
+
+
+__all__ += ["TestFormatError"]

@@ -1,0 +1,130 @@
+"""Parametrising a spec suite's unified files, and running one case.
+
+A suite runner is three lines::
+
+    from spec_tests.unified.suite import run_unified_case, target_pool, unified_params
+    pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+    @pytest.mark.parametrize("case", unified_params("crud"))
+    async def test_crud_unified(target_pool, case): await run_unified_case(target_pool, case)
+
+Every JSON file under ``spec_tests/data/<suite>/`` that has a ``schemaVersion`` is a unified
+file; each of its tests is its own pytest id ``<file>::<test description>``. The module keeps
+one :class:`TargetPool`, so all files that want the same topology share one deployment.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from asyncmongo.errors import MongoError
+from spec_tests.unified.errors import Unsupported
+from spec_tests.unified.matcher import TestFormatError
+from spec_tests.unified.runner import UnifiedTestRunner
+from spec_tests.unified.schema import InvalidTestFile, UnifiedFile, load_unified_file
+from spec_tests.unified.target import TargetPool, choose_topology
+
+__all__ = ["DATA", "UnifiedCase", "run_unified_case", "target_pool", "unified_params"]
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+@dataclass(frozen=True, slots=True)
+class UnifiedCase:
+    """One test of one file; ``expect_failure`` for the format's valid-fail files."""
+
+    path: Path
+    index: int
+    expect_failure: bool = False
+
+
+def _is_unified(path: Path) -> bool:
+    try:
+        raw = json.loads(path.read_bytes())
+    except ValueError:
+        return False
+    return isinstance(raw, dict) and "schemaVersion" in raw
+
+
+def _test_descriptions(path: Path) -> list[str]:
+    raw = json.loads(path.read_bytes())
+    tests = raw.get("tests")
+    if not isinstance(tests, list) or not tests:
+        return ["<file>"]
+    return [t.get("description", f"test {i}") if isinstance(t, dict) else f"test {i}"
+            for i, t in enumerate(tests)]
+
+
+def unified_params(suite: str, *, expect_failure: bool = False) -> list[Any]:
+    """pytest params for every test of every unified file under ``data/<suite>``."""
+    root = DATA / suite
+    params = []
+    for path in sorted(root.rglob("*.json")):
+        if not _is_unified(path):
+            continue
+        relative = path.relative_to(root).as_posix()
+        for index, description in enumerate(_test_descriptions(path)):
+            params.append(pytest.param(UnifiedCase(path, index, expect_failure),
+                                       id=f"{relative}::{description}"))
+    return params
+
+
+@cache
+def _load(path: Path) -> UnifiedFile:
+    return load_unified_file(path)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def target_pool() -> AsyncIterator[TargetPool]:
+    """One pool of deployments for a test module, closed when the module is done."""
+    pool = TargetPool()
+    try:
+        yield pool
+    finally:
+        await pool.close()
+
+
+async def run_unified_case(pool: TargetPool, case: UnifiedCase) -> None:
+    """Run one test: pass, fail, or skip with the written reason."""
+    if case.expect_failure:
+        await _run_expecting_failure(pool, case)
+        return
+    try:
+        await _run(pool, case)
+    except Unsupported as exc:
+        pytest.skip(str(exc))
+
+
+async def _run(pool: TargetPool, case: UnifiedCase) -> None:
+    file = _load(case.path)
+    test = file.tests[case.index]
+    topology = choose_topology(file.run_on_requirements, file.tests)
+    target, internal = await pool.get(topology)
+    runner = UnifiedTestRunner(file, target, internal)
+    reason = runner.skip_reason(test)
+    if reason is not None:
+        raise Unsupported(reason)
+    await runner.run_test(test)
+
+
+#: What a valid-fail test may legitimately fail with: an assertion, a malformed or
+#: unsupported file, or an error the driver raised while the test expected none.
+_EXPECTED_FAILURES = (AssertionError, TestFormatError, InvalidTestFile, MongoError)
+
+
+async def _run_expecting_failure(pool: TargetPool, case: UnifiedCase) -> None:
+    try:
+        await _run(pool, case)
+    except Unsupported as exc:
+        pytest.skip(str(exc))
+    except _EXPECTED_FAILURES:
+        return
+    pytest.fail("this valid-fail test was expected to fail, but it passed")
