@@ -21,6 +21,7 @@ from pymongo import (
 from pymongo.errors import (
     AutoReconnect,
     DuplicateKeyError,
+    NotPrimaryError,
     OperationFailure,
     PyMongoError,
     WriteConcernError,
@@ -376,5 +377,31 @@ async def test_failing_hello_marks_the_server_unknown() -> None:
             rs.members[1].clock.bump()
             await wait_until(lambda: server_types(client).get(rs.members[1].host)
                              == "RSSecondary")
+        finally:
+            await client.close()
+
+
+async def test_reconfig_is_discovered() -> None:
+    async with ReplicaSet(3) as rs:
+        client = client_for(rs.uri, heartbeatFrequencyMS=500)
+        try:
+            await client.admin.command("ping")
+            await wait_until(lambda: len(server_types(client)) == 3)
+            removed = rs.members[2]
+            await rs.reconfig(add=1, remove=[removed])
+            expected = {m.host for m in rs.members}
+            assert removed.host not in expected and len(expected) == 3
+            await wait_until(lambda: set(server_types(client)) == expected)
+        finally:
+            await client.close()
+
+
+async def test_direct_connection_to_a_secondary() -> None:
+    async with ReplicaSet(2) as rs:
+        client = client_for(f"mongodb://{rs.members[1].host}/?directConnection=true")
+        try:
+            assert await client.db.c.find_one() is None  # primaryPreferred: secondary reads
+            with pytest.raises(NotPrimaryError):
+                await client.db.c.insert_one({"_id": 1})
         finally:
             await client.close()
