@@ -1,16 +1,41 @@
 """asyncmongo.testing: simulated MongoDB deployments that speak the real wire protocol.
 
-In-process asyncio servers on 127.0.0.1 playing standalone mongods, replica-set members,
-mongos routers and a load balancer, with streaming hello, failCommand fail points, network
-faults, SCRAM users, compression and TLS, over an in-memory store. For the driver's own tests
-and for users testing their failover handling::
+In-process asyncio servers on 127.0.0.1 play standalone mongods, replica-set members, mongos
+routers and a load balancer over a shared in-memory store. Any driver can connect (PyMongo is
+the acceptance test), so the driver's runtime, and users' own failover handling, are tested
+against real wire traffic with faults on cue::
 
-    async with ReplicaSet(members=3) as rs:
-        ...  # connect any driver to rs.uri
-        await rs.step_down()
+    async with ReplicaSet(members=3, arbiters=0, hidden=0, replication_lag_ms=0) as rs:
+        client = SomeDriver(rs.uri)           # mongodb://127.0.0.1:p1,...,/?replicaSet=rs0
+        await rs.step_down()                  # new primary: new electionId, same setVersion
+        await rs.elect(rs.members[2])         # choose the winner
+        await rs.members[1].stop()            # gone (connection refused) ...
+        await rs.members[1].start()           # ... back, as a new process (new processId)
+        await rs.members[1].partition("silent")   # or "refuse"; then await .heal()
+        rs.members[1].slow(200)               # every reply 200 ms late (0 ends it)
+        rs.members[1].send_garbage()          # next reply unparseable; send_truncated() too
+        await rs.reconfig(add=1, remove=[rs.members[2]])   # setVersion + 1
+        with rs.fail_point({"times": 1}, failCommands=["insert"], errorCode=91):
+            ...                               # failCommand on the primary, off on exit
 
-``python -m asyncmongo.testing replset 3`` runs one from the command line; the pytest plugin
-(:mod:`asyncmongo.testing.pytest_plugin`) offers fixtures.
+- Deployments: :class:`Standalone`, :class:`ReplicaSet`, :class:`ShardedCluster`
+  (``mongos`` routers), :class:`LoadBalanced` (``serviceId``, ``loadBalanced=true``); options
+  ``users={"name": "password"}`` (SCRAM-SHA-1/256 in admin), ``tls=<ssl.SSLContext>``,
+  ``streaming=False`` (no topologyVersion: drivers poll).
+- Every member is a :class:`SimServer`: hello as mongod 7.0 builds it (legacy OP_QUERY
+  ``isMaster`` too), the streaming (awaitable, exhaust) hello, OP_COMPRESSED with snappy, zlib
+  and zstd, ``configureFailPoint``/``failCommand`` (also as a command from any driver),
+  exhaust cursors, and the refusals of its role (NotWritablePrimary, NotPrimaryNoSecondaryOk).
+- ``python -m asyncmongo.testing [standalone|replset N|sharded N|lb]`` runs one until Ctrl-C;
+  the pytest plugin (:mod:`asyncmongo.testing.pytest_plugin`) offers ``mongo_standalone``,
+  ``mongo_replica_set``, ``mongo_sharded`` and ``mongo_load_balanced`` fixtures.
+
+Known differences from a real deployment: the members of a replica set share one store, so
+replication is instant (``replication_lag_ms`` only moves ``lastWrite`` for max staleness) and
+a cursor opened on one member can be continued on another; a stopped primary stays "primary"
+in the other members' hello until :meth:`ReplicaSet.step_down` or :meth:`ReplicaSet.elect`
+(there is no election timeout); a removed member is stopped rather than left running with
+"no valid replica set config"; ``maxTimeMS`` is not enforced.
 """
 
 from asyncmongo.testing.deployment import LoadBalanced, ReplicaSet, ShardedCluster, Standalone
