@@ -94,6 +94,7 @@ class Monitor:
         "_topology",
         "_wake",
         "checks",
+        "streamed_replies",
     )
 
     def __init__(
@@ -118,8 +119,9 @@ class Monitor:
         self._awaited = False
         self._cancel_requested = False
         self._rtt_monitor: RttMonitor | None = None
-        #: How many checks ran (tests prove "no poll could explain it" with it).
+        #: How many checks ran, and how many replies came flagged moreToCome (pushed).
         self.checks = 0
+        self.streamed_replies = 0
 
     def __repr__(self) -> str:
         if self._task is None:
@@ -301,12 +303,18 @@ class Monitor:
                 limit = timeout_ms + self._settings.heartbeat_frequency_ms
                 deadline = loop.time() + limit / 1000
             if streamed:
-                return await conn.read_more_to_come(deadline)
-            assert previous.topology_version is not None
-            command = self._hello_command()
-            command["topologyVersion"] = previous.topology_version.to_document()
-            command["maxAwaitTimeMS"] = int(self._settings.heartbeat_frequency_ms)
-            return await conn.command("admin", command, deadline=deadline, exhaust_allowed=True)
+                reply = await conn.read_more_to_come(deadline)
+            else:
+                assert previous.topology_version is not None
+                command = self._hello_command()
+                command["topologyVersion"] = previous.topology_version.to_document()
+                command["maxAwaitTimeMS"] = int(self._settings.heartbeat_frequency_ms)
+                reply = await conn.command(
+                    "admin", command, deadline=deadline, exhaust_allowed=True
+                )
+            if conn.more_to_come:
+                self.streamed_replies += 1  # the server pushed it with moreToCome set
+            return reply
         deadline = None if timeout_ms is None else loop.time() + timeout_ms / 1000
         return await conn.command("admin", self._hello_command(), deadline=deadline)
 

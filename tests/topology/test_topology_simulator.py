@@ -1,0 +1,236 @@
+"""The topology runtime against asyncmongo.testing's simulated deployments (the real wire
+protocol, streaming hello, elections, fail points, stopped members)."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+
+import pytest
+
+from asyncmongo.client import AsyncMongoClient
+from asyncmongo.core.sdam import ServerType, TopologyType
+from asyncmongo.core.sdam.events import (
+    ServerDescriptionChangedEvent,
+    ServerHeartbeatSucceededEvent,
+)
+from asyncmongo.errors import AutoReconnect, NotPrimaryError
+from asyncmongo.testing.deployment import LoadBalanced, ReplicaSet, ShardedCluster
+from tests.topology.support import monitors, wait_until
+
+INSERT = {"insert": "things", "documents": [{"x": 1}]}
+
+
+def address(host: str) -> tuple[str, int]:
+    name, port = host.rsplit(":", 1)
+    return name, int(port)
+
+
+async def test_replica_set_discovered_from_one_seed() -> None:
+    async with ReplicaSet(3) as rs:
+        async with AsyncMongoClient(f"mongodb://{rs.members[0].host}") as client:
+            topology = client._topology_runtime
+            await wait_until(lambda: len(topology.description.known_servers) == 3)
+            description = client.topology_description
+            assert description.topology_type is TopologyType.REPLICA_SET_WITH_PRIMARY
+            assert description.set_name == rs.set_name
+            assert rs.primary is not None
+            assert description.primary is not None
+            assert description.primary.address == address(rs.primary.host)
+            assert (await client._run_command("db", INSERT))["n"] == 1
+
+
+async def test_direct_connection_and_sharded_and_load_balanced() -> None:
+    async with ReplicaSet(2) as rs:
+        secondary = rs.secondaries[0]
+        uri = f"mongodb://{secondary.host}/?directConnection=true"
+        async with AsyncMongoClient(uri) as client:
+            await client.admin_command({"ping": 1})
+            description = client.topology_description
+            assert description.topology_type is TopologyType.SINGLE
+            (server,) = description.servers.values()
+            assert server.server_type is ServerType.RS_SECONDARY
+    async with ShardedCluster(2) as cluster:
+        async with AsyncMongoClient(cluster.uri) as client:
+            topology = client._topology_runtime
+            await wait_until(lambda: len(topology.description.known_servers) == 2)
+            assert topology.description.topology_type is TopologyType.SHARDED
+            for _ in range(20):
+                await client._run_command("db", INSERT)
+    async with LoadBalanced() as lb:
+        async with AsyncMongoClient(lb.uri) as client:
+            assert (await client.admin_command({"ping": 1}))["ok"] == 1.0
+            description = client.topology_description
+            assert description.topology_type is TopologyType.LOAD_BALANCED
+            (server,) = description.servers.values()
+            assert server.server_type is ServerType.LOAD_BALANCER
+            assert all(s.monitor is None for s in client._topology_runtime.servers.values())
+
+
+async def test_step_down_seen_by_streaming_within_200_ms() -> None:
+    async with ReplicaSet(3) as rs:
+        events: list[object] = []
+        async with AsyncMongoClient(
+            rs.uri, heartbeatFrequencyMS=10_000, event_listeners=[events.append]
+        ) as client:
+            topology = client._topology_runtime
+            await wait_until(
+                lambda: (
+                    len(monitors(topology)) == 3 and all(m.streaming for m in monitors(topology))
+                )
+            )
+            await wait_until(lambda: topology.description.primary is not None)
+            streamed = sum(m.streamed_replies for m in monitors(topology))
+            seen = len(events)
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            new_primary = await rs.step_down()
+            assert new_primary is not None
+            await wait_until(
+                lambda: (
+                    (p := topology.description.primary) is not None
+                    and p.address == address(new_primary.host)
+                ),
+                within=0.2,
+            )
+            assert loop.time() - start < 0.2
+            assert sum(m.streamed_replies for m in monitors(topology)) > streamed  # moreToCome
+            succeeded = [e for e in events[seen:] if isinstance(e, ServerHeartbeatSucceededEvent)]
+            assert succeeded and all(e.awaited for e in succeeded)
+
+
+async def test_polling_when_the_servers_do_not_stream() -> None:
+    async with ReplicaSet(2, streaming=False) as rs:
+        events: list[object] = []
+        async with AsyncMongoClient(
+            rs.uri, heartbeatFrequencyMS=500, event_listeners=[events.append]
+        ) as client:
+            topology = client._topology_runtime
+            await wait_until(lambda: len(topology.description.known_servers) == 2)
+            await asyncio.sleep(0.6)
+            beats = [e for e in events if isinstance(e, ServerHeartbeatSucceededEvent)]
+            assert len(beats) >= 4 and not any(e.awaited for e in beats)
+            assert all(m.streamed_replies == 0 for m in monitors(topology))
+
+
+async def test_operation_waits_for_an_election() -> None:
+    async with ReplicaSet(3) as rs:
+        async with AsyncMongoClient(rs.uri) as client:
+            topology = client._topology_runtime
+            await wait_until(lambda: topology.description.primary is not None)
+            await rs.step_down(elect=False)
+            await wait_until(lambda: topology.description.primary is None)
+            attempts = topology.selection_attempts
+            operation = asyncio.create_task(client._run_command("db", INSERT))
+            await asyncio.sleep(0.3)
+            assert not operation.done()
+            assert topology.selection_attempts - attempts == 1  # waiting, not looping
+            await rs.elect(rs.members[2])
+            assert (await asyncio.wait_for(operation, 1))["n"] == 1
+
+
+async def test_shutdown_error_clears_the_pool_and_marks_unknown() -> None:
+    async with ReplicaSet(2) as rs:
+        events: list[object] = []
+        async with AsyncMongoClient(
+            rs.uri, heartbeatFrequencyMS=10_000, event_listeners=[events.append]
+        ) as client:
+            topology = client._topology_runtime
+            await client._run_command("db", INSERT)
+            primary = rs.primary
+            assert primary is not None
+            server = topology.servers[address(primary.host)]
+            generation = server.pool.generation
+            with rs.fail_point({"times": 1}, failCommands=["insert"], errorCode=91):
+                with pytest.raises(NotPrimaryError):
+                    await client._run_command("db", INSERT)
+            assert server.pool.generation == generation + 1  # 91 is "shutting down"
+            marked = [
+                e
+                for e in events
+                if isinstance(e, ServerDescriptionChangedEvent)
+                and e.address == server.address
+                and e.new_description.server_type is ServerType.UNKNOWN
+            ]
+            assert marked and "91" in (marked[0].new_description.error or "")
+            assert (await client._run_command("db", INSERT))["n"] == 1
+
+
+async def test_closed_connection_marks_unknown_then_recovers() -> None:
+    async with ReplicaSet(2) as rs:
+        async with AsyncMongoClient(rs.uri, heartbeatFrequencyMS=10_000) as client:
+            topology = client._topology_runtime
+            await client._run_command("db", INSERT)
+            primary = rs.primary
+            assert primary is not None
+            server = topology.servers[address(primary.host)]
+            generation = server.pool.generation
+            with rs.fail_point({"times": 1}, failCommands=["insert"], closeConnection=True):
+                with pytest.raises(AutoReconnect):
+                    await client._run_command("db", INSERT)
+            assert server.pool.generation == generation + 1
+            assert (await client._run_command("db", INSERT))["n"] == 1
+
+
+async def test_a_stopped_member_goes_unknown_and_comes_back() -> None:
+    async with ReplicaSet(3) as rs:
+        async with AsyncMongoClient(rs.uri, heartbeatFrequencyMS=500) as client:
+            topology = client._topology_runtime
+            await wait_until(lambda: len(topology.description.known_servers) == 3)
+            member = rs.secondaries[0]
+            await member.stop()
+            where = address(member.host)
+            await wait_until(
+                lambda: topology.description.servers[where].server_type is ServerType.UNKNOWN
+            )
+            await member.start()
+            await wait_until(
+                lambda: topology.description.servers[where].server_type is ServerType.RS_SECONDARY,
+                within=3,
+            )
+
+
+async def test_soak_against_the_simulator() -> None:
+    """200 concurrent workers for ~4 s while the primary steps down every 0.5 s."""
+    async with ReplicaSet(3) as rs:
+        baseline = asyncio.all_tasks()
+        outcomes: collections.Counter[str] = collections.Counter()
+        async with AsyncMongoClient(rs.uri, serverSelectionTimeoutMS=5_000) as client:
+            topology = client._topology_runtime
+            await wait_until(lambda: topology.description.primary is not None)
+            loop = asyncio.get_running_loop()
+            stop = loop.time() + 4.0
+
+            async def worker() -> None:
+                while loop.time() < stop:
+                    try:
+                        await client._run_command("db", INSERT)
+                    except AutoReconnect as exc:
+                        outcomes[type(exc).__name__] += 1
+                    else:
+                        outcomes["ok"] += 1
+
+            async def step_downs() -> int:
+                count = 0
+                while loop.time() < stop - 0.5:
+                    await asyncio.sleep(0.5)
+                    await rs.step_down()
+                    count += 1
+                return count
+
+            async with asyncio.TaskGroup() as group:
+                for _ in range(200):
+                    group.create_task(worker())
+                stepped = group.create_task(step_downs())
+            assert stepped.result() >= 5
+            assert outcomes["ok"] > 500
+            assert set(outcomes) <= {"ok", "NotPrimaryError", "AutoReconnect"}
+            for server in topology.servers.values():
+                stats = server.pool.statistics()
+                assert stats.in_use == 0 and stats.waiting == 0
+                assert server.operation_count == 0
+            print(dict(outcomes), "step-downs:", stepped.result())
+        await wait_until(lambda: all(m.connection_count == 0 for m in rs.members))
+        await asyncio.sleep(0.05)
+        leaked = {t for t in asyncio.all_tasks() - baseline if t is not asyncio.current_task()}
+        assert not leaked, leaked
