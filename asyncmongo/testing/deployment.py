@@ -115,7 +115,12 @@ class Standalone(_Deployment):
 class ReplicaSet(_Deployment):
     """A replica set: ``members`` data-bearing members (the first is elected primary),
     ``arbiters``, the last ``hidden`` data-bearing members hidden (priority 0), per-member
-    ``tags`` and ``priorities``, and ``replication_lag_ms`` (the secondaries' lastWrite lag)."""
+    ``tags`` and ``priorities``, and ``replication_lag_ms`` (the secondaries' lastWrite lag).
+
+    With ``election_timeout_ms`` set, a primary that stops or is partitioned is replaced as a
+    real set does it: after that many milliseconds, if it is still unreachable, the next
+    electable reachable member wins an election. Without it, elections happen only when the
+    test calls :meth:`step_down` or :meth:`elect`."""
 
     def __init__(
         self,
@@ -130,9 +135,13 @@ class ReplicaSet(_Deployment):
         users: Users = None,
         tls: ssl.SSLContext | None = None,
         replication_lag_ms: float = 0,
+        election_timeout_ms: float | None = None,
         store: Store | None = None,
     ) -> None:
         super().__init__(users=users, tls=tls, streaming=streaming, store=store)
+        self.election_timeout_ms = election_timeout_ms
+        self._closing = False
+        self._elections: set[asyncio.Task[None]] = set()
         if members < 1 or hidden >= members or arbiters < 0 or hidden < 0:
             raise ConfigurationError("a replica set needs members >= 1 and a visible member")
         self.group = ReplicaSetGroup(set_name, (), replication_lag_ms=replication_lag_ms)
@@ -177,15 +186,45 @@ class ReplicaSet(_Deployment):
             configs.append(MemberConfig(server.host, arbiter=arbiter, hidden=hidden,
                                         priority=0.0 if hidden else priority, tags=tags))
         self.group.members = tuple(configs)
-        first = self.group.next_electable(None)
+        first = self.group.next_electable()
         if first is None:
             raise ConfigurationError("no member can be elected primary")
         self._elect(self.member(first))
 
     def _new_member(self, role: Role) -> SimServer:
-        server = self._server(role, replica_set=self.group, on_step_down=self._step_down_hook)
+        server = self._server(role, replica_set=self.group, on_step_down=self._step_down_hook,
+                              on_unreachable=self._unreachable_hook)
         self.members.append(server)
         return server
+
+    def _unreachable_hook(self, server: SimServer) -> None:
+        if self.election_timeout_ms is None or server is not self.primary or self._closing:
+            return
+        task = asyncio.get_running_loop().create_task(self._elect_after_timeout(server))
+        self._elections.add(task)
+        task.add_done_callback(self._elections.discard)
+
+    async def _elect_after_timeout(self, lost: SimServer) -> None:
+        assert self.election_timeout_ms is not None
+        await asyncio.sleep(self.election_timeout_ms / 1000)
+        if lost is not self.primary or lost.reachable:
+            return
+        unreachable = {m.host for m in self.members if not m.reachable}
+        host = self.group.next_electable(unreachable)
+        self.group.step_down()
+        lost.role = Role.SECONDARY
+        if host is not None:
+            self._elect(self.member(host))
+        else:
+            self._bump_all()
+
+    async def close(self) -> None:
+        """Cancel pending elections, then stop every member."""
+        self._closing = True
+        for task in list(self._elections):
+            task.cancel()
+        await asyncio.gather(*self._elections, return_exceptions=True)
+        await super().close()
 
     async def _step_down_hook(self, server: SimServer) -> None:
         await self.step_down()
@@ -221,7 +260,8 @@ class ReplicaSet(_Deployment):
         if isinstance(elect, SimServer):
             winner: SimServer | None = elect
         else:
-            host = self.group.next_electable(old.host if old is not None else None)
+            unreachable = {m.host for m in self.members if not m.reachable}
+            host = self.group.next_electable({*unreachable, old.host if old is not None else None})
             winner = self.member(host) if host is not None else None
         if winner is not None:
             self._elect(winner)

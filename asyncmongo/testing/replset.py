@@ -10,7 +10,7 @@ new term (so a new ``electionId``) and an unchanged ``setVersion``; a reconfig b
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 from asyncmongo.bson import Timestamp
 from asyncmongo.errors import ConfigurationError
@@ -65,9 +65,9 @@ class ReplicaSetGroup:
         self.members = (*kept, *add)
         self.set_version += 1
 
-    def next_electable(self, exclude: str | None) -> str | None:
-        """The first electable member other than ``exclude`` (by priority, then order)."""
-        candidates = [m for m in self.members if m.electable and m.host != exclude]
+    def next_electable(self, exclude: Container[str | None] = ()) -> str | None:
+        """The first electable member not in ``exclude`` (by priority, then order)."""
+        candidates = [m for m in self.members if m.electable and m.host not in exclude]
         candidates.sort(key=lambda m: -m.priority)
         return candidates[0].host if candidates else None
 

@@ -89,6 +89,7 @@ class SimServer:
         replica_set: ReplicaSetGroup | None = None,
         load_balanced: bool = False,
         on_step_down: StepDownHook | None = None,
+        on_unreachable: Callable[[SimServer], None] | None = None,
     ) -> None:
         self.role = role
         self.store = store if store is not None else Store()
@@ -100,6 +101,8 @@ class SimServer:
         self.load_balanced = load_balanced
         self.service_id = ObjectId()
         self.on_step_down = on_step_down
+        #: Called when the member stops or is partitioned (a replica set may elect anew).
+        self.on_unreachable = on_unreachable
         self.clock = TopologyClock()
         self.fail_points: dict[str, FailPointState] = {}
         self._port = port
@@ -131,6 +134,11 @@ class SimServer:
     @property
     def running(self) -> bool:
         return self._listener is not None
+
+    @property
+    def reachable(self) -> bool:
+        """Running and not partitioned: what the other members of a set can see."""
+        return self._listener is not None and not self._silent
 
     @property
     def connection_count(self) -> int:
@@ -174,6 +182,11 @@ class SimServer:
         """Stop listening and close every connection (the process is gone)."""
         self._silent = False
         await self._close_listener()
+        self._notify_unreachable()
+
+    def _notify_unreachable(self) -> None:
+        if self.on_unreachable is not None:
+            self.on_unreachable(self)
 
     async def restart(self) -> None:
         """Stop and start again on the same port (new ``processId``)."""
@@ -212,6 +225,7 @@ class SimServer:
             await self._close_listener()
         else:
             raise ConfigurationError(f"partition mode must be 'silent' or 'refuse', not {mode!r}")
+        self._notify_unreachable()
 
     async def heal(self) -> None:
         """End a partition: answer again, accept connections again (same process)."""

@@ -95,7 +95,7 @@ def test_standalone_mongos_load_balancer_and_options() -> None:
 def test_elections_and_reconfig_bookkeeping() -> None:
     rs = group()
     assert rs.step_down() == "h:1" and rs.primary is None
-    assert rs.next_electable("h:1") is None  # h:2 has priority 0, h:3 hidden, h:4 arbiter
+    assert rs.next_electable({"h:1"}) is None  # h:2 has priority 0, h:3 hidden, h:4 arbiter
     with pytest.raises(ConfigurationError):
         rs.elect("h:4")
     rs.reconfig(add=[MemberConfig("h:5")], remove=["h:3"])

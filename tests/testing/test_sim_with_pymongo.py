@@ -28,6 +28,7 @@ from pymongo.errors import (
 )
 
 from asyncmongo.testing.deployment import LoadBalanced, ReplicaSet, ShardedCluster, Standalone
+from asyncmongo.testing.member import Role
 from tests.support.certs import generate
 from tests.testing.raw_client import wait_until
 
@@ -403,5 +404,24 @@ async def test_direct_connection_to_a_secondary() -> None:
             assert await client.db.c.find_one() is None  # primaryPreferred: secondary reads
             with pytest.raises(NotPrimaryError):
                 await client.db.c.insert_one({"_id": 1})
+        finally:
+            await client.close()
+
+
+async def test_automatic_election_when_the_primary_dies() -> None:
+    async with ReplicaSet(3, election_timeout_ms=100) as rs:
+        client = client_for(rs.uri, heartbeatFrequencyMS=500, retryWrites=True)
+        try:
+            await client.db.c.insert_one({"_id": 1})
+            old = rs.primary
+            assert old is not None
+            await old.stop()
+            await client.db.c.insert_one({"_id": 2})  # retried on the newly elected primary
+            assert rs.primary is rs.members[1] and rs.group.term == 2
+            await old.start()
+            assert old.role is Role.SECONDARY
+            await rs.members[1].partition("silent")
+            await wait_until(lambda: rs.primary is rs.members[0])
+            await rs.members[1].heal()
         finally:
             await client.close()
