@@ -47,6 +47,7 @@ from asyncmongo.bson.codec import decode, encode
 from asyncmongo.bson.errors import BSONError
 from asyncmongo.core.address import Address, format_address
 from asyncmongo.core.uri.client_options import ClientOptions
+from asyncmongo.core.wire.batching import COMMAND_OVERHEAD
 from asyncmongo.core.wire.compression import (
     SUPPORTED_COMPRESSORS,
     CompressionSettings,
@@ -77,6 +78,7 @@ from asyncmongo.errors import (
     AutoReconnect,
     ConfigurationError,
     ConnectionFailure,
+    DocumentTooLarge,
     InvalidOperation,
     MongoError,
     NetworkTimeout,
@@ -441,7 +443,13 @@ class Connection:
         doc["$db"] = db
         if self._settings.server_api is not None:
             doc.update(self._settings.server_api.command_fields())
-        return encode(doc, codec_options=self._settings.codec_options)
+        body = encode(doc, codec_options=self._settings.codec_options)
+        if len(body) > self.max_bson_object_size + COMMAND_OVERHEAD:
+            raise DocumentTooLarge(
+                f"command document is {len(body)} bytes, the limit is "
+                f"{self.max_bson_object_size + COMMAND_OVERHEAD}"
+            )
+        return body
 
     def _frame(
         self,

@@ -19,6 +19,7 @@ from asyncmongo.core.wire.op_msg import DocumentSequence
 from asyncmongo.errors import (
     AutoReconnect,
     ConfigurationError,
+    DocumentTooLarge,
     InvalidOperation,
     NetworkTimeout,
     OperationFailure,
@@ -398,6 +399,15 @@ async def test_message_too_large_is_refused_before_sending() -> None:
         with pytest.raises(ProtocolError, match="maxMessageSizeBytes"):
             await conn.command("db", {"echo": "x" * 2000})
         assert await conn.command("db", {"ping": 1}) == {"ok": 1.0}
+        conn.close()
+
+
+async def test_command_document_too_large() -> None:
+    async with ScriptedServer(hello_extra={"maxBsonObjectSize": 100}) as server:
+        conn = await open_conn(server)
+        with pytest.raises(DocumentTooLarge):
+            await conn.command("db", {"echo": "x" * (100 + 16 * 1024)})
+        assert await conn.command("db", {"echo": "x" * 200}, check=True)
         conn.close()
 
 
