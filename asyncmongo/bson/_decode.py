@@ -238,8 +238,9 @@ def _datetime_from_ms(ms: int, opts: CodecOptions) -> Any:
     conversion = opts.datetime_conversion
     if conversion == DatetimeConversion.DATETIME_MS:
         return DatetimeMS(ms)
+    seconds, millis = divmod(ms, 1000)
     try:
-        aware = _EPOCH_AWARE + timedelta(milliseconds=ms)
+        aware = _EPOCH_AWARE + timedelta(0, seconds, millis * 1000)
     except OverflowError:
         if conversion == DatetimeConversion.DATETIME_AUTO:
             return DatetimeMS(ms)
