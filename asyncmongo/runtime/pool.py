@@ -222,8 +222,28 @@ class Pool(Generic[C]):
             self._abandon(waiter)
             self._emit_checkout_failed(start, ConnectionCheckOutFailedReason.CONNECTION_ERROR, exc)
             raise
+        state = self.state  # re-read: the awaits above may have changed it
+        if state is not _READY:  # cleared or closed between the grant and now
+            self._give_back(grant)
+            closed = state is PoolState.CLOSED
+            raise self._checkout_failed(
+                start,
+                ConnectionCheckOutFailedReason.POOL_CLOSED
+                if closed
+                else ConnectionCheckOutFailedReason.CONNECTION_ERROR,
+                None,
+            )
         if grant is PERMIT:
-            return await self._establish_for_checkout(start)
+            # Re-enter the checkout loop first: a connection the filler (or a checkin) made
+            # available since the grant beats opening one more (CMAP: Populating the Pool).
+            conn = book.take_idle(_monotonic())
+            if book.closing:
+                self._close_discarded()
+            if conn is None:
+                return await self._establish_for_checkout(start)
+            book.release()
+            self._after_capacity_change()
+            grant = conn
         if self._observed():
             self._emit_checked_out(grant, start)
         result: C = grant
@@ -238,9 +258,11 @@ class Pool(Generic[C]):
             except ValueError:
                 pass  # already dropped by assign()
             return
-        if waiter.exception() is not None:
-            return
-        grant = waiter.result()
+        if waiter.exception() is None:
+            self._give_back(waiter.result())
+
+    def _give_back(self, grant: Any) -> None:
+        """Return an unused grant: the maxConnecting slot, or the connection (no events)."""
         if grant is PERMIT:
             self._book.release()
         else:

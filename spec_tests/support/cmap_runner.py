@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import fields
 from typing import Any
 
@@ -178,7 +178,13 @@ class _Thread:
 class CmapRunner:
     """Runs one cmap-format test file against a real ``Pool`` over fake connections."""
 
-    def __init__(self, test: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        test: Mapping[str, Any],
+        establish: Callable[[int], Coroutine[Any, Any, FakeConnection]] = establish_fake,
+        clear_on_background_error: bool = False,
+    ) -> None:
+        """``clear_on_background_error`` plays SDAM: a filler's error clears the pool."""
         self.test = test
         self.log = EventLog()
         self.events = self.log.events
@@ -188,10 +194,14 @@ class CmapRunner:
         self.pool: Pool[FakeConnection] = Pool(
             ADDRESS,
             options,
-            establish_fake,
+            establish,
             listener=self.log.append,
             maintenance_interval=interval,
+            on_background_error=self._sdam if clear_on_background_error else None,
         )
+
+    def _sdam(self, error: BaseException) -> None:
+        self.pool.clear(cause=error)
 
     async def run(self) -> None:
         error: BaseException | None = None

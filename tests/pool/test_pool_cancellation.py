@@ -273,3 +273,19 @@ async def test_close_while_the_filler_is_establishing_cancels_it_cleanly() -> No
     assert not server.open_connections()
     names = [type(e).__name__ for e in events]
     assert names.count("ConnectionCreatedEvent") == names.count("ConnectionClosedEvent") == 2
+
+
+async def test_a_grant_overtaken_by_clear_is_returned_and_the_checkout_fails() -> None:
+    server = FakeServer()
+    pool = Pool(ADDRESS, PoolOptions(max_pool_size=1), server.establish)
+    pool.ready()
+    held = await pool.check_out()
+    waiter = asyncio.create_task(pool.check_out())
+    await yields(3)
+    pool.check_in(held)  # granted to the waiter...
+    pool.clear()  # ...but the pool is cleared before the waiter runs
+    with pytest.raises(PoolClearedError):
+        await waiter
+    assert_quiet(pool, server)
+    assert pool.statistics().total == 0  # the stale connection was closed, not kept
+    await pool.close()
