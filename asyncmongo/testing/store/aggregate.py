@@ -9,7 +9,6 @@ An unknown stage fails with 40324 as on the server.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +24,7 @@ from asyncmongo.testing.store.paths import MISSING, get_path, split_path
 from asyncmongo.testing.store.projection import compile_projection
 from asyncmongo.testing.store.render import render
 from asyncmongo.testing.store.sorting import sort_documents
+from asyncmongo.testing.store.values import copy_document, deep_copy
 
 Document = dict[str, Any]
 Stage = Callable[[list[Document]], list[Document]]
@@ -95,7 +95,7 @@ def _add_fields(argument: Any, context: PipelineContext) -> Stage:
     def run(docs: list[Document]) -> list[Document]:
         output = []
         for doc in docs:
-            new = copy.deepcopy(doc)
+            new = deep_copy(doc)
             for path, expression in fields:
                 _set_path(new, split_path(path),
                           expressions.evaluate(expression, doc, context.variables))
@@ -256,7 +256,7 @@ def _unwind_one(doc: Document, parts: list[str], preserve: bool,
     if isinstance(value, list) and value:
         output = []
         for index, element in enumerate(value):
-            new = copy.deepcopy(doc)
+            new = deep_copy(doc)
             _set_path(new, parts, element)
             if index_field:
                 new[index_field] = Int64(index)
@@ -265,13 +265,13 @@ def _unwind_one(doc: Document, parts: list[str], preserve: bool,
     if value is None or value is MISSING or isinstance(value, list):
         if not preserve:
             return []
-        new = copy.deepcopy(doc)
+        new = deep_copy(doc)
         if isinstance(value, list):
             _set_path(new, parts, MISSING)
         if index_field:
             new[index_field] = None
         return [new]
-    new = copy.deepcopy(doc)
+    new = deep_copy(doc)
     if index_field:
         new[index_field] = None
     return [new]
@@ -309,7 +309,7 @@ def _replace_with(argument: Any, context: PipelineContext) -> Stage:
                                         f"resulting value was: {render(root)}. Type of "
                                         f"resulting value: '{type(root).__name__}'. Input "
                                         f"document: {render(doc)}")
-            output.append(copy.deepcopy(dict(root)))
+            output.append(copy_document(root))
         return output
 
     return run
@@ -359,8 +359,8 @@ def _lookup(argument: Any, context: PipelineContext) -> Stage:
             for stage in compile_pipeline(pipeline, PipelineContext(
                     context.db_name, context.namespaces, variables)):
                 joined = stage(joined)
-            new = copy.deepcopy(doc)
-            _set_path(new, split_path(as_field), copy.deepcopy(joined))
+            new = deep_copy(doc)
+            _set_path(new, split_path(as_field), deep_copy(joined))
             output.append(new)
         return output
 
@@ -412,10 +412,10 @@ def _out(argument: Any, context: PipelineContext) -> Stage:
 
 def _with_id(doc: Document) -> Document:
     if "_id" in doc:
-        return copy.deepcopy(doc)
+        return copy_document(doc)
     from asyncmongo.bson.objectid import ObjectId
 
-    return {"_id": ObjectId(), **copy.deepcopy(doc)}
+    return {"_id": ObjectId(), **deep_copy(doc)}
 
 
 def _namespaces(context: PipelineContext) -> Namespaces:
@@ -481,7 +481,7 @@ def _documents_stage(argument: Any, context: PipelineContext) -> Stage:
         value = expressions.evaluate(expression, {}, context.variables)
         if not isinstance(value, list) or not all(isinstance(d, Mapping) for d in value):
             raise StoreError(5858203, "an array of documents must be specified to $documents")
-        return [copy.deepcopy(dict(d)) for d in value]
+        return [copy_document(d) for d in value]
 
     return run
 

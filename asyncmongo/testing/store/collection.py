@@ -8,11 +8,13 @@ how the store detects write conflicts between transactions and plain writes.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from asyncmongo.bson.binary import Binary
+from asyncmongo.bson.types import Regex
 from asyncmongo.testing.store.compare import hash_key, is_number, number_value
 from asyncmongo.testing.store.errors import StoreError
 from asyncmongo.testing.store.matcher import Predicate, compile_filter
@@ -129,6 +131,20 @@ class Collection:
 
     def __len__(self) -> int:
         return len(self.documents)
+
+    def candidates(self, query: Mapping[str, Any] | None) -> list[Document]:
+        """The documents a query can match: one lookup for an ``_id`` equality, else all.
+
+        The caller still applies the full filter; this only narrows the scan.
+        """
+        if isinstance(query, Mapping) and "_id" in query:
+            wanted = query["_id"]
+            if isinstance(wanted, Mapping) and list(wanted) == ["$eq"]:
+                wanted = wanted["$eq"]
+            if not isinstance(wanted, Mapping | list | Regex | re.Pattern):
+                found = self.documents.get(id_key(wanted))
+                return [found] if found is not None else []
+        return list(self.documents.values())
 
     def __bool__(self) -> bool:
         """A collection exists even when empty (never falsy)."""

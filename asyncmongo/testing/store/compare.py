@@ -68,6 +68,9 @@ def is_number(value: Any) -> bool:
 
 def type_rank(value: Any) -> int:
     """The canonical type bracket of ``value`` (MongoDB's ``canonicalizeBSONType``)."""
+    rank = _EXACT_RANKS.get(type(value))
+    if rank is not None:
+        return rank
     if value is None:
         return RANK_NULL
     if isinstance(value, bool):
@@ -108,6 +111,15 @@ _CLASS_RANKS: tuple[tuple[type, int], ...] = (
 )
 
 
+# Exact classes (not subclasses such as Code, Symbol, DatetimeMS or Binary) for a fast lookup.
+_EXACT_RANKS: dict[type, int] = {
+    type(None): RANK_NULL, bool: RANK_BOOL, int: RANK_NUMBER, float: RANK_NUMBER,
+    Int64: RANK_NUMBER, Decimal128: RANK_NUMBER, str: RANK_STRING, dict: RANK_OBJECT,
+    list: RANK_ARRAY, bytes: RANK_BINARY, ObjectId: RANK_OBJECTID,
+    datetime.datetime: RANK_DATE, Timestamp: RANK_TIMESTAMP, Regex: RANK_REGEX,
+}
+
+
 def to_millis(value: datetime.datetime | DatetimeMS) -> int:
     """Milliseconds since the epoch (a naive datetime is UTC)."""
     if isinstance(value, DatetimeMS):
@@ -127,11 +139,17 @@ def number_value(value: Any) -> int | float | Decimal:
     return int(value)
 
 
+_PLAIN_NUMBERS = frozenset({int, float, Int64})
+
+
 def _is_nan(value: int | float | Decimal) -> bool:
     return isinstance(value, float | Decimal) and value != value
 
 
 def compare_numbers(a: Any, b: Any) -> int:
+    if type(a) in _PLAIN_NUMBERS and type(b) in _PLAIN_NUMBERS and a == a and b == b:
+        plain: int = (a > b) - (a < b)
+        return plain
     x, y = number_value(a), number_value(b)
     x_nan, y_nan = _is_nan(x), _is_nan(y)
     if x_nan or y_nan:

@@ -4,7 +4,6 @@ reply (write commands in MongoDB's exact shapes: n, nModified, upserted, writeEr
 
 from __future__ import annotations
 
-import copy
 import functools
 from collections.abc import Mapping
 from typing import Any
@@ -31,10 +30,10 @@ from asyncmongo.testing.store.update import (
     apply_update,
     is_replacement,
     parse_operators,
-    strict_key,
     upsert_seed,
     validate_replacement,
 )
+from asyncmongo.testing.store.values import copy_document, deep_copy, same_bson
 
 Reply = dict[str, Any]
 
@@ -68,14 +67,14 @@ def prepare_insert(ctx: CommandContext, document: Any) -> Document:
     if not isinstance(document, Mapping):
         raise bad_value("document to insert must be an object")
     if "_id" not in document:
-        return {"_id": ctx.new_object_id(), **copy.deepcopy(dict(document))}
+        return {"_id": ctx.new_object_id(), **copy_document(document)}
     identifier = document["_id"]
     if isinstance(identifier, list):
         raise StoreError(53, "can't use an array for _id")
     if isinstance(identifier, Regex):
         raise StoreError(53, "can't use a regex for _id")
-    return {"_id": copy.deepcopy(identifier),
-            **{k: copy.deepcopy(v) for k, v in document.items() if k != "_id"}}
+    return {"_id": deep_copy(identifier),
+            **{k: deep_copy(v) for k, v in document.items() if k != "_id"}}
 
 
 def _write_reply(n: int, errors: list[Reply], **extra: Any) -> Reply:
@@ -133,7 +132,7 @@ def compute_update(ctx: CommandContext, document: Document, update: Any,
         if "_id" in document and "_id" not in result:
             result = {"_id": document["_id"], **result}
         if not is_insert and "_id" in document and (
-                "_id" not in result or strict_key(result["_id"]) != strict_key(document["_id"])):
+                "_id" not in result or not same_bson(result["_id"], document["_id"])):
             raise StoreError(66, "Performing an update on the path '_id' would modify the "
                                  "immutable field '_id'")
         return result
@@ -159,7 +158,7 @@ def _upsert_document(ctx: CommandContext, query: Any, update: Any,
                      spec: Mapping[str, Any]) -> Document:
     seed = upsert_seed(query)
     if isinstance(update, Mapping) and is_replacement(update):
-        new = copy.deepcopy(dict(update))
+        new = copy_document(update)
         if "_id" in seed and "_id" not in new:
             new = {"_id": seed["_id"], **new}
     else:
@@ -178,10 +177,11 @@ def _matching(collection: Collection | None, query: Any, spec: Mapping[str, Any]
     predicate = compile_filter(query, let_variables(spec))
     sort = optional_document(spec, "sort")
     if sort:
-        candidates = sort_documents([d for d in collection if predicate(d)], sort)
+        candidates = sort_documents([d for d in collection.candidates(query) if predicate(d)],
+                                    sort)
         return candidates[:1] if first_only else candidates
     found = []
-    for document in collection:
+    for document in collection.candidates(query):
         if predicate(document):
             found.append(document)
             if first_only:
@@ -210,7 +210,7 @@ def _one_update(ctx: CommandContext, name: str, spec: Any, index: int,
     for document in matched:
         new = compute_update(ctx, document, update, spec)
         counts["n"] += 1
-        if strict_key(new) != strict_key(document):
+        if not same_bson(new, document):
             assert collection is not None
             collection.replace(id_key(document["_id"]), new)
             counts["nModified"] += 1
@@ -296,7 +296,7 @@ def find_and_modify(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
         assert collection is not None
         old = matched[0]
         new = compute_update(ctx, old, update_spec, spec)
-        if strict_key(new) != strict_key(old):
+        if not same_bson(new, old):
             collection.replace(id_key(old["_id"]), new)
         value = new if return_new else old
         last_error = {"n": 1, "updatedExisting": True}
@@ -308,7 +308,7 @@ def find_and_modify(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     else:
         last_error = {"n": 0, "updatedExisting": False}
     if value is not None:
-        value = projector(value) if projector else copy.deepcopy(value)
+        value = projector(value) if projector else deep_copy(value)
     return _reply(lastErrorObject=last_error, value=value)
 
 
@@ -350,7 +350,9 @@ def find(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     single_batch = bool(command.get("singleBatch", False)) or limit < 0
     limit = abs(limit)
     sort = optional_document(command, "sort")
-    results = [d for d in _documents(ctx, name) if predicate(d)]
+    collection = ctx.namespaces.get(ctx.db_name, name)
+    scanned = collection.candidates(query) if collection is not None else []
+    results = [d for d in scanned if predicate(d)]
     results = sort_documents(results, sort)[skip:]
     if limit:
         results = results[:limit]
@@ -403,7 +405,7 @@ def distinct(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
                 if item is not MISSING:
                     values.setdefault(hash_key(item), item)
     ordered = sorted(values.values(), key=functools.cmp_to_key(compare))
-    return _reply(values=copy.deepcopy(ordered))
+    return _reply(values=deep_copy(ordered))
 
 
 def _check_read_concern(command: Mapping[str, Any], pipeline: Any) -> None:

@@ -6,12 +6,12 @@ hands it out in batches. Ids are positive Int64 values; an unknown id gives code
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any
 
 from asyncmongo.bson.types import Int64
 from asyncmongo.testing.store.errors import StoreError
+from asyncmongo.testing.store.values import deep_copy
 
 DEFAULT_FIRST_BATCH = 101
 
@@ -34,7 +34,7 @@ class Cursor:
         end = len(self.documents) if not batch_size else self.position + batch_size
         batch = self.documents[self.position:end]
         self.position += len(batch)
-        return [copy.deepcopy(d) for d in batch]
+        return [deep_copy(d) for d in batch]
 
 
 class CursorManager:

@@ -7,7 +7,6 @@ mixes inclusion and exclusion (other than ``_id``) fails with 31253/31254 as on 
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +16,7 @@ from asyncmongo.testing.store.compare import is_number, number_value
 from asyncmongo.testing.store.errors import StoreError, bad_value
 from asyncmongo.testing.store.matcher import compile_condition, compile_filter
 from asyncmongo.testing.store.paths import MISSING, split_path
+from asyncmongo.testing.store.values import deep_copy
 
 Projector = Callable[[Mapping[str, Any]], dict[str, Any]]
 
@@ -182,7 +182,7 @@ def _include(document: Mapping[str, Any], node: _Node, scope: _Scope,
         elif key in node.children:
             included = _include_value(value, node.children[key], scope)
         elif key in node.slices:
-            included = _slice(copy.deepcopy(value), node.slices[key])
+            included = _slice(deep_copy(value), node.slices[key])
         else:
             continue
         if included is not MISSING:
@@ -202,7 +202,7 @@ def _special(key: str, value: Any, node: _Node, scope: _Scope) -> Any:
             return MISSING
         for element in value:
             if node.elem_matches[key](element):
-                return [copy.deepcopy(element)]
+                return [deep_copy(element)]
         return MISSING
     if key in node.positional and isinstance(value, list):
         from asyncmongo.testing.store.update import positional_index
@@ -212,10 +212,10 @@ def _special(key: str, value: Any, node: _Node, scope: _Scope) -> Any:
         except StoreError as exc:
             raise bad_value("Executor error during find command :: caused by :: positional "
                             "operator '.$' couldn't find a matching element in the array") from exc
-        return [copy.deepcopy(value[index])]
+        return [deep_copy(value[index])]
     if key in node.slices:
-        return _slice(copy.deepcopy(value), node.slices[key])
-    return copy.deepcopy(value)
+        return _slice(deep_copy(value), node.slices[key])
+    return deep_copy(value)
 
 
 def _include_value(value: Any, node: _Node, scope: _Scope) -> Any:
@@ -237,9 +237,9 @@ def _exclude(document: Mapping[str, Any], node: _Node) -> dict[str, Any]:
         if key in node.children:
             result[key] = _exclude_value(value, node.children[key])
         elif key in node.slices:
-            result[key] = _slice(copy.deepcopy(value), node.slices[key])
+            result[key] = _slice(deep_copy(value), node.slices[key])
         else:
-            result[key] = copy.deepcopy(value)
+            result[key] = deep_copy(value)
     return result
 
 
@@ -248,4 +248,4 @@ def _exclude_value(value: Any, node: _Node) -> Any:
         return _exclude(value, node)
     if isinstance(value, list):
         return [_exclude_value(e, node) for e in value]
-    return copy.deepcopy(value)
+    return deep_copy(value)

@@ -9,7 +9,6 @@ type errors with code 14, paths through scalars with code 28. Positional ``$``, 
 
 from __future__ import annotations
 
-import copy
 import datetime
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from asyncmongo.testing.store.expressions import from_number
 from asyncmongo.testing.store.matcher import compile_condition, compile_filter, matches
 from asyncmongo.testing.store.paths import MISSING, get_path, split_path
 from asyncmongo.testing.store.render import render
+from asyncmongo.testing.store.values import copy_document, deep_copy, same_bson
 
 Document = dict[str, Any]
 
@@ -70,14 +70,14 @@ def apply_update(document: Mapping[str, Any], update: Any, context: UpdateContex
 def apply_replacement(document: Mapping[str, Any], replacement: Mapping[str, Any],
                       context: UpdateContext) -> Document:
     validate_replacement(replacement)
-    new = copy.deepcopy(dict(replacement))
+    new = copy_document(replacement)
     if "_id" in document:
         if "_id" in new and not context.is_insert:
-            if strict_key(new["_id"]) != strict_key(document["_id"]):
+            if not same_bson(new["_id"], document["_id"]):
                 raise StoreError(66, "After applying the update, the (immutable) field '_id' "
                                      f"was found to have been altered to _id: "
                                      f"{render(new['_id'])}")
-        new = {"_id": copy.deepcopy(document["_id"]), **{k: v for k, v in new.items()
+        new = {"_id": deep_copy(document["_id"]), **{k: v for k, v in new.items()
                                                           if k != "_id"}}
     return new
 
@@ -144,14 +144,14 @@ def _apply_operators(document: Mapping[str, Any], update: Mapping[str, Any],
                      context: UpdateContext) -> Document:
     modifications = parse_operators(update)
     filters = _compile_array_filters(context.array_filters, modifications)
-    new = copy.deepcopy(dict(document))
+    new = copy_document(document)
     for m in modifications:
         if m.operator == "$setOnInsert" and not context.is_insert:
             continue
         for parts in _expand(new, split_path(m.path), m.path, filters, context):
             _OPERATORS[m.operator](new, parts, m.argument, context)
     if "_id" in document and not context.is_insert:
-        if "_id" not in new or strict_key(new["_id"]) != strict_key(document["_id"]):
+        if "_id" not in new or not same_bson(new["_id"], document["_id"]):
             raise StoreError(66, "Performing an update on the path '_id' would modify the "
                                  "immutable field '_id'")
     return new
@@ -323,7 +323,7 @@ def _current(document: Document, parts: list[str]) -> tuple[Any, Any]:
 
 
 def _set(document: Document, parts: list[str], argument: Any, context: UpdateContext) -> None:
-    _assign(_parent(document, parts, create=True), parts[-1], copy.deepcopy(argument))
+    _assign(_parent(document, parts, create=True), parts[-1], deep_copy(argument))
 
 
 def _unset(document: Document, parts: list[str], argument: Any, context: UpdateContext) -> None:
@@ -379,7 +379,7 @@ def _min_max(name: str) -> Callable[[Document, list[str], Any, UpdateContext], N
         current = _child(parent, parts[-1])
         order = compare(argument, current) if current is not MISSING else 0
         if current is MISSING or (order < 0 if name == "$min" else order > 0):
-            _assign(parent, parts[-1], copy.deepcopy(argument))
+            _assign(parent, parts[-1], deep_copy(argument))
 
     return run
 
@@ -422,7 +422,7 @@ def _push(document: Document, parts: list[str], argument: Any, context: UpdateCo
     if isinstance(argument, Mapping) and "$each" in argument:
         _push_each(array, argument)
     else:
-        array.append(copy.deepcopy(argument))
+        array.append(deep_copy(argument))
     _assign(parent, parts[-1], array)
 
 
@@ -437,7 +437,7 @@ def _push_each(array: list[Any], spec: Mapping[str, Any]) -> None:
     position = _int_clause(spec, "$position", len(array))
     if position < 0:
         position = max(0, len(array) + position)
-    array[min(position, len(array)):min(position, len(array))] = copy.deepcopy(values)
+    array[min(position, len(array)):min(position, len(array))] = deep_copy(values)
     if "$sort" in spec:
         _sort_array(array, spec["$sort"])
     if "$slice" in spec:
@@ -485,7 +485,7 @@ def _add_to_set(document: Document, parts: list[str], argument: Any,
                             f"type {type_name(values)}")
     for value in values:
         if not any(values_equal(value, e) for e in array):
-            array.append(copy.deepcopy(value))
+            array.append(deep_copy(value))
     _assign(parent, parts[-1], array)
 
 
@@ -604,7 +604,7 @@ def _equality_value(condition: Any) -> Any:
 def _set_seed(seed: Document, path: str, value: Any) -> None:
     parts = split_path(path)
     try:
-        _assign(_parent(seed, parts, create=True), parts[-1], copy.deepcopy(value))
+        _assign(_parent(seed, parts, create=True), parts[-1], deep_copy(value))
     except StoreError as exc:
         raise StoreError(54, f"cannot infer query fields to set, path '{path}' is matched "
                              "twice") from exc
