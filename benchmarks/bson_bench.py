@@ -12,8 +12,10 @@ asyncmongo and pure-Python PyMongo run in the same subprocess with their iterati
 interleaved, so both see the same machine load (the machine may be shared); the C extension
 runs in a second subprocess. A task repeats one operation ``--ops`` times per iteration; the
 score is the spec's dataset size (source file size x ops) over the median iteration time, in
-MB/s (10**6 bytes). The spec asks for 10,000 ops and up to 100 iterations; the defaults here
-are smaller so the whole run takes well under two minutes, which is enough for stable ratios:
+MB/s (10**6 bytes); ratios are also given for the best iteration, which is the least
+disturbed when other processes share the machine. The spec asks for 10,000 ops and up to
+100 iterations; the defaults here are smaller so the whole run takes well under two
+minutes, which is enough for stable ratios:
 
     python benchmarks/bson_bench.py [--ops N] [--iterations K] [--tgz PATH]
 """
@@ -69,8 +71,8 @@ def _codec(impl: str) -> tuple[Callable[[str], Any], Callable[[Any], bytes], Cal
     return (lambda text: json_util.loads(text, json_options=options)), bson.encode, bson.decode
 
 
-def _median_seconds(tasks: list[Callable[[], None]], iterations: int) -> list[float]:
-    """Median time of each task, their iterations interleaved (after one discarded warm-up)."""
+def _time_tasks(tasks: list[Callable[[], None]], iterations: int) -> list[list[float]]:
+    """Iteration times of each task, their iterations interleaved (after a discarded warm-up)."""
     for task in tasks:
         task()
     times: list[list[float]] = [[] for _ in tasks]
@@ -79,7 +81,7 @@ def _median_seconds(tasks: list[Callable[[], None]], iterations: int) -> list[fl
             start = time.perf_counter()
             task()
             samples.append(time.perf_counter() - start)
-    return [statistics.median(samples) for samples in times]
+    return times
 
 
 def _tasks(impl: str, texts: dict[str, str], ops: int) -> dict[str, Callable[[], None]]:
@@ -107,16 +109,22 @@ def _tasks(impl: str, texts: dict[str, str], ops: int) -> dict[str, Callable[[],
 
 
 def run_worker(impls: list[str], tgz: Path, ops: int, iterations: int) -> dict[str, Any]:
-    """Time the six tasks for the given implementations, interleaved (in a subprocess)."""
+    """Time the six tasks for the given implementations, interleaved (in a subprocess).
+
+    Returns, per implementation and task, MB/s of the median iteration (the spec's score)
+    and of the best one (the least disturbed by other processes on a shared machine).
+    """
     texts = read_datasets(tgz)
     all_tasks = {impl: _tasks(impl, texts, ops) for impl in impls}
     results: dict[str, Any] = {impl: {} for impl in impls}
     for task_name in all_tasks[impls[0]]:
-        name = task_name.split()[0]
-        size = len(texts[name].encode())
-        seconds = _median_seconds([all_tasks[i][task_name] for i in impls], iterations)
-        for impl, median in zip(impls, seconds, strict=True):
-            results[impl][task_name] = size * ops / median / 1e6
+        size = len(texts[task_name.split()[0]].encode()) * ops
+        times = _time_tasks([all_tasks[i][task_name] for i in impls], iterations)
+        for impl, samples in zip(impls, times, strict=True):
+            results[impl][task_name] = {
+                "median": size / statistics.median(samples) / 1e6,
+                "best": size / min(samples) / 1e6,
+            }
     return results
 
 
@@ -130,24 +138,31 @@ def run_in_subprocess(impls: list[str], tgz: Path, ops: int, iterations: int) ->
 
 def print_table(results: dict[str, dict[str, Any]]) -> None:
     tasks = list(results["asyncmongo"])
-    head = f"{'task':<14}{'asyncmongo':>12}{'pymongo C':>12}{'pymongo py':>12}"
-    print(head + f"{'vs py':>9}{'vs C':>8}   (MB/s, higher is better)")
-    ratios = []
+    print("MB/s of the median iteration (higher is better); ratios for median and best iteration")
+    head = f"{'task':<14}{'asyncmongo':>11}{'pymongo C':>11}{'pymongo py':>11}"
+    print(head + f"{'vs py med':>11}{'vs py best':>11}{'vs C med':>10}")
+    worst = {"median": float("inf"), "best": float("inf")}
     for task in tasks:
         ours, c_ext, pure = (results[i][task] for i in IMPLEMENTATIONS)
-        ratios.append(ours / pure)
+        ratio = {k: ours[k] / pure[k] for k in worst}
+        worst = {k: min(worst[k], ratio[k]) for k in worst}
         print(
-            f"{task:<14}{ours:>12.1f}{c_ext:>12.1f}{pure:>12.1f}"
-            f"{ours / pure:>8.2f}x{ours / c_ext:>7.2f}x"
+            f"{task:<14}{ours['median']:>11.1f}{c_ext['median']:>11.1f}{pure['median']:>11.1f}"
+            f"{ratio['median']:>10.2f}x{ratio['best']:>10.2f}x"
+            f"{ours['median'] / c_ext['median']:>9.2f}x"
         )
-    verdict = "met" if min(ratios) >= 1.5 else "NOT met"
-    print(f"target asyncmongo >= 1.5x pymongo pure-Python on every task: {verdict}")
+    for kind, value in worst.items():
+        verdict = "met" if value >= 1.5 else "NOT met"
+        print(
+            f"target >= 1.5x pymongo pure-Python on every task ({kind}): {verdict}, "
+            f"worst {value:.2f}x"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--ops", type=int, default=1000, help="operations per iteration")
-    parser.add_argument("--iterations", type=int, default=15, help="timed iterations per task")
+    parser.add_argument("--ops", type=int, default=500, help="operations per iteration")
+    parser.add_argument("--iterations", type=int, default=25, help="timed iterations per task")
     parser.add_argument("--tgz", type=Path, default=DEFAULT_TGZ)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
