@@ -17,6 +17,7 @@ database/collection API is built on the executor separately.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any
@@ -33,7 +34,7 @@ from asyncmongo.core.selection import PRIMARY, ReadPreference, Selection
 from asyncmongo.core.uri import ClientOptions
 from asyncmongo.core.uri.parse import parse
 from asyncmongo.core.wire.compression import CompressionSettings
-from asyncmongo.errors import InvalidOperation
+from asyncmongo.errors import InvalidOperation, OperationFailure
 from asyncmongo.monitoring import EventListener, Listeners
 from asyncmongo.runtime.auth import CredentialAuthenticator
 from asyncmongo.runtime.connection import Connection, ConnectionSettings, connect
@@ -149,7 +150,8 @@ class AsyncMongoClient(ClientApi):
                 should_poll=self._should_poll_srv,
                 initial_ttl_s=answer_ttl,
             )
-            self._poller.start()
+            # A clean context, like every other background task of the client.
+            contextvars.Context().run(self._poller.start)
 
     async def close(self) -> None:
         """End every task and close every socket the client started, and wait for them."""
@@ -229,10 +231,11 @@ class AsyncMongoClient(ClientApi):
             )
 
         def background_error(exc: BaseException) -> None:
+            # The minPoolSize filler failed to establish: SDAM as for a checkout's failure.
+            failed_auth = isinstance(exc, OperationFailure)
+            phase = ErrorPhase.AUTHENTICATING if failed_auth else ErrorPhase.CONNECTING
             tasks.spawn(
-                topology.handle_application_error(
-                    address, exc, pool.generation, phase=ErrorPhase.CONNECTING
-                ),
+                topology.handle_application_error(address, exc, pool.generation, phase=phase),
                 "asyncmongo-sdam-error",
             )
 

@@ -252,7 +252,14 @@ class Monitor:
         start = _clock()
         try:
             reply = await self._hello(conn, fresh, streamed, start_stream, previous)
-        except Exception as exc:
+            duration = (_clock() - start) * 1000
+            if reply.get("ok") not in (1, 1.0, True):
+                raise OperationFailure(str(reply.get("errmsg", "hello failed")), None, reply)
+            rtt = self._server.rtt if awaited else self._server.rtt.add(duration)
+            description = ServerDescription.from_hello(
+                self._server.address, reply, rtt, loop.time() * 1000
+            )
+        except Exception as exc:  # network, timeout, ok: 0 or a malformed reply
             self._drop_connection()
             self._server.rtt = self._server.rtt.reset()
             if self._cancel_requested:
@@ -264,13 +271,8 @@ class Monitor:
             return MonitorError(_error_kind(exc), str(exc) or type(exc).__name__)
         finally:
             self._checking = False
-        duration = (_clock() - start) * 1000
-        if not awaited:
-            self._server.rtt = self._server.rtt.add(duration)
+        self._server.rtt = rtt
         self._hello_ok = reply.get("helloOk") is True
-        description = ServerDescription.from_hello(
-            self._server.address, reply, self._server.rtt, loop.time() * 1000
-        )
         topology.publish_heartbeat(
             ServerHeartbeatSucceededEvent(self._server.address, duration, reply, awaited),
             self._connection,

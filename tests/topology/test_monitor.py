@@ -110,3 +110,32 @@ async def test_immediate_checks_respect_the_minimum_spacing() -> None:
             assert 2 <= len(started) <= 3
             gaps = [b - a for a, b in itertools.pairwise(started)]
             assert all(gap >= 0.49 for gap in gaps)
+
+
+async def test_a_malformed_or_failed_hello_is_a_failed_check_not_a_dead_monitor() -> None:
+    from tests.support.scripted_server import HELLO_REPLY, Peer, Request, ScriptedServer
+
+    replies = [dict(HELLO_REPLY, setName=5), {"ok": 0.0, "errmsg": "not today", "code": 2}]
+
+    async def handler(request: Request, peer: Peer) -> None:
+        if request.name.lower() in ("hello", "ismaster") and replies:
+            await peer.reply(request, replies.pop(0) if len(replies) > 1 else replies[0])
+        else:
+            await peer.default(request)
+
+    async with ScriptedServer(handler) as server:
+        recorder = Recorder()
+        host, port = server.address
+        async with AsyncMongoClient(
+            f"mongodb://{host}:{port}/?heartbeatFrequencyMS=500", event_listeners=[recorder]
+        ) as client:
+            topology = client._topology_runtime
+            await wait_until(lambda: len(recorder.of(ServerHeartbeatFailedEvent)) >= 2, within=3)
+            (described,) = topology.description.servers.values()
+            assert described.server_type is ServerType.UNKNOWN
+            failures = [e.failure for _, e in recorder.of(ServerHeartbeatFailedEvent)]  # type: ignore[attr-defined]
+            assert "setName" in str(failures[0])
+            assert "not today" in str(failures[1])
+            assert all(m._task is not None and not m._task.done() for m in monitors(topology))
+            replies.clear()  # healthy again
+            await wait_until(lambda: topology.description.known_servers, within=3)
