@@ -128,18 +128,19 @@ class OperationExecutor(Executor):
         return await topology.select_server(selection, deadline, operation=name)
 
     def _read_preference(self, target: Target, server: Server) -> dict[str, Any] | None:
-        """The ``$readPreference`` to send, if any."""
+        """The ``$readPreference`` to send, if any (server-selection: "Topology type:
+        Single", "Passing read preference to mongos and load balancers", replica sets)."""
         if target.address is not None or target.selection.operation is SelectionKind.WRITE:
             return None
         description = self._topology.description
         preference = target.selection.read_preference
-        server_description = description.servers.get(server.address)
-        server_type = server_description.server_type if server_description else None
-        if description.topology_type is TopologyType.SINGLE and server_type not in (
-            ServerType.MONGOS,
-            ServerType.LOAD_BALANCER,
-        ):
-            return _PRIMARY_PREFERRED  # direct connection: any member may answer
+        if description.topology_type is TopologyType.SINGLE:
+            known = description.servers.get(server.address)
+            server_type = known.server_type if known is not None else None
+            if server_type is ServerType.STANDALONE:
+                return None  # a standalone MUST NOT be sent a read preference
+            if server_type is not ServerType.MONGOS and preference.mode is Mode.PRIMARY:
+                return _PRIMARY_PREFERRED  # a direct connection to any member may answer
         if preference.mode is Mode.PRIMARY:
             return None
         return preference.document()

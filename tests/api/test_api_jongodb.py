@@ -32,9 +32,7 @@ JONGODB_GAPS = {
     "insert_many_unordered_reports_indexes": _DUPLICATE,
     "database_and_run_command": "jongodb has no listCollections command (code 59)",
     "indexes": "jongodb has no dropIndexes command (code 59)",
-    "projections": (
-        "jongodb ignores projections (find and findAndModify return whole documents)"
-    ),
+    "projections": ("jongodb ignores projections (find and findAndModify return whole documents)"),
     "unacknowledged_writes": (
         "jongodb replies to moreToCome (w:0) requests, which the OP_MSG spec forbids; the "
         "stray reply breaks the connection for us and for PyMongo (ProtocolError)"
