@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
-from asyncmongo.client_api import ClientApi, split_api_options
+from asyncmongo.client_api import ClientApi, EventListener, split_api_options
 from asyncmongo.core.address import Address
 from asyncmongo.core.auth.scram import ScramCache
 from asyncmongo.core.cmap.options import PoolOptions
@@ -35,7 +35,7 @@ from asyncmongo.core.uri import ClientOptions
 from asyncmongo.core.uri.parse import parse
 from asyncmongo.core.wire.compression import CompressionSettings
 from asyncmongo.errors import InvalidOperation, OperationFailure
-from asyncmongo.monitoring import EventListener, Listeners
+from asyncmongo.monitoring import Listeners
 from asyncmongo.runtime.auth import CredentialAuthenticator
 from asyncmongo.runtime.connection import Connection, ConnectionSettings, connect
 from asyncmongo.runtime.executor import Executor

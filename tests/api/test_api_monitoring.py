@@ -160,7 +160,7 @@ async def test_command_log_messages(caplog: pytest.LogCaptureFixture) -> None:
                     await client.db.command("noSuchCommand")
     messages = [r.msg for r in caplog.records if r.name == "asyncmongo.command"]
     assert all(isinstance(m, CommandLogMessage) for m in messages)
-    fields = [m.fields for m in messages]
+    fields = [m.fields for m in messages if isinstance(m, CommandLogMessage)]
     assert [f["message"] for f in fields] == [
         "Command started",
         "Command succeeded",
