@@ -100,18 +100,18 @@ def main() -> None:
     args = parser.parse_args()
     rows = [("bare", 1, False), ("1 task", 1, True), ("100 tasks", 100, True)]
     rows.append(("1,000 tasks", 1000, True))
-    print(f"pool of {POOL_SIZE}, {args.cycles:,} cycles per row, best of 3")
+    print(f"pool of {POOL_SIZE}, {args.cycles:,} cycles per row, best of 5")
     print(f"{'loop':8} {'concurrency':12} {'cycles/s':>12} {'us/cycle':>9}")
     for loop_name, factory in _loops():
         best = float("inf")
-        for _ in range(3):
+        for _ in range(5):
             with asyncio.Runner(loop_factory=factory) as runner:
                 best = min(best, runner.run(_baseline(args.cycles)))
         no_pool = f"{args.cycles / best:12,.0f} {best / args.cycles * 1e6:9.2f}"
         print(f"{loop_name:8} {'no pool':12} {no_pool}  (sleep(0) alone)")
         for label, tasks, yield_in_op in rows:
             best = float("inf")
-            for _ in range(3):
+            for _ in range(5):
                 with asyncio.Runner(loop_factory=factory) as runner:
                     best = min(best, runner.run(_run(tasks, args.cycles, yield_in_op)))
             cycles = args.cycles // tasks * tasks
