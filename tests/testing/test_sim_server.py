@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from asyncmongo.bson import Int64
+from asyncmongo.bson import Int64, ObjectId
 from asyncmongo.core.wire.compression import Compressor
 from asyncmongo.core.wire.opcodes import OpCode, OpMsgFlags
 from asyncmongo.testing import ReplicaSet, Role, SimServer, Standalone
@@ -256,3 +256,23 @@ async def test_replication_lag_shows_in_last_write() -> None:
         primary = rs.members[0].hello_reply({"hello": 1})["lastWrite"]["lastWriteDate"]
         secondary = rs.members[1].hello_reply({"hello": 1})["lastWrite"]["lastWriteDate"]
         assert 4.9 < (primary - secondary).total_seconds() < 5.1
+
+
+async def test_close_ends_every_task_even_mid_stream() -> None:
+    rs = ReplicaSet(2, election_timeout_ms=10_000)
+    async with rs:
+        client = await RawClient.connect(rs.members[0].port)
+        waiting = await RawClient.connect(rs.members[1].port)
+        stale = {"processId": ObjectId(), "counter": Int64(0)}  # answered at once
+        await client.send_msg({**HELLO, "topologyVersion": stale, "maxAwaitTimeMS": 60_000},
+                              flags=OpMsgFlags.EXHAUST_ALLOWED)
+        assert (await client.read()).more_to_come  # then it waits up to 60 s
+        current = (await waiting.command(HELLO))["topologyVersion"]
+        await waiting.send_msg({**HELLO, "topologyVersion": current, "maxAwaitTimeMS": 60_000})
+        await rs.members[0].partition("refuse")  # schedules an election in 10 s
+        assert "stopped" in repr(rs.members[0])
+    assert asyncio.all_tasks() == {asyncio.current_task()}
+    with pytest.raises(asyncio.IncompleteReadError):
+        await waiting.read()
+    await client.close()
+    await waiting.close()
