@@ -100,14 +100,7 @@ def _new_regex(pattern: str, flags: str) -> Regex:
     return regex
 
 
-def _new_timestamp(time: int, inc: int) -> Timestamp:
-    timestamp: Timestamp = _new_object(Timestamp)
-    _set_attribute(timestamp, "time", time)
-    _set_attribute(timestamp, "inc", inc)
-    return timestamp
-
-
-# -- readers for the rarer types: (data, pos, end, opts, depth) -> (value, new pos) ----------
+# -- readers for the rarer types: (data, pos, end, opts, depth) -> (value, new pos) --
 
 
 def _read_string(data: bytes, pos: int, errors: str) -> tuple[str, int]:
@@ -157,7 +150,10 @@ def _decimal128(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int)
 
 def _timestamp(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> tuple[Any, int]:
     inc, time = _UNPACK_U32_PAIR(data, pos)
-    return _new_timestamp(time, inc), pos + 8
+    timestamp: Timestamp = _new_object(Timestamp)
+    _set_attribute(timestamp, "time", time)
+    _set_attribute(timestamp, "inc", inc)
+    return timestamp, pos + 8
 
 
 def _regex(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> tuple[Any, int]:
@@ -368,10 +364,19 @@ def _decode_document(
                     pass
             doc[key] = _datetime_from_ms(ms, opts)
         elif t == 0x07:
-            doc[key] = _new_oid(data[pos : pos + 12])
+            oid = _new_object(ObjectId)
+            oid._binary = data[pos : pos + 12]
+            doc[key] = oid
             pos += 12
         elif t == 0x0A:
             doc[key] = None
+        elif t == 0x05 and data[pos + 4] == 0:
+            n = unpack_i32(data, pos)[0]
+            pos += 5
+            if n < 0 or pos + n > end:
+                raise _bad(f"invalid binary length for key {key!r}")
+            doc[key] = data[pos : pos + n]
+            pos += n
         else:
             reader = _RARE.get(t)
             if reader is None:
@@ -447,10 +452,19 @@ def _decode_array(data: bytes, pos: int, end: int, opts: CodecOptions, depth: in
                     pass
             append(_datetime_from_ms(ms, opts))
         elif t == 0x07:
-            append(_new_oid(data[pos : pos + 12]))
+            oid = _new_object(ObjectId)
+            oid._binary = data[pos : pos + 12]
+            append(oid)
             pos += 12
         elif t == 0x0A:
             append(None)
+        elif t == 0x05 and data[pos + 4] == 0:
+            n = unpack_i32(data, pos)[0]
+            pos += 5
+            if n < 0 or pos + n > end:
+                raise _bad("invalid binary length in array")
+            append(data[pos : pos + n])
+            pos += n
         else:
             reader = _RARE.get(t)
             if reader is None:

@@ -146,12 +146,14 @@ def encode_document(
             buf += raw
             buf += b"\x00"
         elif t is int:
-            if _INT32_MIN <= value <= _INT32_MAX:
-                buf += int32_keys(key) or _typed_key(_INT32_KEYS, b"\x10", key)
-                buf += pack_i32(value)
-            else:
+            try:
+                packed = pack_i32(value)
+            except struct.error:  # beyond int32: int64 (or InvalidDocument)
                 buf += _INT64_KEYS.get(key) or _typed_key(_INT64_KEYS, b"\x12", key)
                 buf += _pack_int64(key, value)
+            else:
+                buf += int32_keys(key) or _typed_key(_INT32_KEYS, b"\x10", key)
+                buf += packed
         elif t is float:
             buf += _DOUBLE_KEYS.get(key) or _typed_key(_DOUBLE_KEYS, b"\x01", key)
             buf += _PACK_F64(value)
@@ -159,8 +161,14 @@ def encode_document(
             buf += _BOOL_KEYS.get(key) or _typed_key(_BOOL_KEYS, b"\x08", key)
             buf += b"\x01" if value else b"\x00"
         elif t is Int64:
+            try:
+                packed = _PACK_I64(value)
+            except struct.error:
+                raise InvalidDocument(
+                    f"key {key!r}: int {value} does not fit in a BSON int64"
+                ) from None
             buf += _INT64_KEYS.get(key) or _typed_key(_INT64_KEYS, b"\x12", key)
-            buf += _pack_int64(key, value)
+            buf += packed
         elif t is dict:
             buf += _DOC_KEYS.get(key) or _typed_key(_DOC_KEYS, b"\x03", key)
             encode_document(buf, value.items(), opts, depth + 1)
