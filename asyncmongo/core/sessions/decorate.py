@@ -1,0 +1,145 @@
+"""What a command gets when it runs in a session (sessions, causal-consistency, transactions,
+snapshot-reads and retryable-writes specs), as one pure function of a :class:`SessionFields`.
+
+- every command: ``lsid``; ``$clusterTime`` when the deployment gossips it;
+- a retryable write: ``txnNumber``;
+- in a transaction: ``txnNumber`` and ``autocommit: false`` on every command,
+  ``startTransaction: true`` and the transaction's ``readConcern`` (with ``afterClusterTime``
+  in a causally consistent session) on the first one only; no other ``readConcern`` and no
+  ``writeConcern`` except on commitTransaction/abortTransaction;
+- a read outside a transaction: ``readConcern.afterClusterTime`` (causal consistency) or
+  ``{level: snapshot, atClusterTime}`` (snapshot session, once the time is known).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from asyncmongo.bson.types import Timestamp
+
+__all__ = [
+    "READ_CONCERN_COMMANDS",
+    "SessionFields",
+    "abort_command",
+    "commit_command",
+    "decorate",
+    "snapshot_time_of",
+]
+
+#: Commands that accept a readConcern (outside transactions): causal consistency and
+#: snapshot reads apply to these only.
+READ_CONCERN_COMMANDS: Final = frozenset(
+    {"find", "aggregate", "distinct", "count", "geoNear", "mapReduce"}
+)
+TRANSACTION_END_COMMANDS: Final = frozenset({"commitTransaction", "abortTransaction"})
+#: Transactions spec: a retried commitTransaction uses w: majority and this wtimeout.
+COMMIT_RETRY_WTIMEOUT_MS: Final = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFields:
+    """The session state one command needs (built by the session for each attempt)."""
+
+    lsid: Mapping[str, Any] | None = None
+    txn_number: int | None = None
+    in_transaction: bool = False
+    starting_transaction: bool = False
+    transaction_read_concern: Mapping[str, Any] | None = None
+    after_cluster_time: Timestamp | None = None
+    snapshot: bool = False
+    snapshot_time: Timestamp | None = None
+    cluster_time: Mapping[str, Any] | None = None
+
+
+def decorate(command: Mapping[str, Any], fields: SessionFields) -> dict[str, Any]:
+    """A copy of ``command`` with the session's fields (see the module docstring)."""
+    document = dict(command)
+    name = next(iter(document), "")
+    if fields.lsid is not None:
+        document["lsid"] = fields.lsid
+    if fields.in_transaction:
+        _transaction_fields(document, name, fields)
+    else:
+        if fields.txn_number is not None:
+            document["txnNumber"] = fields.txn_number
+        if name in READ_CONCERN_COMMANDS:
+            _read_concern(document, fields)
+    if fields.cluster_time is not None:
+        document["$clusterTime"] = fields.cluster_time
+    return document
+
+
+def _transaction_fields(document: dict[str, Any], name: str, fields: SessionFields) -> None:
+    document.pop("readConcern", None)
+    if name not in TRANSACTION_END_COMMANDS:
+        document.pop("writeConcern", None)
+    document["txnNumber"] = fields.txn_number
+    if fields.starting_transaction:
+        document["startTransaction"] = True
+        concern = dict(fields.transaction_read_concern or {})
+        if fields.after_cluster_time is not None:
+            concern["afterClusterTime"] = fields.after_cluster_time
+        if concern:
+            document["readConcern"] = concern
+    document["autocommit"] = False
+
+
+def _read_concern(document: dict[str, Any], fields: SessionFields) -> None:
+    concern = dict(document.get("readConcern") or {})
+    if fields.snapshot:
+        concern["level"] = "snapshot"
+        if fields.snapshot_time is not None:
+            concern["atClusterTime"] = fields.snapshot_time
+    elif fields.after_cluster_time is not None:
+        concern["afterClusterTime"] = fields.after_cluster_time
+    if concern:
+        document["readConcern"] = concern
+
+
+def commit_command(
+    write_concern: Mapping[str, Any] | None,
+    max_commit_time_ms: int | None,
+    recovery_token: Mapping[str, Any] | None,
+    *,
+    retry: bool,
+) -> dict[str, Any]:
+    """commitTransaction; a retry (or a second commit) upgrades to w: majority keeping the
+    other write concern fields, with wtimeout 10 s unless one was given (transactions spec,
+    "Majority write concern is used when retrying commitTransaction")."""
+    command: dict[str, Any] = {"commitTransaction": 1}
+    concern = dict(write_concern or {})
+    if retry:
+        concern["w"] = "majority"
+        concern.setdefault("wtimeout", COMMIT_RETRY_WTIMEOUT_MS)
+    if concern:
+        command["writeConcern"] = concern
+    if max_commit_time_ms is not None:
+        command["maxTimeMS"] = max_commit_time_ms
+    if recovery_token is not None:
+        command["recoveryToken"] = recovery_token
+    return command
+
+
+def abort_command(
+    write_concern: Mapping[str, Any] | None, recovery_token: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """abortTransaction with the transaction's write concern and recovery token."""
+    command: dict[str, Any] = {"abortTransaction": 1}
+    if write_concern:
+        command["writeConcern"] = dict(write_concern)
+    if recovery_token is not None:
+        command["recoveryToken"] = recovery_token
+    return command
+
+
+def snapshot_time_of(reply: Mapping[str, Any]) -> Timestamp | None:
+    """Snapshot reads: the ``atClusterTime`` of the first read (in ``cursor`` or top level)."""
+    cursor = reply.get("cursor")
+    if isinstance(cursor, Mapping):
+        value = cursor.get("atClusterTime")
+        if isinstance(value, Timestamp):
+            return value
+    value = reply.get("atClusterTime")
+    return value if isinstance(value, Timestamp) else None

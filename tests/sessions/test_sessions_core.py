@@ -1,0 +1,301 @@
+"""The pure session core: server session pool, cluster time, transaction table, decoration,
+retryability predicates."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from asyncmongo.bson.types import Timestamp
+from asyncmongo.core.sessions import (
+    ServerSession,
+    ServerSessionPool,
+    TxnAction,
+    TxnState,
+    greater_cluster_time,
+    greater_operation_time,
+    transition,
+)
+from asyncmongo.core.sessions.cluster_time import cluster_time_of
+from asyncmongo.core.sessions.decorate import (
+    SessionFields,
+    abort_command,
+    commit_command,
+    decorate,
+    snapshot_time_of,
+)
+from asyncmongo.core.sessions.retryability import (
+    is_retryable_read_error,
+    is_retryable_write_error,
+    label_retryable_write_error,
+)
+from asyncmongo.errors import (
+    AutoReconnect,
+    InvalidOperation,
+    NetworkTimeout,
+    NotPrimaryError,
+    OperationFailure,
+    PoolClearedError,
+    ServerSelectionTimeoutError,
+    WriteConcernError,
+)
+
+
+def _pool() -> ServerSessionPool:
+    counter = itertools.count()
+    return ServerSessionPool(lambda: next(counter).to_bytes(16, "big"))
+
+
+# -- server session pool -----------------------------------------------------------------------
+
+
+def test_pool_is_lifo() -> None:
+    pool = _pool()
+    a = pool.acquire(0.0, 30)
+    b = pool.acquire(0.0, 30)
+    assert a.session_id != b.session_id
+    pool.release(a, 1.0, 30)
+    pool.release(b, 2.0, 30)
+    assert pool.acquire(3.0, 30) is b
+    assert pool.acquire(3.0, 30) is a
+
+
+def test_pool_discards_sessions_about_to_expire() -> None:
+    pool = _pool()
+    old = pool.acquire(0.0, 30)
+    pool.release(old, 0.0, 30)
+    # 29 minutes and a second later: less than a minute left, not handed out.
+    fresh = pool.acquire(29 * 60 + 1.0, 30)
+    assert fresh is not old
+    assert len(pool) == 0
+
+
+def test_pool_release_prunes_stale_from_the_back_and_refuses_expiring() -> None:
+    pool = _pool()
+    stale = pool.acquire(0.0, 30)
+    pool.release(stale, 0.0, 30)
+    late = pool.acquire(10 * 60.0, 30)
+    assert late is stale  # still fresh at 10 minutes
+    pool.release(late, 0.0, 30)  # last used at 0
+    other = ServerSession(b"x" * 16, 29 * 60.0)
+    pool.release(other, 29 * 60 + 30.0, 30)
+    assert len(pool) == 1 and pool.acquire(29 * 60 + 30.0, 30) is other
+    expiring = ServerSession(b"y" * 16, 0.0)
+    pool.release(expiring, 29 * 60 + 30.0, 30)
+    assert len(pool) == 0
+
+
+def test_pool_never_takes_back_a_dirty_session() -> None:
+    pool = _pool()
+    session = pool.acquire(0.0, 30)
+    session.mark_dirty()
+    pool.release(session, 1.0, 30)
+    assert len(pool) == 0
+
+
+def test_pool_without_timeout_keeps_sessions_forever() -> None:
+    pool = _pool()
+    session = pool.acquire(0.0, None)
+    pool.release(session, 1e9, None)
+    assert pool.acquire(2e9, None) is session
+
+
+def test_drain_returns_lsids_and_repr() -> None:
+    pool = _pool()
+    sessions = [pool.acquire(0.0, 30) for _ in range(3)]
+    for session in sessions:
+        pool.release(session, 0.0, 30)
+    assert repr(pool) == "<ServerSessionPool 3 idle, gen 0>"
+    ids = pool.drain()
+    assert [i["id"] for i in ids] == [s.lsid["id"] for s in reversed(sessions)]
+    assert len(pool) == 0
+
+
+def test_txn_number_increments_and_lsid_is_a_uuid_binary() -> None:
+    session = ServerSession(b"\x01" * 16, 0.0)
+    assert session.lsid["id"].subtype == 4
+    assert [session.next_txn_number() for _ in range(3)] == [1, 2, 3]
+
+
+# -- cluster time ------------------------------------------------------------------------------
+
+
+def _ct(time: int, inc: int = 0) -> dict[str, object]:
+    return {"clusterTime": Timestamp(time, inc), "signature": {"keyId": time}}
+
+
+def test_greater_cluster_time_keeps_the_max() -> None:
+    assert greater_cluster_time(None, _ct(1)) == _ct(1)
+    assert greater_cluster_time(_ct(2), _ct(1)) == _ct(2)
+    assert greater_cluster_time(_ct(2), _ct(2, 1)) == _ct(2, 1)
+    assert greater_cluster_time(_ct(2), None) == _ct(2)
+    assert greater_cluster_time(_ct(2), {"clusterTime": 5}) == _ct(2)
+
+
+def test_operation_time_and_reply_parsing() -> None:
+    assert greater_operation_time(None, Timestamp(1, 1)) == Timestamp(1, 1)
+    assert greater_operation_time(Timestamp(2, 0), Timestamp(1, 1)) == Timestamp(2, 0)
+    assert greater_operation_time(Timestamp(2, 0), "nope") == Timestamp(2, 0)
+    assert cluster_time_of({"$clusterTime": _ct(3)}) == _ct(3)
+    assert cluster_time_of({"$clusterTime": {"x": 1}}) is None
+
+
+# -- transaction state machine -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("state", "action", "expected", "send"),
+    [
+        (TxnState.NONE, TxnAction.START, TxnState.STARTING, False),
+        (TxnState.STARTING, TxnAction.OPERATE, TxnState.IN_PROGRESS, True),
+        (TxnState.STARTING, TxnAction.COMMIT, TxnState.COMMITTED_EMPTY, False),
+        (TxnState.STARTING, TxnAction.ABORT, TxnState.ABORTED, False),
+        (TxnState.IN_PROGRESS, TxnAction.COMMIT, TxnState.COMMITTED, True),
+        (TxnState.IN_PROGRESS, TxnAction.ABORT, TxnState.ABORTED, True),
+        (TxnState.COMMITTED, TxnAction.COMMIT, TxnState.COMMITTED, True),
+        (TxnState.COMMITTED_EMPTY, TxnAction.COMMIT, TxnState.COMMITTED_EMPTY, False),
+        (TxnState.COMMITTED, TxnAction.OPERATE, TxnState.NONE, True),
+        (TxnState.ABORTED, TxnAction.START, TxnState.STARTING, False),
+    ],
+)
+def test_allowed_transitions(
+    state: TxnState, action: TxnAction, expected: TxnState, send: bool
+) -> None:
+    step = transition(state, action)
+    assert (step.state, step.send) == (expected, send)
+
+
+@pytest.mark.parametrize(
+    ("state", "action", "message"),
+    [
+        (TxnState.NONE, TxnAction.COMMIT, "No transaction started"),
+        (TxnState.NONE, TxnAction.ABORT, "No transaction started"),
+        (TxnState.IN_PROGRESS, TxnAction.START, "Transaction already in progress"),
+        (TxnState.ABORTED, TxnAction.ABORT, "Cannot call abortTransaction twice"),
+        (TxnState.ABORTED, TxnAction.COMMIT, "after calling abortTransaction"),
+        (TxnState.COMMITTED, TxnAction.ABORT, "after calling commitTransaction"),
+        (TxnState.COMMITTED_EMPTY, TxnAction.ABORT, "after calling commitTransaction"),
+    ],
+)
+def test_refused_transitions(state: TxnState, action: TxnAction, message: str) -> None:
+    with pytest.raises(InvalidOperation, match=message):
+        transition(state, action)
+
+
+def test_every_pair_is_in_the_table() -> None:
+    for state in TxnState:
+        for action in TxnAction:
+            try:
+                transition(state, action)
+            except InvalidOperation:
+                pass
+    assert TxnState.COMMITTED_EMPTY.public_name == "committed"
+
+
+# -- decoration --------------------------------------------------------------------------------
+
+LSID = {"id": b"1"}
+
+
+def test_plain_session_and_retryable_write() -> None:
+    command = {"insert": "c", "writeConcern": {"w": 1}}
+    out = decorate(command, SessionFields(lsid=LSID, txn_number=4, cluster_time=_ct(1)))
+    assert out == {**command, "lsid": LSID, "txnNumber": 4, "$clusterTime": _ct(1)}
+    assert "lsid" not in command  # never mutates the input
+
+
+def test_first_command_of_a_transaction() -> None:
+    fields = SessionFields(
+        lsid=LSID,
+        txn_number=2,
+        in_transaction=True,
+        starting_transaction=True,
+        transaction_read_concern={"level": "snapshot"},
+        after_cluster_time=Timestamp(5, 1),
+    )
+    out = decorate({"find": "c", "readConcern": {"level": "local"}, "writeConcern": {}}, fields)
+    assert out == {
+        "find": "c",
+        "lsid": LSID,
+        "txnNumber": 2,
+        "startTransaction": True,
+        "readConcern": {"level": "snapshot", "afterClusterTime": Timestamp(5, 1)},
+        "autocommit": False,
+    }
+
+
+def test_later_command_of_a_transaction_has_no_concerns() -> None:
+    fields = SessionFields(lsid=LSID, txn_number=2, in_transaction=True)
+    out = decorate({"insert": "c", "writeConcern": {"w": 1}, "readConcern": {}}, fields)
+    assert out == {"insert": "c", "lsid": LSID, "txnNumber": 2, "autocommit": False}
+    commit = decorate({"commitTransaction": 1, "writeConcern": {"w": 1}}, fields)
+    assert commit["writeConcern"] == {"w": 1}
+
+
+def test_causal_and_snapshot_reads() -> None:
+    causal = SessionFields(lsid=LSID, after_cluster_time=Timestamp(3, 0))
+    out = decorate({"find": "c", "readConcern": {"level": "majority"}}, causal)
+    assert out["readConcern"] == {"level": "majority", "afterClusterTime": Timestamp(3, 0)}
+    assert "readConcern" not in decorate({"insert": "c"}, causal)
+    snap = SessionFields(lsid=LSID, snapshot=True)
+    assert decorate({"find": "c"}, snap)["readConcern"] == {"level": "snapshot"}
+    snap = SessionFields(lsid=LSID, snapshot=True, snapshot_time=Timestamp(9, 9))
+    assert decorate({"distinct": "c"}, snap)["readConcern"] == {
+        "level": "snapshot",
+        "atClusterTime": Timestamp(9, 9),
+    }
+    assert "readConcern" not in decorate({"find": "c"}, SessionFields(lsid=LSID))
+
+
+def test_commit_and_abort_commands() -> None:
+    assert commit_command(None, None, None, retry=False) == {"commitTransaction": 1}
+    assert commit_command({"w": 2, "j": True}, 50, {"t": 1}, retry=True) == {
+        "commitTransaction": 1,
+        "writeConcern": {"w": "majority", "j": True, "wtimeout": 10_000},
+        "maxTimeMS": 50,
+        "recoveryToken": {"t": 1},
+    }
+    assert abort_command({"w": 1}, None) == {"abortTransaction": 1, "writeConcern": {"w": 1}}
+    assert snapshot_time_of({"cursor": {"atClusterTime": Timestamp(1, 2)}}) == Timestamp(1, 2)
+    assert snapshot_time_of({"atClusterTime": Timestamp(1, 3)}) == Timestamp(1, 3)
+    assert snapshot_time_of({}) is None
+
+
+# -- retryability ------------------------------------------------------------------------------
+
+
+def test_network_errors_are_labelled_retryable() -> None:
+    exc = AutoReconnect("reset")
+    label_retryable_write_error(exc, 17)
+    assert is_retryable_write_error(exc)
+    timeout = NetworkTimeout("slow")
+    label_retryable_write_error(timeout, 17)
+    assert is_retryable_write_error(timeout)
+    selection = ServerSelectionTimeoutError("none")
+    label_retryable_write_error(selection, 17)
+    assert not is_retryable_write_error(selection)
+    assert is_retryable_write_error(PoolClearedError("cleared"))
+
+
+def test_codes_are_labelled_only_for_old_servers() -> None:
+    old = OperationFailure("x", 91, {"code": 91})
+    label_retryable_write_error(old, 8)
+    assert is_retryable_write_error(old)
+    new = OperationFailure("x", 91, {"code": 91})
+    label_retryable_write_error(new, 9)
+    assert not is_retryable_write_error(new)
+    concern = WriteConcernError("x", 64, {"writeConcernError": {"code": 11600}})
+    label_retryable_write_error(concern, 7)
+    assert is_retryable_write_error(concern)
+    server = OperationFailure("x", 2, {"code": 2, "errorLabels": ["RetryableWriteError"]})
+    assert is_retryable_write_error(server)
+
+
+def test_retryable_read_errors() -> None:
+    assert is_retryable_read_error(AutoReconnect("x"))
+    assert is_retryable_read_error(NotPrimaryError("not primary", {"code": 10107}))
+    assert is_retryable_read_error(OperationFailure("x", 6, {}))
+    assert not is_retryable_read_error(OperationFailure("x", 2, {}))
+    assert not is_retryable_read_error(ServerSelectionTimeoutError("x"))
+    assert is_retryable_read_error(PoolClearedError("x"))
