@@ -391,7 +391,9 @@ def _enc_undefined(buf: bytearray, key: Any, value: Any, opts: CodecOptions, dep
 
 _Encoder = Callable[[bytearray, Any, Any, CodecOptions, int], None]
 
-# Exact-type dispatch for what the element loop does not inline.
+# Exact-type dispatch for what the element loop does not inline; subclasses resolved by
+# _fallback_encoder are added (bounded), so each type pays the isinstance search once.
+_ENCODER_CACHE_LIMIT: Final = 512
 _ENCODERS: Final[dict[type, _Encoder]] = {
     bytes: _enc_bytes,
     Binary: _enc_binary,
@@ -443,6 +445,8 @@ def _fallback_encoder(key: Any, value: Any) -> _Encoder:
     InvalidDocument naming the key."""
     for base, encoder in _FALLBACKS:
         if isinstance(value, base):
+            if len(_ENCODERS) < _ENCODER_CACHE_LIMIT:
+                _ENCODERS[type(value)] = encoder  # next time: one dict lookup
             return encoder
     raise InvalidDocument(
         f"key {key!r}: cannot encode object {value!r} of type {type(value).__name__}"
