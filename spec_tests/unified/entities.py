@@ -21,9 +21,9 @@ from asyncmongo.core.selection.read_preference import ReadPreference
 from asyncmongo.core.wire.handshake import ServerApi
 from spec_tests.unified.errors import ApiMissing, TestFormatError, Unsupported
 from spec_tests.unified.events import ClientObserver
-from spec_tests.unified.target import Target
+from spec_tests.unified.target import Target, direct_uri
 
-__all__ = ["ClientEntity", "EntityMap", "ThreadEntity", "collection_options", "call_api"]
+__all__ = ["ClientEntity", "EntityMap", "ThreadEntity", "call_api", "collection_options"]
 
 
 @dataclass(slots=True)
@@ -33,6 +33,9 @@ class ClientEntity:
     client: AsyncMongoClient
     observer: ClientObserver
     observe_log_messages: Mapping[str, str] = field(default_factory=dict)
+
+
+_THREAD_WAIT_SECONDS = 10.0
 
 
 class ThreadEntity:
@@ -57,9 +60,10 @@ class ThreadEntity:
     def submit(self, job: Callable[[], Awaitable[None]]) -> None:
         self._queue.put_nowait(job)
 
-    async def wait(self, timeout: float = 10.0) -> None:
-        """waitForThread: every submitted operation finished; re-raise the first error."""
-        await asyncio.wait_for(self._queue.join(), timeout)
+    async def wait(self) -> None:
+        """waitForThread: every submitted operation finished (10 s at most); re-raise the
+        first error."""
+        await asyncio.wait_for(self._queue.join(), _THREAD_WAIT_SECONDS)
         if self._error is not None:
             raise self._error
 
@@ -78,10 +82,11 @@ async def call_api(obj: Any, method: str, *args: Any, **kwargs: Any) -> Any:
 
     A method the asyncmongo object does not have yet is a skip that names it.
     """
-    function = getattr(obj, method, None)
-    if function is None:
+    # Look the method up on the class: AsyncDatabase.__getattr__ would hand back a
+    # collection named after a method that does not exist yet.
+    if getattr(type(obj), method, None) is None:
         raise ApiMissing(f"{type(obj).__name__}.{method}")
-    result = function(*args, **kwargs)
+    result = getattr(obj, method)(*args, **kwargs)
     if inspect.isawaitable(result):
         result = await result
     return result
@@ -175,8 +180,11 @@ class EntityMap:
             if key in options:
                 raise Unsupported(reason)
         uri = self._target.uri
-        if options.get("useMultipleMongoses") is False:
-            uri = self._target.single_mongos_uri
+        uri_options = options.get("uriOptions", {})
+        if uri_options.get("directConnection"):
+            uri = direct_uri(uri)  # uri-options: exactly one seed, no replicaSet
+        elif options.get("useMultipleMongoses") is False:
+            uri = self._target.single_host_uri
         kwargs = _uri_options(options.get("uriOptions", {}))
         if "serverApi" in options:
             api = options["serverApi"]
@@ -192,6 +200,8 @@ class EntityMap:
             self.add(store["id"], "events", sink)
             observer.store_into(store["events"], sink)
         client = AsyncMongoClient(uri, event_listeners=[observer], **kwargs)
+        # Drivers start monitoring when a client is constructed; asyncmongo does on aconnect.
+        await client.aconnect()
         self.add(options["id"], "client",
                  ClientEntity(client, observer, options.get("observeLogMessages", {})))
 

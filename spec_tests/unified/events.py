@@ -50,6 +50,7 @@ _SENSITIVE: Final = frozenset({
     "authenticate", "saslstart", "saslcontinue", "getnonce", "createuser", "updateuser",
     "copydbgetnonce", "copydbsaslstart", "copydb"})
 _HELLO: Final = frozenset({"hello", "ismaster"})
+_WAIT_SECONDS: Final = 10.0
 
 
 def event_name(event: Any) -> str:
@@ -80,7 +81,7 @@ class ClientObserver:
         self.events: list[Any] = []
         self.stores: dict[frozenset[str], list[dict[str, Any]]] = {}
         self.checked_out = 0
-        self._ignored_requests: set[int] = set()
+        self._ignored_requests: set[Any] = set()
         self._changed = asyncio.Event()
 
     def store_into(self, names: Iterable[str], sink: list[dict[str, Any]]) -> None:
@@ -107,11 +108,11 @@ class ClientObserver:
         if name == "commandStartedEvent":
             if getattr(event, "command_name", None) in self.ignore_commands or (
                     not self.observe_sensitive and _is_sensitive(event)):
-                self._ignored_requests.add(request_id)  # type: ignore[arg-type]
+                self._ignored_requests.add(request_id)
                 return True
             return False
         if request_id in self._ignored_requests:
-            self._ignored_requests.discard(request_id)  # type: ignore[arg-type]
+            self._ignored_requests.discard(request_id)
             return True
         return getattr(event, "command_name", None) in self.ignore_commands or (
             not self.observe_sensitive
@@ -125,8 +126,9 @@ class ClientObserver:
         return sum(event_matches(expected, e, ctx) for e in self.events)
 
     async def wait_for(self, expected: Mapping[str, Any], count: int,
-                       ctx: MatchContext | None, timeout: float = 10.0) -> None:
-        """waitForEvent: until ``count`` matching events were observed (or time out)."""
+                       ctx: MatchContext | None) -> None:
+        """waitForEvent: until ``count`` matching events were observed (10 s at most)."""
+        timeout = _WAIT_SECONDS
         deadline = time.monotonic() + timeout
         while self.count(expected, ctx) < count:
             left = deadline - time.monotonic()
@@ -162,7 +164,7 @@ def _check_has(flag: bool, value: Any, what: str) -> None:
 
 
 def _description_type(description: Any) -> str:
-    kind = getattr(description, "server_type", None) or getattr(description, "topology_type")
+    kind = getattr(description, "server_type", None) or description.topology_type
     return str(kind.value)
 
 

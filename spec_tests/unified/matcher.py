@@ -222,7 +222,11 @@ class _Matcher:
     def op_match_as_document(self, argument: Any, actual: Any, root: bool, path: str) -> None:
         if not isinstance(actual, str):
             raise MatchError(f"{path}: $$matchAsDocument needs a JSON string, got {actual!r}")
-        self.value(argument, json_loads(actual), False, path)
+        try:
+            document = json_loads(actual)
+        except ValueError as exc:
+            raise MatchError(f"{path}: $$matchAsDocument cannot decode {actual!r}: {exc}") from None
+        self.value(argument, document, False, path)
 
     def op_match_as_root(self, argument: Any, actual: Any, root: bool, path: str) -> None:
         self.value(argument, actual, True, path)

@@ -125,11 +125,11 @@ async def _distinct(ctx: OperationContext, obj: Any, kwargs: dict[str, Any]) -> 
 
 
 async def _count_documents(ctx: OperationContext, obj: Any, kwargs: dict[str, Any]) -> Any:
-    return await call_api(obj, "count_documents", kwargs.pop("filter", {}), **kwargs)
+    return await call_api(obj, "count_documents", _pop(kwargs, "filter"), **kwargs)
 
 
 async def _create_find_cursor(ctx: OperationContext, obj: Any, kwargs: dict[str, Any]) -> Any:
-    return await call_api(obj, "find", kwargs.pop("filter", {}), **kwargs)
+    return await call_api(obj, "find", _pop(kwargs, "filter"), **kwargs)
 
 
 async def _find(ctx: OperationContext, obj: Any, kwargs: dict[str, Any]) -> Any:

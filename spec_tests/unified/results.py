@@ -60,8 +60,9 @@ def _delete(result: Any) -> dict[str, Any]:
 def _bulk(result: Any) -> dict[str, Any]:
     document: dict[str, Any] = {new: getattr(result, old) for old, new in _COUNTS}
     document["upsertedIds"] = {str(k): v for k, v in result.upserted_ids.items()}
-    document["insertedIds"] = {
-        str(k): v for k, v in (getattr(result, "inserted_ids", None) or {}).items()}
+    inserted = getattr(result, "inserted_ids", None)
+    if inserted is not None:  # optional in the CRUD spec; PyMongo does not report it
+        document["insertedIds"] = {str(k): v for k, v in dict(inserted).items()}
     return document
 
 

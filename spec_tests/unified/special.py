@@ -16,7 +16,7 @@ from asyncmongo.client import AsyncMongoClient
 from spec_tests.unified.entities import ClientEntity, EntityMap, ThreadEntity
 from spec_tests.unified.errors import ApiMissing, TestFormatError, UnknownOperation, Unsupported
 from spec_tests.unified.events import event_name
-from spec_tests.unified.matcher import MatchError, match
+from spec_tests.unified.matcher import MatchError
 from spec_tests.unified.target import run_command
 
 __all__ = ["SPECIAL_OPERATIONS", "SpecialContext"]
@@ -266,4 +266,4 @@ def find_special(name: str) -> Special:
     return special
 
 
-__all__ += ["find_special", "TestFormatError"]
+__all__ += ["TestFormatError", "find_special"]

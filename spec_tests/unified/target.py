@@ -25,6 +25,7 @@ __all__ = [
     "Target",
     "TargetPool",
     "choose_topology",
+    "direct_uri",
     "run_command",
 ]
 
@@ -38,11 +39,12 @@ SIMULATED_VERSION: Final = (7, 0, 0)
 class Target:
     """A running deployment: its connection strings and what runOnRequirements see.
 
-    ``single_mongos_uri`` is the URI a client with ``useMultipleMongoses: false`` gets.
+    ``single_host_uri`` (the first host only) is what a client with ``useMultipleMongoses:
+    false`` or ``directConnection: true`` gets.
     """
 
     uri: str
-    single_mongos_uri: str
+    single_host_uri: str
     info: ServerInfo
     simulated: bool
 
@@ -73,6 +75,13 @@ def _single_host(uri: str) -> str:
     first = parts.netloc.rsplit("@", 1)[-1].split(",")[0]
     userinfo = parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else ""
     return urllib.parse.urlunsplit(parts._replace(netloc=userinfo + first))
+
+
+def direct_uri(uri: str) -> str:
+    """The first host alone, without replicaSet (uri-options: directConnection=true)."""
+    parts = urllib.parse.urlsplit(_single_host(uri))
+    query = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query) if k.lower() != "replicaset"]
+    return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
 
 
 async def run_command(client: AsyncMongoClient, db: str, command: Mapping[str, Any]) -> Any:
@@ -121,8 +130,8 @@ class TargetPool:
         await deployment.start()
         self._deployments[topology] = deployment
         uri = deployment.uri
-        single = _single_host(uri) if topology == "sharded" else uri
-        return Target(uri, single, ServerInfo(SIMULATED_VERSION, topology), simulated=True)
+        info = ServerInfo(SIMULATED_VERSION, topology)
+        return Target(uri, _single_host(uri), info, simulated=True)
 
     async def _external(self) -> Target:
         uri = os.environ["MONGODB_URI"]
@@ -131,8 +140,7 @@ class TargetPool:
             info = await _probe(client)
         finally:
             await client.close()
-        single = _single_host(uri) if info.topology == "sharded" else uri
-        return Target(uri, single, info, simulated=False)
+        return Target(uri, _single_host(uri), info, simulated=False)
 
     async def close(self) -> None:
         for client in self._clients.values():

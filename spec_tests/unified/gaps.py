@@ -1,0 +1,85 @@
+"""Known gaps: driver features not built yet, and server features the simulator lacks.
+
+A test that FAILS while it exercises a gap is skipped with the gap's reason and the actual
+failure; a test that passes is never touched. Driver gaps close by themselves: each has a
+probe that looks for the feature in asyncmongo's source (a name the feature cannot exist
+without), and once the probe finds it the failure is reported as a failure again.
+
+Simulator gaps are recognised by the server's own answer (an unknown command, pipeline stage
+or fail point), and only against the simulator: with ``MONGODB_URI`` nothing is excused.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Final
+
+from asyncmongo.errors import OperationFailure
+
+__all__ = ["DRIVER_GAPS", "DriverGap", "driver_gap_reason", "simulator_gap_reason"]
+
+_PACKAGE: Final = Path(__file__).resolve().parents[2] / "asyncmongo"
+
+
+@cache
+def _api_source() -> str:
+    """The source of the API and runtime layers (where retries and sessions would live)."""
+    files = [*_PACKAGE.glob("*.py"), *(_PACKAGE / "runtime").glob("*.py")]
+    return "\n".join(path.read_text(encoding="utf-8") for path in files)
+
+
+def _uses(identifier: str) -> Callable[[], bool]:
+    pattern = re.compile(rf"\b{re.escape(identifier)}\b")
+    return lambda: bool(pattern.search(_api_source()))
+
+
+@dataclass(frozen=True, slots=True)
+class DriverGap:
+    """A driver feature that is not built: which files exercise it, how to see it landed."""
+
+    reason: str
+    path_pattern: re.Pattern[str]
+    built: Callable[[], bool]
+
+
+DRIVER_GAPS: Final = (
+    DriverGap("retryable reads are not built yet (issue #10): the API does not read "
+              "ClientOptions.retry_reads",
+              re.compile(r"retryable-reads"), _uses("retry_reads")),
+    DriverGap("retryable writes are not built yet (issue #10): the API does not read "
+              "ClientOptions.retry_writes",
+              re.compile(r"retryable-writes"), _uses("retry_writes")),
+)
+
+
+def driver_gap_reason(path: Path) -> str | None:
+    """The reason a failure of a test in ``path`` is an unbuilt feature, if it is one."""
+    text = path.as_posix()
+    for gap in DRIVER_GAPS:
+        if gap.path_pattern.search(text) and not gap.built():
+            return gap.reason
+    return None
+
+
+#: Server answers that mean "the simulator does not implement this".
+_SIMULATOR_CODES: Final = {
+    59: "command",            # CommandNotFound
+    40324: "pipeline stage",  # Unrecognized pipeline stage name
+    115: "command",           # CommandNotSupported
+}
+
+
+def simulator_gap_reason(exc: BaseException) -> str | None:
+    """Why ``exc`` (from the simulator) shows a missing server feature, if it does."""
+    if not isinstance(exc, OperationFailure):
+        return None
+    message = str((exc.details or {}).get("errmsg", exc))
+    if exc.code in _SIMULATOR_CODES:
+        return (f"asyncmongo.testing lacks this {_SIMULATOR_CODES[exc.code]}: {message}")
+    if "unknown fail point" in message:
+        return f"asyncmongo.testing lacks this fail point: {message}"
+    return None
