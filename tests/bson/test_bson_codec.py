@@ -518,3 +518,17 @@ def test_uuid_options_round_trip() -> None:
     value = uuid.uuid4()
     opts = CodecOptions(uuid_representation=UuidRepresentation.STANDARD)
     assert decode(encode({"u": value}, codec_options=opts), opts) == {"u": value}
+
+
+def test_subclass_encoders_are_remembered_and_stay_right() -> None:
+    import enum
+
+    class Color(enum.IntEnum):
+        RED = 1
+        BIG = 2**40
+
+    for _ in range(2):
+        assert decode(encode({"c": Color.RED, "b": Color.BIG})) == {"c": 1, "b": 2**40}
+    ordered = collections.OrderedDict(a=collections.OrderedDict(b=1))
+    for _ in range(2):
+        assert decode(encode({"o": ordered})) == {"o": {"a": {"b": 1}}}
