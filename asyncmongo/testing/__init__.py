@@ -34,8 +34,10 @@ Known differences from a real deployment: the members of a replica set share one
 replication is instant (``replication_lag_ms`` only moves ``lastWrite`` for max staleness) and
 a cursor opened on one member can be continued on another; a stopped primary stays "primary"
 in the other members' hello until :meth:`ReplicaSet.step_down` or :meth:`ReplicaSet.elect`
-unless ``ReplicaSet(election_timeout_ms=...)`` asks for automatic elections; a removed member is stopped rather than left running with
-"no valid replica set config"; ``maxTimeMS`` is not enforced.
+unless ``ReplicaSet(election_timeout_ms=...)`` asks for automatic elections; a removed member
+is stopped rather than left running with "no valid replica set config"; ``maxTimeMS`` is not
+enforced. Write concern counts reachable data-bearing members: stop enough of them and
+``w: "majority"`` waits, or fails after ``wtimeout`` with WriteConcernFailed (64).
 """
 
 from asyncmongo.testing.deployment import LoadBalanced, ReplicaSet, ShardedCluster, Standalone

@@ -193,9 +193,14 @@ class ReplicaSet(_Deployment):
 
     def _new_member(self, role: Role) -> SimServer:
         server = self._server(role, replica_set=self.group, on_step_down=self._step_down_hook,
-                              on_unreachable=self._unreachable_hook)
+                              on_unreachable=self._unreachable_hook,
+                              count_acknowledgers=self._count_acknowledgers)
         self.members.append(server)
         return server
+
+    def _count_acknowledgers(self) -> int:
+        """Reachable data-bearing members: who can acknowledge a write now."""
+        return sum(1 for m in self.members if m.reachable and m.role is not Role.ARBITER)
 
     def _unreachable_hook(self, server: SimServer) -> None:
         if self.election_timeout_ms is None or server is not self.primary or self._closing:

@@ -25,7 +25,7 @@ from asyncmongo.bson import Binary, Int64, ObjectId, Timestamp
 from asyncmongo.core.wire.compression import SUPPORTED_COMPRESSORS
 from asyncmongo.core.wire.opcodes import HEADER, HEADER_SIZE, OpCode
 from asyncmongo.errors import ConfigurationError, ProtocolError
-from asyncmongo.testing import failpoint
+from asyncmongo.testing import failpoint, write_concern
 from asyncmongo.testing.builtins import BUILTINS, ConnectionInfo
 from asyncmongo.testing.failpoint import FailCommand, FailPointState
 from asyncmongo.testing.member import HelloState, Role, build_hello
@@ -90,6 +90,7 @@ class SimServer:
         load_balanced: bool = False,
         on_step_down: StepDownHook | None = None,
         on_unreachable: Callable[[SimServer], None] | None = None,
+        count_acknowledgers: Callable[[], int] | None = None,
     ) -> None:
         self.role = role
         self.store = store if store is not None else Store()
@@ -103,6 +104,8 @@ class SimServer:
         self.on_step_down = on_step_down
         #: Called when the member stops or is partitioned (a replica set may elect anew).
         self.on_unreachable = on_unreachable
+        #: How many data-bearing members could acknowledge a write now (write concern).
+        self.count_acknowledgers = count_acknowledgers
         self.clock = TopologyClock()
         self.fail_points: dict[str, FailPointState] = {}
         self._port = port
@@ -459,9 +462,34 @@ class SimServer:
         refusal = self._role_refusal(name, command)
         if refusal is not None:
             return refusal
+        if name in WRITE_COMMANDS and self.role is Role.STANDALONE:
+            refused = write_concern.standalone_refusal(command.get("writeConcern"))
+            if refused is not None:
+                return refused
         reply = self.store.handle(db, body)
         if name in WRITE_COMMANDS and self.replica_set is not None and reply.get("ok"):
             self.replica_set.record_write(_now())
+            return await self._wait_for_write_concern(command.get("writeConcern"), reply)
+        return reply
+
+    async def _wait_for_write_concern(self, concern: Any, reply: dict[str, Any]
+                                      ) -> dict[str, Any]:
+        """Wait until enough members could acknowledge the write (or wtimeout passes)."""
+        assert self.replica_set is not None
+        members = self.replica_set.members
+        required = write_concern.required_acknowledgements(concern, members)
+        error = write_concern.unsatisfiable(required, members)
+        timeout = write_concern.wtimeout_ms(concern)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout / 1000 if timeout is not None else None
+        while error is None and self.count_acknowledgers is not None and (
+                self.count_acknowledgers() < required):
+            if deadline is not None and loop.time() >= deadline:
+                error = write_concern.timed_out(concern)
+                break
+            await asyncio.sleep(0.01)
+        if error is not None:
+            reply = {**reply, "writeConcernError": error}
         return reply
 
     def _role_refusal(self, name: str, command: Mapping[str, Any]) -> dict[str, Any] | None:

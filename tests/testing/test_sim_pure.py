@@ -17,6 +17,12 @@ from asyncmongo.testing.failpoint import FailCommand, FailPointMode, FailPointSt
 from asyncmongo.testing.member import HelloState, MemberConfig, Role, build_hello
 from asyncmongo.testing.protocol import Request, decode_request, encode_reply, read_header
 from asyncmongo.testing.replset import ReplicaSetGroup
+from asyncmongo.testing.write_concern import (
+    required_acknowledgements,
+    standalone_refusal,
+    unsatisfiable,
+    wtimeout_ms,
+)
 
 NOW = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
 PID = ObjectId("0123456789abcdef01234567")
@@ -192,3 +198,16 @@ def test_op_query_unwraps_dollar_query_and_replies_op_reply() -> None:
         OpCode.OP_COMPRESSED)
     hello = Request(3, OpCode.OP_MSG, "db", {"hello": 1}, 0, Compressor.ZLIB)
     assert HEADER.unpack_from(encode_reply(hello, 4, {"ok": 1.0}))[3] == OpCode.OP_MSG
+
+
+def test_write_concern_arithmetic() -> None:
+    psa = [MemberConfig("a"), MemberConfig("b"), MemberConfig("c", arbiter=True)]
+    assert required_acknowledgements({"w": "majority"}, psa) == 2
+    pss_a = [*psa[:2], MemberConfig("d"), MemberConfig("e", arbiter=True)]
+    assert required_acknowledgements({"w": "majority"}, pss_a) == 3  # calculated majority
+    assert required_acknowledgements(None, psa) == 1
+    assert required_acknowledgements({"w": "dc-tags"}, psa) == 1
+    assert unsatisfiable(3, psa) is not None and unsatisfiable(2, psa) is None
+    assert wtimeout_ms({"w": 2, "wtimeout": 50}) == 50.0
+    assert wtimeout_ms({"w": 2, "wtimeout": 0}) is None
+    assert standalone_refusal({"w": 2}) is not None and standalone_refusal({"w": 1}) is None

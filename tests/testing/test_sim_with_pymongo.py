@@ -425,3 +425,36 @@ async def test_automatic_election_when_the_primary_dies() -> None:
             await rs.members[1].heal()
         finally:
             await client.close()
+
+
+async def test_write_concern_needs_reachable_members() -> None:
+    async with ReplicaSet(3) as rs:
+        client = client_for(rs.uri)
+        try:
+            majority = client.db.get_collection(
+                "c", write_concern=WriteConcern(w="majority", wtimeout=100))
+            await majority.insert_one({"_id": 1})
+            with pytest.raises(WriteConcernError) as info:
+                await client.db.get_collection("c", write_concern=WriteConcern(w=4)).insert_one(
+                    {"_id": 2})
+            assert info.value.code == 100
+            await rs.members[1].stop()
+            await majority.insert_one({"_id": 3})  # 2 of 3 data-bearing members remain
+            await rs.members[2].partition("silent")
+            with pytest.raises(WriteConcernError) as info:
+                await majority.insert_one({"_id": 4})
+            details = info.value.details
+            assert info.value.code == 64 and details is not None
+            assert details["errInfo"]["wtimeout"] is True
+            assert await client.db.c.count_documents({}) == 4  # applied, not acknowledged
+        finally:
+            await client.close()
+    async with Standalone() as server:
+        client = client_for(server.uri)
+        try:
+            with pytest.raises(OperationFailure) as refused:
+                await client.db.get_collection("c", write_concern=WriteConcern(w=2)).insert_one(
+                    {"_id": 1})
+            assert refused.value.code == 2
+        finally:
+            await client.close()
