@@ -184,58 +184,17 @@ class Pool(Generic[C]):
         return await self._wait_for_connection(start, deadline)
 
     async def _wait_for_connection(self, start: float, deadline: float | None) -> C:
-        book = self._book
-        if book.state is PoolState.CLOSED:
-            raise self._checkout_failed(start, ConnectionCheckOutFailedReason.POOL_CLOSED, None)
-        if book.state is PoolState.PAUSED:
-            raise self._checkout_failed(
-                start, ConnectionCheckOutFailedReason.CONNECTION_ERROR, None
-            )
-        loop = asyncio.get_running_loop()
-        if self.options.wait_queue_timeout_ms:
-            limit = loop.time() + self.options.wait_queue_timeout_ms / 1000
-            deadline = limit if deadline is None else min(deadline, limit)
-        waiter: asyncio.Future[Any] = loop.create_future()
-        book.waiters.append(waiter)
-        try:
-            if deadline is None:
-                grant = await waiter
-            else:
-                async with asyncio.timeout_at(deadline):
-                    grant = await waiter
-        except TimeoutError:
-            if not _granted(waiter):
-                self._abandon(waiter)
-                raise self._checkout_failed(
-                    start, ConnectionCheckOutFailedReason.TIMEOUT, None
-                ) from None
-            grant = waiter.result()  # granted as the deadline passed: take it
-        except (PoolClearedError, PoolClosedError) as exc:
-            reason = (
-                ConnectionCheckOutFailedReason.POOL_CLOSED
-                if isinstance(exc, PoolClosedError)
-                else ConnectionCheckOutFailedReason.CONNECTION_ERROR
-            )
-            self._emit_checkout_failed(start, reason, exc)
-            raise
-        except BaseException as exc:
-            self._abandon(waiter)
-            self._emit_checkout_failed(start, ConnectionCheckOutFailedReason.CONNECTION_ERROR, exc)
-            raise
-        state = self.state  # re-read: the awaits above may have changed it
-        if state is not _READY:  # cleared or closed between the grant and now
+        """The slow path: queue FIFO for a connection or a connecting slot."""
+        if self._book.state is not _READY:
+            raise self._not_ready(start)
+        grant = await self._wait_for_grant(start, deadline)
+        if self.state is not _READY:  # cleared or closed between the grant and now
             self._give_back(grant)
-            closed = state is PoolState.CLOSED
-            raise self._checkout_failed(
-                start,
-                ConnectionCheckOutFailedReason.POOL_CLOSED
-                if closed
-                else ConnectionCheckOutFailedReason.CONNECTION_ERROR,
-                None,
-            )
+            raise self._not_ready(start)
         if grant is PERMIT:
             # Re-enter the checkout loop first: a connection the filler (or a checkin) made
             # available since the grant beats opening one more (CMAP: Populating the Pool).
+            book = self._book
             conn = book.take_idle(_monotonic())
             if book.closing:
                 self._close_discarded()
@@ -248,6 +207,39 @@ class Pool(Generic[C]):
             self._emit_checked_out(grant, start)
         result: C = grant
         return result
+
+    async def _wait_for_grant(self, start: float, deadline: float | None) -> Any:
+        """Wait in the queue (bounded by waitQueueTimeoutMS and ``deadline``) for a grant."""
+        loop = asyncio.get_running_loop()
+        if self.options.wait_queue_timeout_ms:
+            limit = loop.time() + self.options.wait_queue_timeout_ms / 1000
+            deadline = limit if deadline is None else min(deadline, limit)
+        waiter: asyncio.Future[Any] = loop.create_future()
+        self._book.waiters.append(waiter)
+        try:
+            if deadline is None:
+                return await waiter
+            async with asyncio.timeout_at(deadline):
+                return await waiter
+        except TimeoutError:
+            if _granted(waiter):
+                return waiter.result()  # granted as the deadline passed: take it
+            self._abandon(waiter)
+            timeout = ConnectionCheckOutFailedReason.TIMEOUT
+            raise self._checkout_failed(start, timeout, None) from None
+        except (PoolClearedError, PoolClosedError) as exc:
+            closed = isinstance(exc, PoolClosedError)
+            self._emit_checkout_failed(start, _failed_reason(closed), exc)
+            raise
+        except BaseException as exc:
+            self._abandon(waiter)
+            self._emit_checkout_failed(start, ConnectionCheckOutFailedReason.CONNECTION_ERROR, exc)
+            raise
+
+    def _not_ready(self, start: float) -> BaseException:
+        """PoolClosedError or PoolClearedError (paused), after ConnectionCheckOutFailed."""
+        closed = self._book.state is PoolState.CLOSED
+        return self._checkout_failed(start, _failed_reason(closed), None)
 
     def _abandon(self, waiter: asyncio.Future[Any]) -> None:
         """A waiter gave up: leave the queue, or hand back what it was granted meanwhile."""
@@ -284,27 +276,11 @@ class Pool(Generic[C]):
             conn = await task
         except BaseException as exc:
             del self._establishing[conn_id]
-            if task.done() and not task.cancelled() and task.exception() is None:
-                # Cancelled just as the connection came up: keep it for someone else.
-                self._make_available(task.result(), generation, created)
-                self._emit_checkout_failed(
-                    start, ConnectionCheckOutFailedReason.CONNECTION_ERROR, exc
-                )
-                raise
-            book.release()
-            error: BaseException = exc
-            interrupted = isinstance(exc, asyncio.CancelledError) and not _current_task_cancelling()
-            if interrupted:
-                error = PoolClearedError(
-                    f"Connection to {format_address(self.address)} interrupted due to server "
-                    "monitor timeout"
-                )
-            self._emit_closed(conn_id, ConnectionClosedReason.ERROR, error)
-            self._after_capacity_change()
+            error = self._establishment_failed(task, exc, conn_id, generation, created)
             self._emit_checkout_failed(
                 start, ConnectionCheckOutFailedReason.CONNECTION_ERROR, error
             )
-            if interrupted:
+            if error is not exc:
                 raise error from exc
             raise
         del self._establishing[conn_id]
@@ -320,6 +296,35 @@ class Pool(Generic[C]):
         if observed:
             self._emit_checked_out(conn, start)
         return conn
+
+    def _establishment_failed(
+        self,
+        task: asyncio.Task[C],
+        exc: BaseException,
+        conn_id: int,
+        generation: int,
+        created: float,
+    ) -> BaseException:
+        """Settle the books after a checkout's establishment ended in ``exc``; the error to raise.
+
+        The slot is released and ConnectionClosed emitted, except when the connection came up
+        just as the checkout was cancelled: then it is kept, idle, for someone else. A
+        cancellation that came from ``clear(interrupt_in_use_connections=True)`` (not from our
+        caller) becomes a retryable PoolClearedError.
+        """
+        if task.done() and not task.cancelled() and task.exception() is None:
+            self._make_available(task.result(), generation, created)
+            return exc
+        self._book.release()
+        error = exc
+        if isinstance(exc, asyncio.CancelledError) and not _current_task_cancelling():
+            where = format_address(self.address)
+            error = PoolClearedError(
+                f"Connection to {where} interrupted due to server monitor timeout"
+            )
+        self._emit_closed(conn_id, ConnectionClosedReason.ERROR, error)
+        self._after_capacity_change()
+        return error
 
     def _make_available(self, conn: C, generation: int, created: float) -> None:
         """A freshly established connection nobody waits for: ready, then idle (or closed)."""
@@ -627,6 +632,12 @@ class _Checkout(Generic[C]):
             self._pool.check_in(conn)
         else:
             self._pool.discard(conn, exc)
+
+
+def _failed_reason(closed: bool) -> ConnectionCheckOutFailedReason:
+    if closed:
+        return ConnectionCheckOutFailedReason.POOL_CLOSED
+    return ConnectionCheckOutFailedReason.CONNECTION_ERROR
 
 
 def _is_done(waiter: asyncio.Future[Any]) -> bool:
