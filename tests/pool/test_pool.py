@@ -406,3 +406,17 @@ def test_every_event_type_has_a_log_message() -> None:
     assert log_message(samples[8]).fields["error"] == "AutoReconnect: y"
     unix = log_message(PoolReadyEvent(("/tmp/mongodb-27017.sock", None)))
     assert "serverPort" not in unix.fields
+
+
+async def test_the_filler_can_live_in_the_clients_task_set() -> None:
+    from asyncmongo.runtime.tasks import TaskSet
+
+    tasks = TaskSet(asyncio.get_running_loop())
+    server = FakeServer()
+    pool = Pool(ADDRESS, PoolOptions(min_pool_size=1), server.establish, spawn=tasks.spawn)
+    pool.ready()
+    await yields(5)
+    assert len(tasks) == 1 and pool.statistics().idle == 1
+    await pool.close()
+    assert len(tasks) == 0  # ended and awaited by close(), not left to the task set
+    await tasks.close()
