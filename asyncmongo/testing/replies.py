@@ -14,6 +14,7 @@ CODE_NAMES = {
     13: "Unauthorized",
     18: "AuthenticationFailed",
     59: "CommandNotFound",
+    186: "ClientMetadataCannotBeMutated",
     91: "ShutdownInProgress",
     189: "PrimarySteppedDown",
     352: "UnsupportedOpQueryCommand",

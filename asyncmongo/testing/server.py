@@ -55,7 +55,7 @@ StepDownHook = Callable[["SimServer"], Awaitable[None]]
 class _Connection:
     """One accepted client connection."""
 
-    __slots__ = ("app_name", "connection_id", "peer", "reader", "sasl", "writer")
+    __slots__ = ("app_name", "connection_id", "metadata", "peer", "reader", "sasl", "writer")
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  connection_id: int, users: UserDirectory) -> None:
@@ -64,6 +64,8 @@ class _Connection:
         self.connection_id = connection_id
         self.sasl = SaslServer(users)
         self.app_name: str | None = None
+        #: The handshake's ``client`` document (mongod accepts it once per connection).
+        self.metadata: Mapping[str, Any] | None = None
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "unknown"
 
@@ -296,7 +298,11 @@ class SimServer:
         if self._slow_ms:
             await asyncio.sleep(self._slow_ms / 1000)
         command = request.command
-        if request.name in HELLO_NAMES and conn.app_name is None:
+        if request.name in HELLO_NAMES and "client" in command:
+            if conn.metadata is not None:
+                return await self._send(conn, request, error_reply(
+                    186, "The client metadata document may only be sent in the first hello"))
+            conn.metadata = command["client"]
             conn.app_name = _app_name(command)
         fired = self._fire(request.name, conn.app_name)
         verdict = await self._carry_out(conn, request, fired)

@@ -276,3 +276,16 @@ async def test_close_ends_every_task_even_mid_stream() -> None:
         await waiting.read()
     await client.close()
     await waiting.close()
+
+
+async def test_client_metadata_only_in_the_first_hello() -> None:
+    async with SimServer() as server:
+        client = await RawClient.connect(server.port)
+        metadata = {"application": {"name": "app"}, "driver": {"name": "raw", "version": "0"}}
+        try:
+            assert (await client.command({**HELLO, "client": metadata}))["ok"] == 1.0
+            assert (await client.command(HELLO))["ok"] == 1.0
+            again = await client.command({**HELLO, "client": metadata})
+            assert (again["ok"], again["code"]) == (0.0, 186)
+        finally:
+            await client.close()
