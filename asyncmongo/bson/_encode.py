@@ -275,7 +275,7 @@ def _enc_bytes(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: 
 
 
 def _enc_binary(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
-    subtype = value.subtype
+    subtype = value._subtype
     buf += _BINARY_KEYS.get(key) or _typed_key(_BINARY_KEYS, b"\x05", key)
     if subtype == OLD_BINARY_SUBTYPE:
         # The old binary subtype repeats the length inside the payload.
@@ -284,8 +284,11 @@ def _enc_binary(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth:
         buf += _PACK_I32(len(value))
     else:
         buf += _PACK_I32(len(value))
-        buf += bytes((subtype,))
+        buf += _SUBTYPE_BYTES[subtype]
     buf += value
+
+
+_SUBTYPE_BYTES: Final = tuple(bytes((i,)) for i in range(256))
 
 
 def _enc_uuid(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:

@@ -40,10 +40,11 @@ def encode(
     ``.`` (for documents that will be stored). Raises :class:`InvalidDocument` for values BSON
     cannot hold (naming the key), :class:`InvalidStringData` for strings that are not UTF-8.
     """
-    if type(document) is RawBSONDocument:
-        return document.raw
-    if not isinstance(document, Mapping):
-        raise TypeError(f"encode() takes a mapping, not {type(document).__name__}")
+    if type(document) is not dict:
+        if type(document) is RawBSONDocument:
+            return document.raw
+        if not isinstance(document, Mapping):
+            raise TypeError(f"encode() takes a mapping, not {type(document).__name__}")
     if check_keys:
         _check_top_level_keys(document)
     buf = bytearray()
