@@ -325,10 +325,11 @@ class SimServer:
         answering the previous reply, until the cursor is exhausted (id 0) or fails."""
         response_to = request.request_id
         while _open_cursor(reply):
-            if not await self._send(conn, request, self._decorate(reply), more_to_come=True,
-                                    response_to=response_to):
+            sent = await self._send_reply(conn, request, self._decorate(reply),
+                                          more_to_come=True, response_to=response_to)
+            if sent is None:
                 return False
-            response_to = self._next_request_id
+            response_to = sent
             # mongod runs the command again for every exhaust reply: fail points apply.
             fired = self._fire(request.name, conn.app_name)
             verdict = await self._carry_out(conn, request, fired, response_to)
@@ -359,6 +360,14 @@ class SimServer:
     async def _send(self, conn: _Connection, request: Request, reply: Mapping[str, Any], *,
                     more_to_come: bool = False, response_to: int | None = None) -> bool:
         """Write one reply; False when the connection must close (a truncated reply)."""
+        return await self._send_reply(conn, request, reply, more_to_come=more_to_come,
+                                      response_to=response_to) is not None
+
+    async def _send_reply(self, conn: _Connection, request: Request, reply: Mapping[str, Any],
+                          *, more_to_come: bool = False, response_to: int | None = None
+                          ) -> int | None:
+        """Write one reply and return its requestID (what the next exhaust reply answers);
+        None when the connection must close (a truncated reply)."""
         self._next_request_id += 1
         request_id = self._next_request_id
         data = encode_reply(request, request_id, reply, more_to_come=more_to_come,
@@ -372,10 +381,10 @@ class SimServer:
             self._truncated -= 1
             conn.writer.write(data[: max(1, len(data) // 2)])
             await conn.writer.drain()
-            return False
+            return None
         conn.writer.write(data)
         await conn.writer.drain()
-        return True
+        return request_id
 
     # --- hello -----------------------------------------------------------------------------
 
@@ -399,10 +408,11 @@ class SimServer:
         try:
             while True:
                 if not self._silent:
-                    if not await self._send(conn, request, reply, more_to_come=True,
-                                            response_to=response_to):
+                    sent = await self._send_reply(conn, request, reply, more_to_come=True,
+                                                  response_to=response_to)
+                    if sent is None:
                         return False
-                    response_to = self._next_request_id
+                    response_to = sent
                 change = asyncio.ensure_future(
                     self.clock.wait_for_change(reply.get("topologyVersion"), max_await_ms))
                 done, _ = await asyncio.wait({eof, change},
