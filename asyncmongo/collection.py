@@ -13,7 +13,7 @@ through the client, shape the result. Names and signatures are PyMongo's
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.core.concern import ReadConcern, WriteConcern
@@ -22,6 +22,7 @@ from asyncmongo.core.operations import count as count_ops
 from asyncmongo.core.operations import indexes as index_ops
 from asyncmongo.core.operations import management
 from asyncmongo.core.operations.bulk import BulkResult, plan_runs
+from asyncmongo.core.operations.command import CommandOperation
 from asyncmongo.core.operations.common import (
     Namespace,
     check_collection_name,
@@ -56,6 +57,8 @@ if TYPE_CHECKING:
     from asyncmongo.database import AsyncDatabase
 
 __all__ = ["AsyncCollection", "ReturnDocument"]
+
+_T = TypeVar("_T")
 
 #: PyMongo passes some options under the server's camelCase names in ``**kwargs``.
 _ALIASES = {
@@ -229,11 +232,12 @@ class AsyncCollection:
         bypass_document_validation: bool | None = None,
         session: Any = None,
         comment: Any = None,
+        raw_data: bool | None = None,
     ) -> InsertOneResult:
         """Insert one document (an ``_id`` is added to it when missing)."""
         _no_session(session)
         statement = insert_statement(document)
-        options = WriteOptions(True, bypass_document_validation, comment)
+        options = WriteOptions(True, bypass_document_validation, comment, raw_data=raw_data)
         (reply,) = await self._write([statement], options)
         if self._write_concern.acknowledged:
             check_write_reply(reply)
@@ -246,6 +250,7 @@ class AsyncCollection:
         bypass_document_validation: bool | None = None,
         session: Any = None,
         comment: Any = None,
+        raw_data: bool | None = None,
     ) -> InsertManyResult:
         """Insert documents in order (``ordered=False``: all are attempted).
 
@@ -257,7 +262,7 @@ class AsyncCollection:
         if isinstance(documents, Mapping) or not documents:
             raise InvalidArgument("documents must be a non-empty list of documents")
         statements = [insert_statement(document) for document in documents]
-        await self._bulk(statements, ordered, bypass_document_validation, comment, None)
+        await self._bulk(statements, ordered, bypass_document_validation, comment, None, raw_data)
         return InsertManyResult(
             [document["_id"] for document in documents], self._write_concern.acknowledged
         )
@@ -269,9 +274,10 @@ class AsyncCollection:
         comment: Any,
         let: Mapping[str, Any] | None,
         session: Any,
+        raw_data: bool | None,
     ) -> UpdateResult:
         _no_session(session)
-        options = WriteOptions(True, bypass_document_validation, comment, let)
+        options = WriteOptions(True, bypass_document_validation, comment, let, raw_data)
         (reply,) = await self._write([statement], options)
         acknowledged = self._write_concern.acknowledged
         if not acknowledged:
@@ -291,6 +297,7 @@ class AsyncCollection:
         let: Mapping[str, Any] | None = None,
         sort: Any = None,
         comment: Any = None,
+        raw_data: bool | None = None,
     ) -> UpdateResult:
         statement = update_statement(
             filter,
@@ -302,7 +309,9 @@ class AsyncCollection:
             hint=hint,
             sort=sort,
         )
-        return await self._update(statement, bypass_document_validation, comment, let, session)
+        return await self._update(
+            statement, bypass_document_validation, comment, let, session, raw_data
+        )
 
     async def update_one(
         self,
@@ -317,6 +326,7 @@ class AsyncCollection:
         let: Mapping[str, Any] | None = None,
         sort: Any = None,
         comment: Any = None,
+        raw_data: bool | None = None,
     ) -> UpdateResult:
         statement = update_statement(
             filter,
@@ -328,7 +338,9 @@ class AsyncCollection:
             hint=hint,
             sort=sort,
         )
-        return await self._update(statement, bypass_document_validation, comment, let, session)
+        return await self._update(
+            statement, bypass_document_validation, comment, let, session, raw_data
+        )
 
     async def update_many(
         self,
@@ -342,6 +354,7 @@ class AsyncCollection:
         session: Any = None,
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
+        raw_data: bool | None = None,
     ) -> UpdateResult:
         statement = update_statement(
             filter,
@@ -352,7 +365,9 @@ class AsyncCollection:
             array_filters=array_filters,
             hint=hint,
         )
-        return await self._update(statement, bypass_document_validation, comment, let, session)
+        return await self._update(
+            statement, bypass_document_validation, comment, let, session, raw_data
+        )
 
     async def _delete(
         self,
@@ -363,10 +378,12 @@ class AsyncCollection:
         session: Any,
         let: Mapping[str, Any] | None,
         comment: Any,
+        raw_data: bool | None,
     ) -> DeleteResult:
         _no_session(session)
         statement = delete_statement(filter, multi=multi, collation=collation, hint=hint)
-        (reply,) = await self._write([statement], WriteOptions(True, None, comment, let))
+        options = WriteOptions(True, None, comment, let, raw_data)
+        (reply,) = await self._write([statement], options)
         if not self._write_concern.acknowledged:
             return DeleteResult(None, False)
         check_write_reply(reply)
@@ -380,8 +397,9 @@ class AsyncCollection:
         session: Any = None,
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
+        raw_data: bool | None = None,
     ) -> DeleteResult:
-        return await self._delete(filter, False, collation, hint, session, let, comment)
+        return await self._delete(filter, False, collation, hint, session, let, comment, raw_data)
 
     async def delete_many(
         self,
@@ -391,8 +409,9 @@ class AsyncCollection:
         session: Any = None,
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
+        raw_data: bool | None = None,
     ) -> DeleteResult:
-        return await self._delete(filter, True, collation, hint, session, let, comment)
+        return await self._delete(filter, True, collation, hint, session, let, comment, raw_data)
 
     async def bulk_write(
         self,
@@ -402,6 +421,7 @@ class AsyncCollection:
         session: Any = None,
         comment: Any = None,
         let: Mapping[str, Any] | None = None,
+        raw_data: bool | None = None,
     ) -> BulkWriteResult:
         """Run write models in batches; BulkWriteError carries every error with the index of
         its model in ``requests``."""
@@ -413,7 +433,9 @@ class AsyncCollection:
             if not isinstance(request, WriteModel):
                 raise InvalidArgument(f"{request!r} is not a valid request (a write model)")
             statements.append(request._statement())
-        result = await self._bulk(statements, ordered, bypass_document_validation, comment, let)
+        result = await self._bulk(
+            statements, ordered, bypass_document_validation, comment, let, raw_data
+        )
         return BulkWriteResult(result.document(), self._write_concern.acknowledged)
 
     async def _bulk(
@@ -423,9 +445,10 @@ class AsyncCollection:
         bypass_document_validation: bool | None,
         comment: Any,
         let: Mapping[str, Any] | None,
+        raw_data: bool | None = None,
     ) -> BulkResult:
         client = self._client
-        options = WriteOptions(ordered, bypass_document_validation, comment, let)
+        options = WriteOptions(ordered, bypass_document_validation, comment, let, raw_data)
         acknowledged = self._write_concern.acknowledged
         result = BulkResult()
         operation_id = client._next_operation_id()
@@ -467,7 +490,8 @@ class AsyncCollection:
         """The first matching document or None; a non-mapping filter means ``{_id: filter}``."""
         if filter is not None and not isinstance(filter, Mapping):
             filter = {"_id": filter}
-        kwargs["limit"] = -1  # CRUD findOne: limit 1 and singleBatch
+        kwargs["limit"] = 1  # CRUD findOne: limit 1 and singleBatch, no batchSize
+        kwargs["single_batch"] = True
         cursor = self.find(filter, *args, **kwargs)
         documents = await cursor.to_list(1)
         return documents[0] if documents else None
@@ -481,6 +505,7 @@ class AsyncCollection:
         """The number of matching documents (an aggregate; exact, unlike the estimate)."""
         _no_session(session)
         options = _snake(kwargs, _COUNT_OPTIONS, "count_documents")
+        raw_data = options.pop("raw_data", None)
         op = count_ops.count_documents(
             self._namespace,
             filter,
@@ -490,12 +515,13 @@ class AsyncCollection:
             codec_options=self._codec_options,
             **options,
         )
-        result: int = await self._client._run_operation(op)
+        result: int = await self._client._run_operation(_raw(op, raw_data))
         return result
 
     async def estimated_document_count(self, comment: Any = None, **kwargs: Any) -> int:
         """The collection's document count from its metadata (fast; no filter)."""
-        options = _snake(kwargs, frozenset({"max_time_ms"}), "estimated_document_count")
+        options = _snake(kwargs, _RAW | {"max_time_ms"}, "estimated_document_count")
+        raw_data = options.pop("raw_data", None)
         op = count_ops.estimated_document_count(
             self._namespace,
             comment=comment,
@@ -504,7 +530,7 @@ class AsyncCollection:
             codec_options=self._codec_options,
             **options,
         )
-        result: int = await self._client._run_operation(op)
+        result: int = await self._client._run_operation(_raw(op, raw_data))
         return result
 
     async def distinct(
@@ -517,7 +543,8 @@ class AsyncCollection:
         **kwargs: Any,
     ) -> list[Any]:
         _no_session(session)
-        options = _snake(kwargs, frozenset({"max_time_ms", "collation"}), "distinct")
+        options = _snake(kwargs, _RAW | {"max_time_ms", "collation"}, "distinct")
+        raw_data = options.pop("raw_data", None)
         op = distinct_op(
             self._namespace,
             key,
@@ -529,7 +556,7 @@ class AsyncCollection:
             codec_options=self._codec_options,
             **options,
         )
-        result: list[Any] = await self._client._run_operation(op)
+        result: list[Any] = await self._client._run_operation(_raw(op, raw_data))
         return result
 
     async def aggregate(
@@ -549,6 +576,7 @@ class AsyncCollection:
     async def _find_and_modify(self, filter: Any, session: Any, **options: Any) -> Any:
         _no_session(session)
         extra = _snake(options.pop("kwargs"), _FAM_OPTIONS, "find_one_and_*")
+        raw_data = extra.pop("raw_data", None)
         op = find_and_modify(
             self._namespace,
             filter,
@@ -557,7 +585,7 @@ class AsyncCollection:
             **options,
             **extra,
         )
-        return await self._client._run_operation(op)
+        return await self._client._run_operation(_raw(op, raw_data))
 
     async def find_one_and_delete(
         self,
@@ -648,13 +676,14 @@ class AsyncCollection:
         self, keys: Any, session: Any = None, comment: Any = None, **kwargs: Any
     ) -> str:
         """Create one index; returns its name (generated as ``a_1_b_-1`` if not given)."""
-        options = {k: v for k, v in kwargs.items() if k not in ("commitQuorum", "maxTimeMS")}
+        command_options = ("commitQuorum", "maxTimeMS", "commit_quorum", "max_time_ms", "raw_data")
+        options = {k: v for k, v in kwargs.items() if k not in command_options}
         model = IndexModel(keys, **options)
         names = await self.create_indexes(
             [model],
             session=session,
             comment=comment,
-            **{k: v for k, v in kwargs.items() if k in ("commitQuorum", "maxTimeMS")},
+            **{k: v for k, v in kwargs.items() if k in command_options},
         )
         return names[0]
 
@@ -662,7 +691,8 @@ class AsyncCollection:
         self, indexes: Sequence[IndexModel], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> list[str]:
         _no_session(session)
-        options = _snake(kwargs, frozenset({"commit_quorum", "max_time_ms"}), "create_indexes")
+        options = _snake(kwargs, _RAW | {"commit_quorum", "max_time_ms"}, "create_indexes")
+        raw_data = options.pop("raw_data", None)
         documents = []
         for index in indexes:
             if not isinstance(index, IndexModel):
@@ -676,10 +706,12 @@ class AsyncCollection:
             codec_options=self._codec_options,
             **options,
         )
-        names: list[str] = await self._client._run_operation(op)
+        names: list[str] = await self._client._run_operation(_raw(op, raw_data))
         return names
 
-    async def list_indexes(self, session: Any = None, comment: Any = None) -> AsyncCommandCursor:
+    async def list_indexes(
+        self, session: Any = None, comment: Any = None, raw_data: bool | None = None
+    ) -> AsyncCommandCursor:
         _no_session(session)
         op = index_ops.list_indexes(
             self._namespace,
@@ -687,7 +719,7 @@ class AsyncCollection:
             read_preference=self._read_preference,
             codec_options=self._codec_options,
         )
-        page: CursorPage = await self._client._run_cursor_operation(op)
+        page: CursorPage = await self._client._run_cursor_operation(_raw(op, raw_data))
         return AsyncCommandCursor(self._client, page, self._codec_options, comment=comment)
 
     async def index_information(
@@ -724,7 +756,8 @@ class AsyncCollection:
         self, index: str, session: Any, comment: Any, kwargs: Mapping[str, Any]
     ) -> None:
         _no_session(session)
-        options = _snake(kwargs, frozenset({"max_time_ms"}), "drop_index")
+        options = _snake(kwargs, _RAW | {"max_time_ms"}, "drop_index")
+        raw_data = options.pop("raw_data", None)
         op = index_ops.drop_indexes(
             self._namespace,
             index,
@@ -733,7 +766,7 @@ class AsyncCollection:
             codec_options=self._codec_options,
             **options,
         )
-        await self._client._run_operation(op)
+        await self._client._run_operation(_raw(op, raw_data))
 
     # -- management -------------------------------------------------------------------------
 
@@ -793,6 +826,7 @@ async def _aggregate(
 ) -> AsyncCommandCursor:
     """Collection and database aggregate share this."""
     options = _snake(kwargs, _AGGREGATE_OPTIONS, "aggregate")
+    raw_data = options.pop("raw_data", None)
     max_await_time_ms = options.pop("max_await_time_ms", None)
     op = aggregate_ops.aggregate(
         namespace,
@@ -807,7 +841,7 @@ async def _aggregate(
         **options,
     )
     client = owner.database.client if hasattr(owner, "database") else owner.client
-    page: CursorPage = await client._run_cursor_operation(op)
+    page: CursorPage = await client._run_cursor_operation(_raw(op, raw_data))
     return AsyncCommandCursor(
         client,
         page,
@@ -818,11 +852,24 @@ async def _aggregate(
     )
 
 
-_COUNT_OPTIONS = frozenset({"skip", "limit", "max_time_ms", "collation", "hint"})
-_FAM_OPTIONS = frozenset(
-    {"collation", "max_time_ms", "bypass_document_validation", "array_filters", "upsert"}
-)
-_AGGREGATE_OPTIONS = frozenset(
+def _raw(op: CommandOperation[_T], raw_data: bool | None) -> CommandOperation[_T]:
+    """Attach ``rawData`` (sent only to 8.2+ servers; CRUD says to discourage its use, so it
+    is an undocumented keyword here)."""
+    if raw_data is not None:
+        op.raw_data = raw_data
+    return op
+
+
+_RAW = frozenset({"raw_data"})
+_COUNT_OPTIONS = _RAW | {"skip", "limit", "max_time_ms", "collation", "hint"}
+_FAM_OPTIONS = _RAW | {
+    "collation",
+    "max_time_ms",
+    "bypass_document_validation",
+    "array_filters",
+    "upsert",
+}
+_AGGREGATE_OPTIONS = _RAW | frozenset(
     {
         "allow_disk_use",
         "max_time_ms",

@@ -396,6 +396,8 @@ def find_options(
     comment: Any = None,
     allow_disk_use: bool | None = None,
     let: Mapping[str, Any] | None = None,
+    single_batch: bool = False,
+    raw_data: bool | None = None,
 ) -> FindOptions:
     """PyMongo's ``find`` keywords as :class:`FindOptions` (False flags are not sent)."""
     try:
@@ -423,4 +425,6 @@ def find_options(
         show_record_id=show_record_id or None,
         max=max,
         min=min,
+        single_batch=single_batch,
+        raw_data=raw_data,
     )

@@ -17,13 +17,20 @@ from asyncmongo.core.operations.cursors import CursorPage
 from asyncmongo.core.operations.run_command import command_document, run_command
 from asyncmongo.core.selection import PRIMARY, ReadPreference
 from asyncmongo.cursor import AsyncCommandCursor
-from asyncmongo.errors import CollectionInvalid, InvalidArgument, InvalidOperation
+from asyncmongo.errors import (
+    CollectionInvalid,
+    InvalidArgument,
+    InvalidOperation,
+    OperationFailure,
+)
 
 if TYPE_CHECKING:
     from asyncmongo.client import AsyncMongoClient
     from asyncmongo.collection import AsyncCollection
 
 __all__ = ["AsyncDatabase"]
+
+NAMESPACE_EXISTS = 48
 
 
 def _no_session(session: Any) -> None:
@@ -213,6 +220,7 @@ class AsyncDatabase:
             "authorizedCollections", kwargs.pop("authorized_collections", None)
         )
         batch_size = kwargs.pop("batchSize", kwargs.pop("batch_size", None))
+        raw_data = kwargs.pop("raw_data", None)
         if kwargs:
             raise InvalidArgument(f"list_collections() got unexpected arguments {sorted(kwargs)}")
         op = management.list_collections(
@@ -225,6 +233,7 @@ class AsyncDatabase:
             read_preference=PRIMARY,
             codec_options=self._codec_options,
         )
+        op.raw_data = raw_data
         page: CursorPage = await self._client._run_cursor_operation(op)
         return AsyncCommandCursor(
             self._client, page, self._codec_options, batch_size=batch_size or 0, comment=comment
@@ -255,7 +264,12 @@ class AsyncDatabase:
         **kwargs: Any,
     ) -> AsyncCollection:
         """Create a collection (server option names in ``kwargs``: capped, size, validator,
-        timeseries, ...); CollectionInvalid if it exists and ``check_exists``."""
+        timeseries, ...).
+
+        With ``check_exists`` (PyMongo's default) listCollections is asked first and an
+        existing collection raises CollectionInvalid (a server that refuses with
+        NamespaceExists raises it too); ``check_exists=False`` sends only ``create``.
+        """
         _no_session(session)
         collection = self.get_collection(
             name, codec_options, read_preference, write_concern, read_concern
@@ -268,7 +282,12 @@ class AsyncDatabase:
             write_concern=collection.write_concern,
             codec_options=self._codec_options,
         )
-        await self._client._run_operation(op)
+        try:
+            await self._client._run_operation(op)
+        except OperationFailure as exc:
+            if check_exists and exc.code == NAMESPACE_EXISTS:
+                raise CollectionInvalid(f"collection {name} already exists") from exc
+            raise
         return collection
 
     async def drop_collection(

@@ -108,3 +108,14 @@ class Operation(Protocol[T_co]):
 
 
 DEFAULT_CODEC = DEFAULT_CODEC_OPTIONS
+#: MongoDB 8.2: the ``rawData`` option (time-series buckets as stored); never sent before it.
+RAW_DATA_WIRE_VERSION = 27
+
+
+def with_raw_data(
+    document: dict[str, Any], raw_data: bool | None, conn: ConnectionInfo
+) -> dict[str, Any]:
+    """CRUD: ``rawData`` "MUST NOT be sent when connected to pre-8.2 servers"."""
+    if raw_data is None or conn.max_wire_version < RAW_DATA_WIRE_VERSION:
+        return document
+    return {**document, "rawData": raw_data}

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 from asyncmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
-from asyncmongo.core.operations.base import Command, ConnectionInfo, Target
+from asyncmongo.core.operations.base import Command, ConnectionInfo, Target, with_raw_data
 from asyncmongo.core.operations.replies import check_reply
 
 __all__ = ["CommandOperation", "checked_reply"]
@@ -27,7 +27,15 @@ def checked_reply(reply: Mapping[str, Any]) -> Mapping[str, Any]:
 class CommandOperation(Generic[T]):
     """``document`` on ``database``; the reply goes through ``parser``."""
 
-    __slots__ = ("_parser", "codec_options", "database", "document", "target", "unacknowledged")
+    __slots__ = (
+        "_parser",
+        "codec_options",
+        "database",
+        "document",
+        "raw_data",
+        "target",
+        "unacknowledged",
+    )
 
     def __init__(
         self,
@@ -44,6 +52,7 @@ class CommandOperation(Generic[T]):
         self.target = target
         self.codec_options = codec_options
         self.unacknowledged = unacknowledged
+        self.raw_data: bool | None = None
         self._parser = parser
 
     def __repr__(self) -> str:
@@ -54,7 +63,8 @@ class CommandOperation(Generic[T]):
         return next(iter(self.document))
 
     def build(self, conn: ConnectionInfo) -> Command:
-        return Command(self.database, self.document, unacknowledged=self.unacknowledged)
+        document = with_raw_data(self.document, self.raw_data, conn)
+        return Command(self.database, document, unacknowledged=self.unacknowledged)
 
     def parse(self, reply: Mapping[str, Any]) -> T:
         if self.unacknowledged:

@@ -13,7 +13,7 @@ from typing import Any
 
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.core.concern import ReadConcern
-from asyncmongo.core.operations.base import Command, ConnectionInfo, Target
+from asyncmongo.core.operations.base import Command, ConnectionInfo, Target, with_raw_data
 from asyncmongo.core.operations.common import (
     Namespace,
     check_document,
@@ -63,6 +63,7 @@ class FindOptions:
     max: Mapping[str, Any] | None = None
     min: Mapping[str, Any] | None = None
     single_batch: bool = False
+    raw_data: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("skip", "limit", "batch_size"):
@@ -173,7 +174,7 @@ class Find:
         put(command, "collation", o.collation)
         put(command, "allowDiskUse", o.allow_disk_use)
         put(command, "let", o.let)
-        return Command(self.namespace.database, command)
+        return Command(self.namespace.database, with_raw_data(command, o.raw_data, conn))
 
     def parse(self, reply: Mapping[str, Any]) -> CursorPage:
         return parse_cursor_page(reply, self.namespace)

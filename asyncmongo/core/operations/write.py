@@ -16,7 +16,7 @@ from typing import Any
 from asyncmongo.bson.codec import encode
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.core.concern import WriteConcern
-from asyncmongo.core.operations.base import Command, ConnectionInfo, Target
+from asyncmongo.core.operations.base import Command, ConnectionInfo, Target, with_raw_data
 from asyncmongo.core.operations.common import Namespace, put
 from asyncmongo.core.operations.replies import check_reply
 from asyncmongo.core.operations.statements import StatementKind, WriteStatement
@@ -34,6 +34,7 @@ class WriteOptions:
     bypass_document_validation: bool | None = None
     comment: Any = None
     let: Mapping[str, Any] | None = None
+    raw_data: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +112,7 @@ class WriteCommand:
         return command
 
     def build(self, conn: ConnectionInfo) -> Command:
-        command = self.command_document()
+        command = with_raw_data(self.command_document(), self.options.raw_data, conn)
         statements = self.encoded()[self.start :]
         limits = BatchLimits(
             conn.max_bson_object_size, conn.max_message_size_bytes, conn.max_write_batch_size
