@@ -11,7 +11,6 @@ from pymongo import AsyncMongoClient
 from asyncmongo.testing import LoadBalanced, ReplicaSet, ShardedCluster, Standalone
 from asyncmongo.testing.__main__ import build, parse_args
 
-pytest_plugins = ["asyncmongo.testing.pytest_plugin"]
 pytestmark = pytest.mark.timeout(30)
 
 
