@@ -5,32 +5,48 @@ closed afterwards. Needs an asyncio pytest plugin (pytest-asyncio or anyio)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import importlib.util
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
 from asyncmongo.testing.deployment import LoadBalanced, ReplicaSet, ShardedCluster, Standalone
 
 
-@pytest.fixture
+def _async_fixture() -> Callable[[Any], Any]:
+    """pytest-asyncio's fixture decorator when it is installed (works in its strict mode
+    too), else pytest's (for anyio's plugin, which runs async fixtures itself)."""
+    if importlib.util.find_spec("pytest_asyncio") is not None:
+        import pytest_asyncio
+
+        decorator: Callable[[Any], Any] = pytest_asyncio.fixture
+        return decorator
+    return pytest.fixture
+
+
+fixture = _async_fixture()
+
+
+@fixture
 async def mongo_standalone() -> AsyncIterator[Standalone]:
     async with Standalone() as deployment:
         yield deployment
 
 
-@pytest.fixture
+@fixture
 async def mongo_replica_set() -> AsyncIterator[ReplicaSet]:
     async with ReplicaSet(3) as deployment:
         yield deployment
 
 
-@pytest.fixture
+@fixture
 async def mongo_sharded() -> AsyncIterator[ShardedCluster]:
     async with ShardedCluster(mongos=2) as deployment:
         yield deployment
 
 
-@pytest.fixture
+@fixture
 async def mongo_load_balanced() -> AsyncIterator[LoadBalanced]:
     async with LoadBalanced() as deployment:
         yield deployment
