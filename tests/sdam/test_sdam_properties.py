@@ -71,7 +71,9 @@ def check_invariants(description: TopologyDescription) -> None:
     if topology_type is TopologyType.REPLICA_SET_NO_PRIMARY:
         assert primaries == 0
     if topology_type is TopologyType.SHARDED:
-        assert set(kinds) <= {ServerType.UNKNOWN, ServerType.MONGOS}
+        # SDAM: an RSGhost in an Unknown topology is a no-op, so one seen before a mongos
+        # turned the topology Sharded stays until its own next check removes it.
+        assert set(kinds) <= {ServerType.UNKNOWN, ServerType.MONGOS, ServerType.RS_GHOST}
     if topology_type is TopologyType.SINGLE:
         assert len(description.servers) == 1
     if topology_type.is_replica_set:
