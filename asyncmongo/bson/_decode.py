@@ -66,6 +66,7 @@ _UTF8_STRICT: Final[Callable[[bytes], str]] = bytes.decode  # UTF-8, strict: the
 _new_object = object.__new__
 _set_attribute = object.__setattr__
 _new_str = str.__new__
+_new_bytes = bytes.__new__
 
 
 def _utf8_decoder(errors: str) -> Callable[[bytes], str]:
@@ -93,13 +94,6 @@ def _new_code(code: str, scope: Any) -> Code:
     return value
 
 
-def _new_regex(pattern: str, flags: str) -> Regex:
-    regex: Regex = _new_object(Regex)
-    _set_attribute(regex, "pattern", pattern)
-    _set_attribute(regex, "flags", flags)
-    return regex
-
-
 # -- readers for the rarer types: (data, pos, end, opts, depth) -> (value, new pos) --
 
 
@@ -110,11 +104,6 @@ def _read_string(data: bytes, pos: int, errors: str) -> tuple[str, int]:
     if n < 1 or data[pos + n - 1]:
         raise _bad("invalid string length or missing NUL terminator")
     return data[pos : pos + n - 1].decode("utf-8", errors), pos + n
-
-
-def _read_cstring(data: bytes, pos: int, end: int, errors: str) -> tuple[str, int]:
-    nul = data.index(0, pos, end)
-    return data[pos:nul].decode("utf-8", errors), nul + 1
 
 
 def _binary(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> tuple[Any, int]:
@@ -132,7 +121,8 @@ def _binary(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> 
         if n < 4 or _UNPACK_I32(data, pos)[0] != n - 4:
             raise _bad("binary subtype 2: inner length does not match the outer length")
         return Binary(data[pos + 4 : stop], OLD_BINARY_SUBTYPE), stop
-    value = Binary(data[pos:stop], subtype)
+    value: Binary = _new_bytes(Binary, data[pos:stop])
+    value._subtype = subtype
     rep = opts.uuid_representation
     if n == 16 and rep != UuidRepresentation.UNSPECIFIED:
         # specs/bson-binary-uuid implicit decoding: only the matching subtype becomes a UUID.
@@ -158,9 +148,12 @@ def _timestamp(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) 
 
 def _regex(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> tuple[Any, int]:
     errors = opts.unicode_decode_error_handler
-    pattern, pos = _read_cstring(data, pos, end, errors)
-    flags, pos = _read_cstring(data, pos, end, errors)
-    return _new_regex(pattern, flags), pos
+    nul = data.index(0, pos, end)
+    flags_end = data.index(0, nul + 1, end)
+    regex: Regex = _new_object(Regex)
+    _set_attribute(regex, "pattern", data[pos:nul].decode("utf-8", errors))
+    _set_attribute(regex, "flags", data[nul + 1 : flags_end].decode("utf-8", errors))
+    return regex, flags_end + 1
 
 
 def _code(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> tuple[Any, int]:
@@ -180,14 +173,17 @@ def _code_with_scope(
     stop = pos + total
     if total < 14 or stop > end:
         raise _bad("invalid code-with-scope length")
-    code, scope_pos = _read_string(data, pos + 4, opts.unicode_decode_error_handler)
-    if scope_pos + 5 > stop:
-        raise _bad("code-with-scope string runs into its scope")
+    n = _UNPACK_I32(data, pos + 4)[0]
+    scope_pos = pos + 8 + n
+    if n < 1 or scope_pos + 5 > stop or data[scope_pos - 1]:
+        raise _bad("invalid code-with-scope string length or terminator")
+    code = data[pos + 8 : scope_pos - 1].decode("utf-8", opts.unicode_decode_error_handler)
     scope_len = _UNPACK_I32(data, scope_pos)[0]
     if scope_len < 5 or scope_pos + scope_len != stop or data[stop - 1]:
         raise _bad("code-with-scope lengths do not match")
-    scope = _decode_document(data, scope_pos + 4, stop - 1, opts, depth + 1)
-    return _new_code(code, scope), stop
+    value: Code = _new_str(Code, code)
+    value.scope = _decode_document(data, scope_pos + 4, stop - 1, opts, depth + 1)
+    return value, stop
 
 
 def _dbpointer(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> tuple[Any, int]:
