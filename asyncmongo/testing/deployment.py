@@ -144,10 +144,14 @@ class ReplicaSet(_Deployment):
         self._elections: set[asyncio.Task[None]] = set()
         if members < 1 or hidden >= members or arbiters < 0 or hidden < 0:
             raise ConfigurationError("a replica set needs members >= 1 and a visible member")
+        for name, values in (("tags", tags), ("priorities", priorities)):
+            if values is not None and len(values) != members:
+                raise ConfigurationError(f"{name} needs one entry per data-bearing member "
+                                         f"({members}), got {len(values)}")
         self.group = ReplicaSetGroup(set_name, (), replication_lag_ms=replication_lag_ms)
         self._plan = [(False, index >= members - hidden,
                        (priorities[index] if priorities else 1.0),
-                       (tags[index] if tags and index < len(tags) else {}))
+                       (tags[index] if tags else {}))
                       for index in range(members)]
         self._plan += [(True, False, 0.0, {}) for _ in range(arbiters)]
 

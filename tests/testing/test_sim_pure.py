@@ -13,6 +13,7 @@ from asyncmongo.core.wire.compression import Compressor, encode_op_compressed
 from asyncmongo.core.wire.op_msg import DocumentSequence, encode_op_msg, encode_op_msg_payload
 from asyncmongo.core.wire.opcodes import HEADER, OpCode, OpMsgFlags
 from asyncmongo.errors import ConfigurationError, ProtocolError
+from asyncmongo.testing import ReplicaSet, ShardedCluster
 from asyncmongo.testing.failpoint import FailCommand, FailPointMode, FailPointState
 from asyncmongo.testing.member import HelloState, MemberConfig, Role, build_hello
 from asyncmongo.testing.protocol import Request, decode_request, encode_reply, read_header
@@ -211,3 +212,12 @@ def test_write_concern_arithmetic() -> None:
     assert wtimeout_ms({"w": 2, "wtimeout": 50}) == 50.0
     assert wtimeout_ms({"w": 2, "wtimeout": 0}) is None
     assert standalone_refusal({"w": 2}) is not None and standalone_refusal({"w": 1}) is None
+
+
+def test_deployment_options_are_validated() -> None:
+    for bad in ({"members": 0}, {"members": 2, "hidden": 2}, {"members": 2, "tags": [{}]},
+                {"members": 2, "priorities": [1, 1, 1]}, {"members": 1, "arbiters": -1}):
+        with pytest.raises(ConfigurationError):
+            ReplicaSet(**bad)
+    with pytest.raises(ConfigurationError):
+        ShardedCluster(mongos=0)

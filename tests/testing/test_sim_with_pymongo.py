@@ -63,7 +63,7 @@ def server_types(client: AsyncMongoClient[Any]) -> dict[str, str]:
 
 
 async def test_discovers_replica_set_from_one_seed() -> None:
-    async with ReplicaSet(3, arbiters=1, hidden=1, tags=[{"dc": "east"}]) as rs:
+    async with ReplicaSet(3, arbiters=1, hidden=1, tags=[{"dc": "east"}, {}, {}]) as rs:
         seed = rs.members[1].host
         client = client_for(f"mongodb://{seed}/?replicaSet=rs0")
         try:
