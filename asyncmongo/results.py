@@ -110,8 +110,10 @@ class UpdateResult(_WriteResult):
         self._require_ack("upserted_id")
         assert self._raw_result is not None
         upserted = self._raw_result.get("upserted")
-        if isinstance(upserted, list) and upserted:
-            return upserted[0].get("_id")
+        if isinstance(upserted, list):
+            return upserted[0].get("_id") if upserted else None
+        if isinstance(upserted, Mapping):  # client bulkWrite's per-operation result
+            return upserted.get("_id")
         return upserted
 
     @property

@@ -14,7 +14,7 @@ import dataclasses
 import itertools
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 from asyncmongo.bson.codec import decode
@@ -83,14 +83,11 @@ class OperationExecutor(Executor):
         deadline: float | None = None,
         operation_id: int | None = None,
     ) -> T:
-        """Select (or take the pinned server), check out, send, parse; SDAM sees errors."""
-        server = await self._server_for(op.target, deadline, op.name)
-        server.operation_count += 1
-        try:
-            conn = await self._check_out(server, deadline)
-            return await self._run_operation(server, conn, op, deadline, operation_id)
-        finally:
-            server.operation_count -= 1
+        """Select (or take the pinned server), check out, send, parse; SDAM sees errors.
+
+        Sessions and retries: ``Executor.run_operation``."""
+        result, _ = await self.run_operation(op, deadline=deadline, operation_id=operation_id)
+        return result
 
     async def run_with_address(
         self,
@@ -100,16 +97,15 @@ class OperationExecutor(Executor):
         operation_id: int | None = None,
     ) -> tuple[T, Address]:
         """Like :meth:`run`, also saying which server answered (a cursor's home)."""
-        server = await self._server_for(op.target, deadline, op.name)
-        server.operation_count += 1
-        try:
-            conn = await self._check_out(server, deadline)
-            result = await self._run_operation(server, conn, op, deadline, operation_id)
-            return result, server.address
-        finally:
-            server.operation_count -= 1
+        return await self.run_operation(op, deadline=deadline, operation_id=operation_id)
 
-    async def _server_for(self, target: Target, deadline: float | None, name: str) -> Server:
+    async def _server_for(
+        self,
+        target: Target,
+        deadline: float | None,
+        name: str,
+        deprioritized: Collection[Address] = (),
+    ) -> Server:
         topology = self._topology
         if target.address is not None:
             server = topology.server(target.address)
@@ -125,7 +121,7 @@ class OperationExecutor(Executor):
                 topology.description, selection.read_preference
             )
             selection = dataclasses.replace(selection, read_preference=preference)
-        return await topology.select_server(selection, deadline, operation=name)
+        return await topology.select_server(selection, deadline, deprioritized, operation=name)
 
     def _read_preference(self, target: Target, server: Server) -> dict[str, Any] | None:
         """The ``$readPreference`` to send, if any (server-selection: "Topology type:
@@ -153,7 +149,11 @@ class OperationExecutor(Executor):
         deadline: float | None,
         operation_id: int | None,
     ) -> T:
-        command = op.build(conn)
+        try:
+            command = op.build(conn)
+        except BaseException:
+            server.pool.check_in(conn)  # a client-side refusal (too large, ...) sent nothing
+            raise
         document = command.document
         read_preference = self._read_preference(op.target, server)
         if read_preference is not None:
