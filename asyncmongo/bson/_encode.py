@@ -12,7 +12,7 @@ import re
 import struct
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
 from asyncmongo.bson._decode import MAX_NESTING_DEPTH
@@ -53,7 +53,6 @@ _INT32_MAX: Final = 2**31 - 1
 _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
 _EPOCH_NAIVE: Final = datetime(1970, 1, 1)
-_EPOCH_AWARE: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 # -- keys --
 
@@ -184,11 +183,13 @@ def encode_document(
             buf += _OID_KEYS.get(key) or _typed_key(_OID_KEYS, b"\x07", key)
             buf += value._binary
         elif t is datetime:
-            delta = value - (_EPOCH_NAIVE if value.tzinfo is None else _EPOCH_AWARE)
             buf += _DATE_KEYS.get(key) or _typed_key(_DATE_KEYS, b"\x09", key)
-            buf += _PACK_I64(
-                (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
-            )
+            if value.tzinfo is None:
+                delta = value - _EPOCH_NAIVE
+                ms = (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+                buf += _PACK_I64(ms)
+            else:
+                buf += _PACK_I64(datetime_to_ms(value))
         elif t is bytes:
             buf += _BINARY_KEYS.get(key) or _typed_key(_BINARY_KEYS, b"\x05", key)
             buf += pack_i32(len(value))

@@ -11,6 +11,7 @@ int -> int32 if it fits else int64, float, bool, None, datetime (naive = UTC), u
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -52,6 +53,8 @@ def encode(
         encode_document(buf, document.items(), codec_options, 0)
     except UnicodeEncodeError as exc:
         raise InvalidStringData(f"strings must be valid UTF-8: {exc}") from None
+    except struct.error as exc:  # a length beyond int32: a value or document over 2 GiB
+        raise InvalidDocument(f"value too large for BSON: {exc}") from None
     except RecursionError:
         raise InvalidDocument("document nested too deeply for the Python stack") from None
     return bytes(buf)

@@ -306,7 +306,7 @@ _MAX_MS: Final = 2**63 - 1
 def datetime_to_ms(value: datetime) -> int:
     """Milliseconds since the epoch for a datetime (naive means UTC), truncating microseconds
     toward negative infinity like the server does."""
-    if value.tzinfo is None:
+    if value.utcoffset() is None:  # naive (no tzinfo, or one that gives no offset)
         value = value.replace(tzinfo=UTC)
     delta = value - _EPOCH_AWARE
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000

@@ -532,3 +532,14 @@ def test_subclass_encoders_are_remembered_and_stay_right() -> None:
     ordered = collections.OrderedDict(a=collections.OrderedDict(b=1))
     for _ in range(2):
         assert decode(encode({"o": ordered})) == {"o": {"a": {"b": 1}}}
+
+
+def test_datetime_with_a_tzinfo_that_gives_no_offset_is_naive_utc() -> None:
+    from datetime import tzinfo
+
+    class NoOffset(tzinfo):
+        def utcoffset(self, dt: datetime | None) -> None:
+            return None
+
+    value = datetime(2000, 1, 1, 12, tzinfo=NoOffset())
+    assert decode(encode({"d": value}))["d"] == datetime(2000, 1, 1, 12)
