@@ -332,13 +332,16 @@ class ShardedCluster(_Deployment):
 
 
 class LoadBalanced(_Deployment):
-    """A load balancer in front of mongos: one address, ``serviceId`` in hello for a client
-    that says ``loadBalanced: true``; the URI carries ``loadBalanced=true``."""
+    """A load balancer in front of ``services`` mongos: one address; a client that says
+    ``loadBalanced: true`` gets the ``serviceId`` of the mongos its connection reached
+    (round robin over the connections); the URI carries ``loadBalanced=true``."""
 
-    def __init__(self, *, users: Users = None, tls: ssl.SSLContext | None = None,
-                 store: Store | None = None) -> None:
+    def __init__(self, *, services: int = 1, users: Users = None,
+                 tls: ssl.SSLContext | None = None, store: Store | None = None) -> None:
         super().__init__(users=users, tls=tls, streaming=False, store=store)
-        self.members = [self._server(Role.MONGOS, load_balanced=True)]
+        if services < 1:
+            raise ConfigurationError("a load balancer needs at least one service")
+        self.members = [self._server(Role.MONGOS, load_balanced=True, services=services)]
 
     def __repr__(self) -> str:
         return f"<LoadBalanced {self.members[0]!r}>"

@@ -90,6 +90,7 @@ class SimServer:
         compressors: tuple[str, ...] = SUPPORTED_COMPRESSORS,
         replica_set: ReplicaSetGroup | None = None,
         load_balanced: bool = False,
+        services: int = 1,
         on_step_down: StepDownHook | None = None,
         on_unreachable: Callable[[SimServer], None] | None = None,
         count_acknowledgers: Callable[[], int] | None = None,
@@ -102,7 +103,9 @@ class SimServer:
         self.compressors = compressors
         self.replica_set = replica_set
         self.load_balanced = load_balanced
-        self.service_id = ObjectId()
+        #: Behind a load balancer: one serviceId per backend mongos; connection N reaches
+        #: backend N mod len(service_ids), as a round-robin balancer spreads them.
+        self.service_ids = tuple(ObjectId() for _ in range(max(1, services)))
         self.on_step_down = on_step_down
         #: Called when the member stops or is partitioned (a replica set may elect anew).
         self.on_unreachable = on_unreachable
@@ -139,6 +142,10 @@ class SimServer:
     @property
     def running(self) -> bool:
         return self._listener is not None
+
+    def service_id_of(self, connection_id: int) -> ObjectId:
+        """The serviceId of the backend a (load-balanced) connection reached."""
+        return self.service_ids[connection_id % len(self.service_ids)]
 
     @property
     def reachable(self) -> bool:
@@ -449,7 +456,7 @@ class SimServer:
             last_write=group.last_write_for(self.host, now) if group is not None else None,
             streaming=self.streaming,
             load_balanced=self.load_balanced,
-            service_id=self.service_id,
+            service_id=self.service_id_of(conn.connection_id if conn is not None else 0),
             compressors=self.compressors,
         )
         reply = build_hello(command, state)

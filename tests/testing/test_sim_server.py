@@ -11,7 +11,7 @@ import pytest
 from asyncmongo.bson import Int64, ObjectId
 from asyncmongo.core.wire.compression import Compressor
 from asyncmongo.core.wire.opcodes import OpCode, OpMsgFlags
-from asyncmongo.testing import ReplicaSet, Role, SimServer, Standalone
+from asyncmongo.testing import LoadBalanced, ReplicaSet, Role, SimServer, Standalone
 from asyncmongo.testing.member import MemberConfig
 from tests.testing.raw_client import RawClient, wait_until
 
@@ -289,3 +289,19 @@ async def test_client_metadata_only_in_the_first_hello() -> None:
             assert (again["ok"], again["code"]) == (0.0, 186)
         finally:
             await client.close()
+
+
+async def test_load_balancer_spreads_connections_over_services() -> None:
+    async with LoadBalanced(services=2) as lb:
+        seen = []
+        for _ in range(4):
+            client = await RawClient.connect(lb.server.port)
+            try:
+                plain = await client.command(HELLO)
+                assert "serviceId" not in plain and plain["msg"] == "isdbgrid"
+                seen.append((await client.command({**HELLO, "loadBalanced": True}))[
+                    "serviceId"])
+            finally:
+                await client.close()
+        assert seen[0] == seen[2] != seen[1] == seen[3]
+        assert set(seen) == set(lb.server.service_ids)

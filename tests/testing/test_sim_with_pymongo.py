@@ -214,11 +214,14 @@ async def test_sharded_cluster_of_two_mongos() -> None:
 
 
 async def test_load_balanced() -> None:
-    async with LoadBalanced() as lb:
+    async with LoadBalanced(services=2) as lb:
         client = client_for(lb.uri)
         try:
             await client.db.c.insert_one({"_id": 1})
             assert await client.db.c.find_one() == {"_id": 1}
+            # Concurrent operations open connections to both services (serviceIds).
+            await asyncio.gather(*(client.db.c.count_documents({}) for _ in range(8)))
+            assert lb.server.total_connections >= 2
             assert client.topology_description.topology_type_name == "LoadBalanced"
         finally:
             await client.close()
