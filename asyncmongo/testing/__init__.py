@@ -19,7 +19,8 @@ against real wire traffic with faults on cue::
             ...                               # failCommand on the primary, off on exit
 
 - Deployments: :class:`Standalone`, :class:`ReplicaSet`, :class:`ShardedCluster`
-  (``mongos`` routers), :class:`LoadBalanced` (``serviceId``, ``loadBalanced=true``); options
+  (``mongos`` routers), :class:`LoadBalanced` (``services=N`` backends, each connection
+  gets one's ``serviceId``; the URI says ``loadBalanced=true``); options
   ``users={"name": "password"}`` (SCRAM-SHA-1/256 in admin), ``tls=<ssl.SSLContext>``,
   ``streaming=False`` (no topologyVersion: drivers poll).
 - Every member is a :class:`SimServer`: hello as mongod 7.0 builds it (legacy OP_QUERY
