@@ -9,12 +9,20 @@ write concern error) becomes an ``ApplicationError`` and goes to
 ``Topology.handle_error``, whose pure verdict decides whether to mark the server Unknown,
 clear its pool, cancel or request a check. The caller gets the error; cancellation at any
 await leaves no connection checked out (the checkout context discards it).
+
+``run_operation`` is the path of operation objects (issue #10): the session (the one bound by
+the API for ``session=``, the one owning a cursor, or an implicit one from the client's pool)
+decorates each attempt (``asyncmongo.runtime.attempt``), and a retryable read or write gets
+exactly one retry on a retryable error, on another mongos when sharded (deprioritized). When
+the retry also fails, its error is raised, unless it says NoWritesPerformed: then the first
+error is (retryable writes spec).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any
+from contextvars import ContextVar
+from typing import Any, TypeVar
 
 from asyncmongo.bson import CodecOptions
 from asyncmongo.core.address import Address
@@ -23,22 +31,177 @@ from asyncmongo.core.error_policy import (
     ErrorPhase,
     is_state_change_error,
 )
+from asyncmongo.core.operations.base import Operation, Target
+from asyncmongo.core.sdam.types import TopologyType
 from asyncmongo.core.selection import Selection
-from asyncmongo.errors import NotPrimaryError, OperationFailure, PoolClosedError
+from asyncmongo.errors import MongoError, NotPrimaryError, OperationFailure, PoolClosedError
+from asyncmongo.runtime.attempt import ClusterTimeKeeper, OperationSession, SessionOperation
 from asyncmongo.runtime.connection import Connection
 from asyncmongo.runtime.server import Server
 from asyncmongo.runtime.topology import Topology
 
-__all__ = ["Executor"]
+__all__ = ["Executor", "bound_session"]
+
+T = TypeVar("T")
+
+#: The explicit session of the API call in progress (``session=``; see asyncmongo.session).
+bound_session: ContextVar[Any] = ContextVar("asyncmongo_bound_session", default=None)
+NO_WRITES_PERFORMED = "NoWritesPerformed"
+_CURSOR_OPS = frozenset({"getMore", "killCursors"})
 
 
 class Executor:
-    """Runs commands against a topology."""
+    """Runs commands against a topology.
 
-    __slots__ = ("_topology",)
+    ``sessions`` is the client (``asyncmongo.session.ClientSessions``): it makes implicit
+    sessions and says whether retryWrites/retryReads are on. Without it (tests of the
+    topology alone) operations run without sessions and without retries.
+    """
+
+    __slots__ = ("_topology", "clock", "cursor_sessions", "sessions")
 
     def __init__(self, topology: Topology) -> None:
         self._topology = topology
+        self.clock = ClusterTimeKeeper()
+        self.sessions: Any = None
+        #: (server, cursor id) -> the session its getMore/killCursors must use.
+        self.cursor_sessions: dict[tuple[Address, int], OperationSession] = {}
+
+    async def run_operation(
+        self,
+        op: Operation[T],
+        *,
+        deadline: float | None = None,
+        operation_id: int | None = None,
+    ) -> tuple[T, Address]:
+        """Run ``op`` in its session with the retry rules; (result, the server's address)."""
+        session, implicit = self._session_for(op)
+        owner = self.sessions
+        options = getattr(owner, "options", None)
+        attempt = SessionOperation(
+            op,
+            session,
+            self.clock,
+            owner=owner,
+            retry_writes=bool(getattr(options, "retry_writes", False)),
+            retry_reads=bool(getattr(options, "retry_reads", False)),
+        )
+        keep = False
+        try:
+            result, address = await self._attempts(attempt, deadline, operation_id)
+            keep = self._track_cursor(op, session, result, address)
+            return result, address
+        finally:
+            if implicit and not keep and session is not None:
+                session._release()
+
+    def _session_for(self, op: Operation[Any]) -> tuple[OperationSession | None, bool]:
+        """(the session to use, whether this operation owns it as an implicit one)."""
+        target = op.target
+        if op.name in _CURSOR_OPS and target.address is not None:
+            key = (target.address, getattr(op, "cursor_id", 0))
+            owned = self.cursor_sessions.get(key)
+            if owned is not None:
+                return owned, False
+        explicit = bound_session.get()
+        if explicit is not None:
+            return explicit, False
+        if self.sessions is None:
+            return None, False
+        return self.sessions._implicit_session(), True
+
+    def _track_cursor(
+        self, op: Operation[Any], session: OperationSession | None, result: Any, address: Address
+    ) -> bool:
+        """Remember which session a cursor belongs to; True when it keeps an implicit one."""
+        if session is None:
+            return False
+        if op.name in _CURSOR_OPS:
+            key = (address, getattr(op, "cursor_id", 0))
+            if op.name == "killCursors" or getattr(result, "cursor_id", 0) == 0:
+                owned = self.cursor_sessions.pop(key, None)
+                if owned is not None and owned._implicit:
+                    owned._release()
+            return False
+        cursor_id = getattr(result, "cursor_id", None)
+        if isinstance(cursor_id, int) and cursor_id:
+            self.cursor_sessions[(address, cursor_id)] = session
+            return True
+        return False
+
+    async def _attempts(
+        self, attempt: SessionOperation[T], deadline: float | None, operation_id: int | None
+    ) -> tuple[T, Address]:
+        """The first attempt and, when allowed, one retry (retryable reads/writes specs)."""
+        deprioritized: list[Address] = []
+        first_error: BaseException | None = None
+        while True:
+            try:
+                server = await self._server_for(
+                    attempt.target, deadline, attempt.name, deprioritized
+                )
+            except Exception as exc:
+                if first_error is not None:
+                    raise first_error from exc  # no server for the retry: the original error
+                attempt.failed(exc)
+                raise
+            attempt.attempt += 1
+            attempt.address = server.address
+            sharded = self._topology.description.topology_type is TopologyType.SHARDED
+            attempt.sharded = sharded
+            server.operation_count += 1
+            try:
+                conn = await self._check_out(server, deadline)
+                result = await self._run_operation(server, conn, attempt, deadline, operation_id)
+                return result, server.address
+            except Exception as exc:
+                attempt.failed(exc)
+                if first_error is None and attempt.may_retry(exc):
+                    first_error = exc
+                    if sharded:
+                        deprioritized.append(server.address)
+                    continue
+                if (
+                    first_error is not None
+                    and isinstance(exc, MongoError)
+                    and exc.has_error_label(NO_WRITES_PERFORMED)
+                ):
+                    raise first_error from exc
+                raise
+            finally:
+                server.operation_count -= 1
+
+    async def _server_for(
+        self,
+        target: Target,
+        deadline: float | None,
+        name: str,
+        deprioritized: Collection[Address] = (),
+    ) -> Server:
+        """The pinned server or one selected for the target (OperationExecutor refines it)."""
+        if target.address is not None:
+            server = self._topology.server(target.address)
+            if server is not None:
+                return server
+        return await self._topology.select_server(
+            target.selection, deadline, deprioritized, operation=name
+        )
+
+    async def _run_operation(
+        self,
+        server: Server,
+        conn: Connection,
+        op: Operation[T],
+        deadline: float | None,
+        operation_id: int | None,
+    ) -> T:
+        """Build, run and parse on a checked-out connection (OperationExecutor adds command
+        monitoring, read preferences and document sequences)."""
+        command = op.build(conn)
+        reply = await self._run(
+            server, conn, command.database, command.document, deadline, op.codec_options
+        )
+        return op.parse(reply)
 
     async def run_command(
         self,
@@ -109,11 +272,12 @@ class Executor:
         try:
             reply = await conn.command(db, command, deadline=deadline, codec_options=codec_options)
         except BaseException as exc:
-            if conn.is_closed or not isinstance(exc, Exception):
-                pool.discard(conn, exc)  # cancelled or broken: never reused
-            else:
-                pool.check_in(conn)
-            if isinstance(exc, Exception):
+            if not isinstance(exc, Exception):  # cancelled: the connection is never reused
+                pool.discard(conn, exc)
+                raise
+            try:
+                # SDAM first, so a cleared pool closes this connection as stale on check-in
+                # (SDAM: "Pool is cleared before application connection is checked in").
                 await self._topology.handle_application_error(
                     server.address,
                     exc,
@@ -121,13 +285,20 @@ class Executor:
                     max_wire_version=conn.max_wire_version,
                     service_id=conn.service_id,
                 )
+            finally:
+                if conn.is_closed:
+                    pool.discard(conn, exc)
+                else:
+                    pool.check_in(conn)
             raise
-        pool.check_in(conn)
         error = ApplicationError.from_command_reply(
             reply, generation, max_wire_version=conn.max_wire_version, service_id=conn.service_id
         )
-        if error is not None:
-            await self._topology.handle_error(server.address, error)
+        try:
+            if error is not None:
+                await self._topology.handle_error(server.address, error)
+        finally:
+            pool.check_in(conn)
         _raise_for_reply(reply)
         return reply
 
