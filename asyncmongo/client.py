@@ -46,12 +46,14 @@ from asyncmongo.runtime.server import Server
 from asyncmongo.runtime.srv import DnspythonResolver, SrvPoller, resolve_srv_options
 from asyncmongo.runtime.tasks import TaskSet
 from asyncmongo.runtime.topology import Topology
+from asyncmongo.session import ClientSessions
 
 __all__ = ["AsyncMongoClient"]
 
 
-class AsyncMongoClient(ClientApi):
-    """An asyncio MongoDB client (the public database/command API: ``ClientApi``)."""
+class AsyncMongoClient(ClientSessions, ClientApi):
+    """An asyncio MongoDB client (the public database/command API: ``ClientApi``; sessions:
+    ``asyncmongo.session.ClientSessions``)."""
 
     def __init__(
         self,
@@ -159,6 +161,8 @@ class AsyncMongoClient(ClientApi):
             return
         if self._loop is not None:
             self._check_loop()
+        if self._topology is not None:
+            await self._end_server_sessions()  # sessions spec: endSessions on close
         self._closed = True
         try:
             if self._poller is not None:

@@ -41,7 +41,6 @@ from asyncmongo.errors import (
     ClientBulkWriteException,
     ConfigurationError,
     InvalidArgument,
-    InvalidOperation,
     MongoError,
 )
 from asyncmongo.operations import WriteModel
@@ -52,6 +51,7 @@ from asyncmongo.results import (
     UpdateResult,
 )
 from asyncmongo.runtime.operation_executor import OperationExecutor, next_operation_id
+from asyncmongo.session import sessions_bound
 
 if TYPE_CHECKING:
     from asyncmongo.core.uri import ClientOptions
@@ -108,6 +108,7 @@ def _codec_options(api: Mapping[str, Any]) -> CodecOptions:
         raise ConfigurationError(f"invalid codec option: {exc}") from None
 
 
+@sessions_bound
 class ClientApi:
     """Mixed into AsyncMongoClient (see the module docstring)."""
 
@@ -217,8 +218,6 @@ class ClientApi:
         self, session: Any = None, comment: Any = None, **kwargs: Any
     ) -> AsyncCommandCursor:
         """A cursor of ``{name, sizeOnDisk, empty}`` documents (listDatabases)."""
-        if session is not None:
-            raise InvalidOperation("sessions are not supported yet by asyncmongo")
         filter = kwargs.pop("filter", None)
         name_only = kwargs.pop("nameOnly", kwargs.pop("name_only", None))
         authorized = kwargs.pop("authorizedDatabases", kwargs.pop("authorized_databases", None))
@@ -246,8 +245,6 @@ class ClientApi:
         self, name_or_database: Any, session: Any = None, comment: Any = None
     ) -> None:
         """Drop a database (by name or AsyncDatabase)."""
-        if session is not None:
-            raise InvalidOperation("sessions are not supported yet by asyncmongo")
         name = getattr(name_or_database, "name", name_or_database)
         if not isinstance(name, str):
             raise InvalidArgument("name_or_database must be a str or an AsyncDatabase")
@@ -280,8 +277,6 @@ class ClientApi:
         index in ``models``, ``write_concern_errors``, the top-level ``error`` if one stopped
         the write, and ``partial_result`` when at least one write is known to have happened.
         """
-        if session is not None:
-            raise InvalidOperation("sessions are not supported yet by asyncmongo")
         statements = [_namespaced(model) for model in models]
         concern = write_concern or self.write_concern
         options = ClientBulkOptions(

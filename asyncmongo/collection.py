@@ -4,8 +4,7 @@ Methods are thin (STYLE 10): build an operation from ``asyncmongo.core.operation
 through the client, shape the result. Names and signatures are PyMongo's
 ``AsyncCollection``'s. Where we differ:
 
-- ``session=`` is accepted for signature compatibility but sessions are not implemented yet:
-  passing one raises InvalidOperation rather than silently running outside it.
+- ``session=`` runs the method's operations in that session (``sessions_bound``, issue #10).
 - bad arguments raise :class:`~asyncmongo.errors.InvalidArgument` (also a ValueError and a
   TypeError, so PyMongo-style ``except`` clauses still catch it).
 """
@@ -52,6 +51,7 @@ from asyncmongo.results import (
     InsertOneResult,
     UpdateResult,
 )
+from asyncmongo.session import sessions_bound
 
 if TYPE_CHECKING:
     from asyncmongo.database import AsyncDatabase
@@ -84,10 +84,10 @@ def _snake(kwargs: Mapping[str, Any], allowed: frozenset[str], what: str) -> dic
 
 
 def _no_session(session: Any) -> None:
-    if session is not None:
-        raise InvalidOperation("sessions are not supported yet by asyncmongo")
+    """Nothing to do: ``sessions_bound`` (asyncmongo.session) runs the call in ``session``."""
 
 
+@sessions_bound
 class AsyncCollection:
     """One collection; ``db["name"]`` or ``db.get_collection("name", ...)``."""
 

@@ -20,9 +20,9 @@ from asyncmongo.cursor import AsyncCommandCursor
 from asyncmongo.errors import (
     CollectionInvalid,
     InvalidArgument,
-    InvalidOperation,
     OperationFailure,
 )
+from asyncmongo.session import sessions_bound
 
 if TYPE_CHECKING:
     from asyncmongo.client import AsyncMongoClient
@@ -34,10 +34,10 @@ NAMESPACE_EXISTS = 48
 
 
 def _no_session(session: Any) -> None:
-    if session is not None:
-        raise InvalidOperation("sessions are not supported yet by asyncmongo")
+    """Nothing to do: ``sessions_bound`` (asyncmongo.session) runs the call in ``session``."""
 
 
+@sessions_bound
 class AsyncDatabase:
     """One database; ``client["name"]`` or ``client.get_database("name", ...)``."""
 

@@ -48,6 +48,19 @@ T = TypeVar("T")
 bound_session: ContextVar[Any] = ContextVar("asyncmongo_bound_session", default=None)
 NO_WRITES_PERFORMED = "NoWritesPerformed"
 _CURSOR_OPS = frozenset({"getMore", "killCursors"})
+#: Sessions spec: commands that never take a session (endSessions names the ones to end).
+_SESSIONLESS = frozenset(
+    {
+        "endSessions",
+        "hello",
+        "isMaster",
+        "ismaster",
+        "saslStart",
+        "saslContinue",
+        "authenticate",
+        "getnonce",
+    }
+)
 
 
 class Executor:
@@ -106,7 +119,7 @@ class Executor:
         explicit = bound_session.get()
         if explicit is not None:
             return explicit, False
-        if self.sessions is None:
+        if self.sessions is None or op.name in _SESSIONLESS:
             return None, False
         return self.sessions._implicit_session(), True
 
@@ -314,4 +327,3 @@ def _raise_for_reply(reply: Mapping[str, Any]) -> None:
     if is_state_change_error(code, text):
         raise NotPrimaryError(text, dict(reply), error_labels=reply.get("errorLabels") or ())
     raise OperationFailure(text, code, reply)
-

@@ -37,8 +37,7 @@ RETRYABLE_WRITE_COMMANDS: Final = frozenset(
 )
 #: Retryable reads spec, "Supported Read Operations" (aggregate without $out/$merge).
 RETRYABLE_READ_COMMANDS: Final = frozenset(
-    {"find", "aggregate", "distinct", "count", "listDatabases", "listCollections",
-     "listIndexes"}
+    {"find", "aggregate", "distinct", "count", "listDatabases", "listCollections", "listIndexes"}
 )
 #: Retryable writes spec: a server at or above this wire version (4.4) labels its own errors.
 LABELS_FROM_SERVER_WIRE_VERSION: Final = 9

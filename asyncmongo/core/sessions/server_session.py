@@ -48,9 +48,7 @@ class ServerSession:
         self.dirty = True
 
 
-def is_about_to_expire(
-    session: ServerSession, now: float, timeout_minutes: int | None
-) -> bool:
+def is_about_to_expire(session: ServerSession, now: float, timeout_minutes: int | None) -> bool:
     """Sessions spec: expires within a minute (``None`` timeout: the server reports none,
     e.g. load-balanced mode, so it never counts as expiring)."""
     if timeout_minutes is None:

@@ -1,0 +1,253 @@
+"""One operation as the executor runs it: the user's operation plus its session and retry state.
+
+:class:`SessionOperation` wraps an operation object for the executor's retry loop. Its
+``build`` adds what the session, the transaction and retryable writes put in a command
+(``asyncmongo.core.sessions.decorate``) and the client's ``$clusterTime``; its ``parse``
+first lets the client and the session learn from the reply (cluster time, operationTime,
+snapshot time, recovery token) and turns a retryable write concern error into an exception
+while a retry is still possible.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, Generic, Protocol, TypeVar
+
+from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.core.address import Address
+from asyncmongo.core.operations.base import Command, ConnectionInfo, Operation, Target
+from asyncmongo.core.sessions.cluster_time import cluster_time_of, greater_cluster_time
+from asyncmongo.core.sessions.decorate import COMMIT_RETRY_WTIMEOUT_MS, SessionFields, decorate
+from asyncmongo.core.sessions.retryability import (
+    RETRYABLE_READ_COMMANDS,
+    is_retryable_read_error,
+    is_retryable_write_error,
+    label_retryable_write_error,
+    write_concern_error_of,
+)
+from asyncmongo.errors import WriteConcernError
+
+__all__ = [
+    "ClusterTimeKeeper",
+    "OperationSession",
+    "SessionOperation",
+    "is_retryable_write_operation",
+]
+
+T = TypeVar("T")
+
+#: Sessions spec: $clusterTime is gossiped to servers of wire version 6 (3.6) and later.
+CLUSTER_TIME_WIRE_VERSION = 6
+_TXN_END = frozenset({"commitTransaction", "abortTransaction"})
+
+
+class OperationSession(Protocol):
+    """What the executor needs of a session (``asyncmongo.session.AsyncClientSession``)."""
+
+    _implicit: bool
+
+    def _prepare(self, owner: object, name: str, *, acknowledged: bool) -> Any: ...
+
+    def _transaction_target(self, target: Target) -> Target: ...
+
+    def _check_read_preference(self, target: Target) -> None: ...
+
+    def _fields(
+        self, step: Any, txn_number: int | None, client_cluster_time: Mapping[str, Any] | None
+    ) -> SessionFields: ...
+
+    def _next_txn_number(self) -> int: ...
+
+    def _observe(self, reply: Mapping[str, Any], address: Any, sharded: bool) -> None: ...
+
+    def _on_error(self, exc: BaseException, step: Any, name: str) -> None: ...
+
+    def _release(self) -> None: ...
+
+
+def is_retryable_write_operation(op: Any) -> bool:
+    """Retryable writes spec, "Supported Write Operations": insert, single-document update
+    and delete, findAndModify (bulk batches: when none of their statements is multi)."""
+    name = op.name
+    if name == "findAndModify" or name in _TXN_END:
+        return True
+    if name not in ("insert", "update", "delete"):
+        return False
+    statements = getattr(op, "statements", None)
+    if statements is None:
+        return False
+    start = getattr(op, "start", 0)
+    return not any(getattr(s, "multi", False) for s in statements[start:])
+
+
+def is_retryable_read_operation(op: Any) -> bool:
+    """Retryable reads spec: the supported reads, not a $out/$merge aggregate, not getMore."""
+    target: Target = op.target
+    return op.name in RETRYABLE_READ_COMMANDS and not target.write_stage and target.address is None
+
+
+class SessionOperation(Generic[T]):
+    """An operation in its session, one attempt after the other."""
+
+    __slots__ = (
+        "_target",
+        "address",
+        "attempt",
+        "clock",
+        "max_wire_version",
+        "op",
+        "retry_reads",
+        "retry_writes",
+        "session",
+        "sharded",
+        "step",
+        "supports_retryable_writes",
+        "txn_number",
+    )
+
+    def __init__(
+        self,
+        op: Operation[T],
+        session: OperationSession | None,
+        clock: ClusterTimeKeeper,
+        *,
+        owner: object,
+        retry_writes: bool,
+        retry_reads: bool,
+    ) -> None:
+        self.op = op
+        self.session = session
+        self.clock = clock
+        self.attempt = 0
+        self.address: Address | None = None
+        self.sharded = False
+        self.max_wire_version: int | None = None
+        self.supports_retryable_writes = True
+        self.step: Any = None
+        self.txn_number: int | None = None
+        acknowledged = getattr(op, "acknowledged", True) and not getattr(
+            op, "unacknowledged", False
+        )
+        target = op.target
+        in_transaction = False
+        if session is not None:
+            self.step = session._prepare(owner, op.name, acknowledged=acknowledged)
+            in_transaction = bool(self.step.in_transaction)
+            if in_transaction and op.name not in _TXN_END:
+                target = session._transaction_target(target)
+                session._check_read_preference(target)
+            elif op.name in _TXN_END:
+                target = session._transaction_target(target)
+        self._target = target
+        write = retry_writes and acknowledged and is_retryable_write_operation(op)
+        self.retry_writes = (
+            write and session is not None and (not in_transaction or op.name in _TXN_END)
+        )
+        self.retry_reads = retry_reads and not in_transaction and is_retryable_read_operation(op)
+        if self.retry_writes and op.name not in _TXN_END:
+            assert session is not None
+            self.txn_number = session._next_txn_number()
+
+    # -- the Operation interface ----------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+    @property
+    def target(self) -> Target:
+        return self._target
+
+    @property
+    def codec_options(self) -> CodecOptions:
+        return self.op.codec_options
+
+    def build(self, conn: ConnectionInfo) -> Command:
+        command = self.op.build(conn)
+        hello: Mapping[str, Any] = getattr(conn, "hello", None) or {}
+        service_id = getattr(conn, "service_id", None)
+        self.max_wire_version = conn.max_wire_version
+        supports_sessions = (
+            hello.get("logicalSessionTimeoutMinutes") is not None or service_id is not None
+        )
+        self.supports_retryable_writes = supports_sessions and (
+            "setName" in hello or hello.get("msg") == "isdbgrid" or service_id is not None
+        )
+        clock_time = self.clock.cluster_time if conn.max_wire_version >= 6 else None
+        session = self.session
+        if (
+            session is not None
+            and supports_sessions
+            and not (command.unacknowledged and session._implicit)
+        ):
+            txn = self.txn_number if self.supports_retryable_writes else None
+            fields = session._fields(self.step, txn, clock_time)
+        else:
+            fields = SessionFields(cluster_time=clock_time)
+        document = decorate(command.document, fields)
+        if self.op.name == "commitTransaction" and self.attempt > 1:
+            document = _majority(document)
+        return dataclasses.replace(command, document=document)
+
+    def parse(self, reply: Mapping[str, Any]) -> T:
+        self.clock.advance(reply)
+        if self.session is not None:
+            self.session._observe(reply, self.address, self.sharded)
+        if self.attempt == 1 and self.retry_writes and self.supports_retryable_writes:
+            concern = write_concern_error_of(reply)
+            if concern is not None:
+                error = WriteConcernError(
+                    str(concern.get("errmsg", "write concern failed")),
+                    concern.get("code"),
+                    dict(reply),
+                    list(reply.get("errorLabels") or ()) + list(concern.get("errorLabels") or ()),
+                )
+                label_retryable_write_error(error, self.max_wire_version)
+                if is_retryable_write_error(error):
+                    raise error
+        return self.op.parse(reply)
+
+    # -- the retry decision ---------------------------------------------------------------
+
+    def may_retry(self, exc: BaseException) -> bool:
+        """After the first attempt failed with ``exc``: is one retry allowed?"""
+        if self.attempt != 1:
+            return False
+        if self.retry_writes:
+            if not self.supports_retryable_writes and self.max_wire_version is not None:
+                return False
+            return is_retryable_write_error(exc)
+        if self.retry_reads:
+            return is_retryable_read_error(exc)
+        return False
+
+    def failed(self, exc: BaseException) -> None:
+        """Label a retryable write's error; tell the session (dirty server session,
+        transaction labels, unpinning)."""
+        if self.retry_writes and (self.supports_retryable_writes or self.max_wire_version is None):
+            label_retryable_write_error(exc, self.max_wire_version)
+        if self.session is not None:
+            self.session._on_error(exc, self.step, self.op.name)
+
+
+def _majority(document: dict[str, Any]) -> dict[str, Any]:
+    """Transactions spec: a retried commit uses w: majority (wtimeout 10 s by default)."""
+    concern = dict(document.get("writeConcern") or {})
+    concern["w"] = "majority"
+    concern.setdefault("wtimeout", COMMIT_RETRY_WTIMEOUT_MS)
+    return {**document, "writeConcern": concern}
+
+
+class ClusterTimeKeeper:
+    """The client's greatest ``$clusterTime`` (sessions spec: gossip)."""
+
+    __slots__ = ("cluster_time",)
+
+    def __init__(self) -> None:
+        self.cluster_time: Mapping[str, Any] | None = None
+
+    def advance(self, reply: Mapping[str, Any]) -> None:
+        value = cluster_time_of(reply)
+        if value is not None:
+            self.cluster_time = greater_cluster_time(self.cluster_time, value)

@@ -1,0 +1,810 @@
+"""AsyncClientSession: explicit sessions, causal consistency, snapshots and transactions.
+
+``async with client.start_session() as s:`` gives a session; pass it as ``session=s`` to any
+operation. ``await s.with_transaction(callback)`` runs ``callback(s)`` in a transaction and
+retries it (sessions spec, transactions spec, convenient transactions API: a 120-second
+budget, TransientTransactionError restarts the whole transaction, UnknownTransactionCommitResult
+retries the commit). The pure rules live in :mod:`asyncmongo.core.sessions`; the executor
+(:mod:`asyncmongo.runtime.executor`) asks the session for the fields of each command and tells
+it what each reply and error said.
+
+A server session (the ``lsid``) is taken from the client's pool lazily, on first use, and
+given back by :meth:`AsyncClientSession.end_session`; the client sends ``endSessions`` for the
+pooled ones when it closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
+
+from asyncmongo.bson.types import Timestamp
+from asyncmongo.core.concern import ReadConcern, WriteConcern
+from asyncmongo.core.operations.base import Target
+from asyncmongo.core.operations.command import CommandOperation
+from asyncmongo.core.sdam.types import TopologyType
+from asyncmongo.core.selection import ReadPreference, Selection
+from asyncmongo.core.selection.read_preference import Mode
+from asyncmongo.core.sessions import (
+    ServerSession,
+    ServerSessionPool,
+    TxnAction,
+    TxnState,
+    greater_cluster_time,
+    greater_operation_time,
+    transition,
+)
+from asyncmongo.core.sessions.cluster_time import cluster_time_of
+from asyncmongo.core.sessions.decorate import (
+    SessionFields,
+    abort_command,
+    commit_command,
+    snapshot_time_of,
+)
+from asyncmongo.core.sessions.retryability import is_retryable_write_error
+from asyncmongo.errors import (
+    ConfigurationError,
+    ConnectionFailure,
+    InvalidArgument,
+    InvalidOperation,
+    MongoError,
+    OperationFailure,
+    ServerSelectionTimeoutError,
+    WriteConcernError,
+)
+from asyncmongo.runtime.executor import bound_session
+
+if TYPE_CHECKING:
+    from asyncmongo.client import AsyncMongoClient
+
+__all__ = [
+    "AsyncClientSession",
+    "SessionOptions",
+    "TransactionOptions",
+    "bound_session",
+    "session_scope",
+    "sessions_bound",
+]
+
+T = TypeVar("T")
+
+#: Convenient transactions API: how long with_transaction keeps retrying.
+WITH_TRANSACTION_TIMEOUT_S: Final = 120.0
+TRANSIENT_TRANSACTION_ERROR: Final = "TransientTransactionError"
+UNKNOWN_COMMIT_RESULT: Final = "UnknownTransactionCommitResult"
+#: Transactions spec: these write concern errors mean the commit certainly did not happen.
+_COMMIT_DEFINITE_CODES: Final = frozenset({79, 100})
+_MAX_TIME_MS_EXPIRED: Final = 50
+#: Sessions spec: endSessions takes at most this many ids per command.
+END_SESSIONS_BATCH: Final = 10_000
+
+#: The clock with_transaction measures its budget with (tests replace it).
+monotonic: Callable[[], float] = time.monotonic
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionOptions:
+    """Options of one transaction (None: inherit from the session's defaults, then the
+    client)."""
+
+    read_concern: ReadConcern | None = None
+    write_concern: WriteConcern | None = None
+    read_preference: ReadPreference | None = None
+    max_commit_time_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.write_concern is not None and not self.write_concern.acknowledged:
+            raise ConfigurationError(
+                f"transactions do not support unacknowledged write concern: {self.write_concern!r}"
+            )
+
+    def merged(self, defaults: TransactionOptions) -> TransactionOptions:
+        """These options with every unset field taken from ``defaults``."""
+        return TransactionOptions(
+            self.read_concern or defaults.read_concern,
+            self.write_concern or defaults.write_concern,
+            self.read_preference or defaults.read_preference,
+            self.max_commit_time_ms
+            if self.max_commit_time_ms is not None
+            else defaults.max_commit_time_ms,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOptions:
+    """Options of a session (sessions spec, "startSession")."""
+
+    causal_consistency: bool | None = None
+    default_transaction_options: TransactionOptions | None = None
+    snapshot: bool = False
+    default_timeout_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.snapshot and self.causal_consistency:
+            raise ConfigurationError("snapshot reads and causal consistency are mutually exclusive")
+
+    @property
+    def causally_consistent(self) -> bool:
+        """Causal consistency defaults to on, except for snapshot sessions."""
+        if self.causal_consistency is None:
+            return not self.snapshot
+        return self.causal_consistency
+
+
+@contextmanager
+def session_scope(session: AsyncClientSession | None) -> Iterator[None]:
+    """Run the enclosed operations in ``session`` (the API binds ``session=`` this way)."""
+    if session is None:
+        yield
+        return
+    token = bound_session.set(session)
+    try:
+        yield
+    finally:
+        bound_session.reset(token)
+
+
+C = TypeVar("C", bound=type)
+
+
+def sessions_bound(cls: C) -> C:
+    """Class decorator for the API classes: every method with a ``session`` argument (or
+    ``session=`` in its ``**kwargs``) runs its operations in that session. Coroutine methods
+    bind it around the call; a method returning a cursor (``find``) hands the cursor a
+    runner bound to the session, since the cursor runs its command later."""
+    for name, fn in list(vars(cls).items()):
+        if name.startswith("__") or not inspect.isfunction(fn):
+            continue
+        parameters = inspect.signature(fn).parameters
+        takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+        if "session" not in parameters and not takes_kwargs:
+            continue
+        names = list(parameters)
+        index = names.index("session") if "session" in names else None
+        setattr(cls, name, _bind_session(fn, index))
+    return cls
+
+
+def _session_argument(args: tuple[Any, ...], kwargs: Mapping[str, Any], index: int | None) -> Any:
+    session = kwargs.get("session")
+    if session is None and index is not None and len(args) > index:
+        session = args[index]
+    if session is not None and not isinstance(session, AsyncClientSession):
+        raise InvalidArgument(
+            f"session must be an AsyncClientSession, not {type(session).__name__}"
+        )
+    return session
+
+
+def _bind_session(fn: Callable[..., Any], index: int | None) -> Callable[..., Any]:
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def bound_coroutine(*args: Any, **kwargs: Any) -> Any:
+            session = _session_argument(args, kwargs, index)
+            if session is None:
+                return await fn(*args, **kwargs)
+            token = bound_session.set(session)
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                bound_session.reset(token)
+
+        return bound_coroutine
+
+    @functools.wraps(fn)
+    def bound_function(*args: Any, **kwargs: Any) -> Any:
+        session = _session_argument(args, kwargs, index)
+        result = fn(*args, **kwargs)
+        runner = getattr(result, "_runner", None)
+        if session is not None and runner is not None:
+            result._runner = SessionRunner(runner, session)
+        return result
+
+    return bound_function
+
+
+class SessionRunner:
+    """A cursor's runner that runs every operation in one session."""
+
+    __slots__ = ("_runner", "session")
+
+    def __init__(self, runner: Any, session: AsyncClientSession) -> None:
+        self._runner = runner
+        self.session = session
+
+    async def _run_operation(self, op: Any, operation_id: int | None = None) -> Any:
+        with session_scope(self.session):
+            return await self._runner._run_operation(op, operation_id)
+
+    async def _run_cursor_operation(self, op: Any) -> Any:
+        with session_scope(self.session):
+            return await self._runner._run_cursor_operation(op)
+
+
+class AsyncClientSession:
+    """A logical session: causal ordering of its operations, transactions, one lsid."""
+
+    __slots__ = (
+        "_client",
+        "_cluster_time",
+        "_ended",
+        "_implicit",
+        "_operation_time",
+        "_options",
+        "_pinned_address",
+        "_recovery_token",
+        "_server_session",
+        "_snapshot_time",
+        "_txn_options",
+        "_txn_state",
+        "_txn_writes_unacknowledged",
+    )
+
+    def __init__(
+        self,
+        client: AsyncMongoClient,
+        options: SessionOptions,
+        *,
+        implicit: bool = False,
+    ) -> None:
+        self._client = client
+        self._options = options
+        self._implicit = implicit
+        self._server_session: ServerSession | None = None
+        self._ended = False
+        self._cluster_time: Mapping[str, Any] | None = None
+        self._operation_time: Timestamp | None = None
+        self._snapshot_time: Timestamp | None = None
+        self._txn_state = TxnState.NONE
+        self._txn_options = TransactionOptions()
+        self._pinned_address: Any = None
+        self._recovery_token: Mapping[str, Any] | None = None
+        self._txn_writes_unacknowledged = False
+
+    def __repr__(self) -> str:
+        state = "ended" if self._ended else self._txn_state.public_name
+        kind = "implicit" if self._implicit else "explicit"
+        return f"<AsyncClientSession {kind}, transaction {state}>"
+
+    # -- public surface --------------------------------------------------------------------
+
+    @property
+    def client(self) -> AsyncMongoClient:
+        return self._client
+
+    @property
+    def options(self) -> SessionOptions:
+        return self._options
+
+    @property
+    def session_id(self) -> Mapping[str, Any]:
+        """The lsid document ``{"id": UUID}`` (takes a server session on first use)."""
+        self._check_not_ended()
+        return self._take_server_session().lsid
+
+    @property
+    def cluster_time(self) -> Mapping[str, Any] | None:
+        return self._cluster_time
+
+    @property
+    def operation_time(self) -> Timestamp | None:
+        return self._operation_time
+
+    @property
+    def has_ended(self) -> bool:
+        return self._ended
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._txn_state.in_transaction
+
+    @property
+    def _transaction_state(self) -> str:
+        """The unified format's name of the transaction state."""
+        return self._txn_state.public_name
+
+    @property
+    def _dirty(self) -> bool:
+        return self._server_session is not None and self._server_session.dirty
+
+    def advance_cluster_time(self, cluster_time: Mapping[str, Any]) -> None:
+        """Causal consistency: order this session after another one's cluster time."""
+        if not isinstance(cluster_time, Mapping) or not isinstance(
+            cluster_time.get("clusterTime"), Timestamp
+        ):
+            raise InvalidOperation("cluster_time must be a $clusterTime document")
+        self._cluster_time = greater_cluster_time(self._cluster_time, cluster_time)
+
+    def advance_operation_time(self, operation_time: Timestamp) -> None:
+        """Causal consistency: order this session's reads after ``operation_time``."""
+        if not isinstance(operation_time, Timestamp):
+            raise InvalidOperation("operation_time must be a Timestamp")
+        self._operation_time = greater_operation_time(self._operation_time, operation_time)
+
+    def get_snapshot_time(self) -> Timestamp | None:
+        """A snapshot session's read time (known after its first read)."""
+        return self._snapshot_time
+
+    async def __aenter__(self) -> AsyncClientSession:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.end_session()
+
+    async def end_session(self) -> None:
+        """Abort an open transaction, give the server session back to the pool (idempotent)."""
+        if self._ended:
+            return
+        try:
+            if self.in_transaction:
+                await self.abort_transaction()
+        finally:
+            self._release()
+
+    # -- transactions -------------------------------------------------------------------
+
+    def start_transaction(
+        self,
+        read_concern: ReadConcern | None = None,
+        write_concern: WriteConcern | None = None,
+        read_preference: ReadPreference | None = None,
+        max_commit_time_ms: int | None = None,
+    ) -> _TransactionContext:
+        """Start a transaction; the next operation in this session begins it on the server.
+
+        The result is also an async context manager committing on success and aborting on
+        an exception (``async with s.start_transaction(): ...``).
+        """
+        self._check_not_ended()
+        if self._options.snapshot:
+            raise InvalidOperation("Transactions are not supported in snapshot sessions")
+        step = transition(self._txn_state, TxnAction.START)
+        options = TransactionOptions(
+            read_concern, write_concern, read_preference, max_commit_time_ms
+        ).merged(self._options.default_transaction_options or TransactionOptions())
+        options = options.merged(self._client_transaction_defaults())
+        if options.write_concern is not None and not options.write_concern.acknowledged:
+            raise ConfigurationError("transactions do not support unacknowledged write concern")
+        self._unpin()
+        self._txn_options = options
+        self._txn_state = step.state
+        self._recovery_token = None
+        self._take_server_session().next_txn_number()
+        return _TransactionContext(self)
+
+    async def commit_transaction(self) -> None:
+        """Commit (retrying once, then with w: majority); empty transactions send nothing."""
+        self._check_not_ended()
+        previous = self._txn_state
+        step = transition(previous, TxnAction.COMMIT)
+        self._txn_state = step.state
+        if not step.send:
+            return
+        retry = previous is TxnState.COMMITTED  # a second commit: w: majority (spec)
+        await self._finish("commitTransaction", retry=retry)
+
+    async def abort_transaction(self) -> None:
+        """Abort; errors from the server are ignored (the transaction is over either way)."""
+        self._check_not_ended()
+        step = transition(self._txn_state, TxnAction.ABORT)
+        self._txn_state = step.state
+        if not step.send:
+            self._unpin()
+            return
+        try:
+            await self._finish("abortTransaction", retry=False)
+        except MongoError:
+            pass  # transactions spec: abortTransaction errors are swallowed
+        finally:
+            self._unpin()
+
+    async def with_transaction(
+        self,
+        callback: Callable[[AsyncClientSession], Awaitable[T]],
+        read_concern: ReadConcern | None = None,
+        write_concern: WriteConcern | None = None,
+        read_preference: ReadPreference | None = None,
+        max_commit_time_ms: int | None = None,
+    ) -> T:
+        """Run ``callback(session)`` in a transaction and commit, retrying within 120 s
+        (convenient transactions API)."""
+        start = monotonic()
+        while True:
+            self.start_transaction(read_concern, write_concern, read_preference, max_commit_time_ms)
+            try:
+                result = await callback(self)
+            except BaseException as exc:
+                if self.in_transaction:
+                    await self.abort_transaction()
+                if (
+                    isinstance(exc, MongoError)
+                    and exc.has_error_label(TRANSIENT_TRANSACTION_ERROR)
+                    and monotonic() - start < WITH_TRANSACTION_TIMEOUT_S
+                ):
+                    continue
+                raise
+            if self._txn_state in (TxnState.NONE, TxnState.COMMITTED, TxnState.ABORTED):
+                return result  # the callback ended the transaction itself
+            if self._txn_state is TxnState.COMMITTED_EMPTY:
+                return result
+            if await self._commit_with_retries(start):
+                return result
+
+    async def _commit_with_retries(self, start: float) -> bool:
+        """True once committed; False to restart the whole transaction (transient error)."""
+        while True:
+            try:
+                await self.commit_transaction()
+                return True
+            except MongoError as exc:
+                elapsed = monotonic() - start
+                if (
+                    exc.has_error_label(UNKNOWN_COMMIT_RESULT)
+                    and elapsed < WITH_TRANSACTION_TIMEOUT_S
+                    and not _is_max_time_expired(exc)
+                ):
+                    continue
+                if (
+                    exc.has_error_label(TRANSIENT_TRANSACTION_ERROR)
+                    and elapsed < WITH_TRANSACTION_TIMEOUT_S
+                ):
+                    return False
+                raise
+
+    async def _finish(self, name: str, *, retry: bool) -> None:
+        """Send commitTransaction/abortTransaction (the executor retries it once)."""
+        options = self._txn_options
+        write_concern = options.write_concern.document if options.write_concern else None
+        if name == "commitTransaction":
+            document = commit_command(
+                write_concern, options.max_commit_time_ms, self._recovery_token, retry=retry
+            )
+        else:
+            document = abort_command(write_concern, self._recovery_token)
+        target = Target.write()
+        if self._pinned_address is not None:
+            target = Target(Selection.write(), self._pinned_address)
+        op: CommandOperation[Mapping[str, Any]] = CommandOperation(
+            "admin", document, _check_finish, target
+        )
+        try:
+            with session_scope(self):
+                await self._client._run_operation(op)
+        except MongoError as exc:
+            if name == "commitTransaction":
+                _label_commit_error(exc)
+            raise
+
+    # -- what the executor asks ---------------------------------------------------------
+
+    def _prepare(self, owner: object, name: str, *, acknowledged: bool) -> SessionStep:
+        """Called once per operation before the first attempt: checks, the transaction
+        transition and (for the first command of a transaction) startTransaction."""
+        if owner is not self._client:
+            raise InvalidOperation(
+                "this session was started by another AsyncMongoClient and cannot be used "
+                "with this one"
+            )
+        self._check_not_ended()
+        if name in ("commitTransaction", "abortTransaction"):
+            return SessionStep(in_transaction=True, starting=False)
+        if self._txn_state.in_transaction:
+            if not acknowledged:
+                raise InvalidOperation("unacknowledged writes are not allowed in a transaction")
+            starting = self._txn_state is TxnState.STARTING
+            self._txn_state = transition(self._txn_state, TxnAction.OPERATE).state
+            return SessionStep(in_transaction=True, starting=starting)
+        if not acknowledged and not self._implicit:
+            raise ConfigurationError(
+                "explicit sessions are incompatible with unacknowledged writes"
+            )
+        if self._txn_state is not TxnState.NONE:
+            self._txn_state = transition(self._txn_state, TxnAction.OPERATE).state
+            self._unpin()
+        return SessionStep(in_transaction=False, starting=False)
+
+    def _transaction_target(self, target: Target) -> Target:
+        """In a transaction: the transaction's read preference, and the pinned mongos."""
+        if self._pinned_address is not None:
+            return Target(target.selection, self._pinned_address)
+        preference = self._txn_options.read_preference
+        if preference is not None and target.address is None:
+            if target.selection.read_preference is not preference:
+                selection = replace(target.selection, read_preference=preference)
+                return replace(target, selection=selection)
+        return target
+
+    def _check_read_preference(self, target: Target) -> None:
+        selection = target.selection
+        preference = self._txn_options.read_preference
+        effective = preference if preference is not None else selection.read_preference
+        if effective.mode is not Mode.PRIMARY and selection.operation.name == "READ":
+            raise InvalidOperation(
+                f"read preference in a transaction must be primary, not: {effective.mode.name}"
+            )
+
+    def _fields(
+        self,
+        step: SessionStep,
+        txn_number: int | None,
+        client_cluster_time: Mapping[str, Any] | None,
+    ) -> SessionFields:
+        """The session fields of one attempt."""
+        server_session = self._take_server_session()
+        server_session.last_use = monotonic()
+        cluster_time = greater_cluster_time(client_cluster_time, self._cluster_time)
+        causal = self._options.causally_consistent and not self._implicit
+        after = self._operation_time if causal else None
+        if step.in_transaction:
+            concern = self._txn_options.read_concern
+            return SessionFields(
+                lsid=server_session.lsid,
+                txn_number=server_session.txn_number,
+                in_transaction=True,
+                starting_transaction=step.starting,
+                transaction_read_concern=concern.document if concern else None,
+                after_cluster_time=after,
+                cluster_time=cluster_time,
+            )
+        return SessionFields(
+            lsid=server_session.lsid,
+            txn_number=txn_number,
+            after_cluster_time=after,
+            snapshot=self._options.snapshot,
+            snapshot_time=self._snapshot_time,
+            cluster_time=cluster_time,
+        )
+
+    def _next_txn_number(self) -> int:
+        """A new transaction number for one retryable write (its retry reuses it)."""
+        return self._take_server_session().next_txn_number()
+
+    def _observe(self, reply: Mapping[str, Any], address: Any, sharded: bool) -> None:
+        """A reply arrived: gossip, operationTime, the snapshot time, the recovery token,
+        and pin a transaction to the mongos that started it."""
+        cluster_time = cluster_time_of(reply)
+        if cluster_time is not None:
+            self._cluster_time = greater_cluster_time(self._cluster_time, cluster_time)
+        operation_time = reply.get("operationTime")
+        if operation_time is not None:
+            self._operation_time = greater_operation_time(self._operation_time, operation_time)
+        if self._options.snapshot and self._snapshot_time is None:
+            self._snapshot_time = snapshot_time_of(reply)
+        if self._txn_state.in_transaction:
+            token = reply.get("recoveryToken")
+            if isinstance(token, Mapping):
+                self._recovery_token = token
+            if sharded and self._pinned_address is None:
+                self._pinned_address = address
+
+    def _pin_on_start(self, address: Any, sharded: bool) -> None:
+        """Transactions spec: a sharded transaction is pinned to the first mongos it used."""
+        if sharded and self._txn_state.in_transaction and self._pinned_address is None:
+            self._pinned_address = address
+
+    def _on_error(self, exc: BaseException, step: SessionStep, name: str) -> None:
+        """An attempt failed: a network error dirties the server session; in a transaction
+        network and selection errors are transient, and transient errors unpin."""
+        if isinstance(exc, ConnectionFailure) and not isinstance(exc, ServerSelectionTimeoutError):
+            if _is_network(exc) and self._server_session is not None:
+                self._server_session.mark_dirty()
+        if not step.in_transaction or not isinstance(exc, MongoError):
+            return
+        if name != "commitTransaction" and (
+            _is_network(exc) or isinstance(exc, ServerSelectionTimeoutError)
+        ):
+            exc._add_error_label(TRANSIENT_TRANSACTION_ERROR)
+        if exc.has_error_label(TRANSIENT_TRANSACTION_ERROR) or (
+            name == "commitTransaction" and exc.has_error_label(UNKNOWN_COMMIT_RESULT)
+        ):
+            self._unpin()
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _check_not_ended(self) -> None:
+        if self._ended:
+            raise InvalidOperation("Cannot use ended session")
+
+    def _take_server_session(self) -> ServerSession:
+        if self._server_session is None:
+            self._server_session = self._client._server_sessions_acquire()
+        return self._server_session
+
+    def _release(self) -> None:
+        """End: the server session goes back to the client's pool."""
+        if self._ended:
+            return
+        self._ended = True
+        self._unpin()
+        server_session, self._server_session = self._server_session, None
+        if server_session is not None:
+            self._client._server_sessions_release(server_session)
+
+    def _unpin(self) -> None:
+        self._pinned_address = None
+
+    def _client_transaction_defaults(self) -> TransactionOptions:
+        client = self._client
+        read_concern = client.read_concern
+        write_concern = client.write_concern
+        return TransactionOptions(
+            None if read_concern.is_server_default else read_concern,
+            None if write_concern.is_server_default else write_concern,
+            client.read_preference,
+            None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStep:
+    """What ``_prepare`` decided for one operation."""
+
+    in_transaction: bool
+    starting: bool
+
+
+class _TransactionContext:
+    """``async with session.start_transaction():`` commits on success, aborts on error."""
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: AsyncClientSession) -> None:
+        self._session = session
+
+    async def __aenter__(self) -> _TransactionContext:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        session = self._session
+        if not session.in_transaction:
+            return
+        if exc_type is None:
+            await session.commit_transaction()
+        else:
+            await session.abort_transaction()
+
+
+def _check_finish(reply: Mapping[str, Any]) -> Mapping[str, Any]:
+    """commit/abort replies: ok: 0 raises; a writeConcernError raises WriteConcernError."""
+    from asyncmongo.core.operations.replies import check_reply, raise_write_concern_error
+
+    check_reply(reply)
+    concern = reply.get("writeConcernError")
+    if isinstance(concern, Mapping):
+        raise_write_concern_error(concern, reply)
+    return reply
+
+
+def _is_network(exc: BaseException) -> bool:
+    from asyncmongo.errors import NotPrimaryError, WaitQueueTimeoutError
+
+    return isinstance(exc, ConnectionFailure) and not isinstance(
+        exc, NotPrimaryError | ServerSelectionTimeoutError | WaitQueueTimeoutError
+    )
+
+
+def _is_max_time_expired(exc: MongoError) -> bool:
+    if isinstance(exc, OperationFailure) and exc.code == _MAX_TIME_MS_EXPIRED:
+        return True
+    if isinstance(exc, WriteConcernError):
+        return False
+    return False
+
+
+def _label_commit_error(exc: MongoError) -> None:
+    """Transactions spec, "UnknownTransactionCommitResult": network and selection errors,
+    retryable errors, MaxTimeMSExpired and write concern errors (except the two that prove
+    the commit did not happen) leave the outcome unknown."""
+    unknown = (
+        _is_network(exc)
+        or isinstance(exc, ServerSelectionTimeoutError)
+        or is_retryable_write_error(exc)
+        or (isinstance(exc, OperationFailure) and exc.code == _MAX_TIME_MS_EXPIRED)
+        or (isinstance(exc, WriteConcernError) and exc.code not in _COMMIT_DEFINITE_CODES)
+    )
+    if unknown:
+        exc._remove_error_label(TRANSIENT_TRANSACTION_ERROR)
+        exc._add_error_label(UNKNOWN_COMMIT_RESULT)
+
+
+# -- the client's side -------------------------------------------------------------------
+
+
+class ClientSessions:
+    """Mixed into AsyncMongoClient: start_session, the server session pool, endSessions."""
+
+    _server_session_pool: ServerSessionPool | None = None
+
+    if TYPE_CHECKING:
+        _closed: bool
+
+        async def _run_operation(self, op: Any, operation_id: int | None = None) -> Any: ...
+
+        @property
+        def topology_description(self) -> Any: ...
+
+    def start_session(
+        self,
+        causal_consistency: bool | None = None,
+        default_transaction_options: TransactionOptions | None = None,
+        snapshot: bool = False,
+        default_timeout_ms: int | None = None,
+    ) -> AsyncClientSession:
+        """A new explicit session (use ``async with``, or call ``end_session``)."""
+        if self._closed:
+            raise InvalidOperation("the client is closed")
+        options = SessionOptions(
+            causal_consistency, default_transaction_options, snapshot, default_timeout_ms
+        )
+        return AsyncClientSession(cast("AsyncMongoClient", self), options)
+
+    def _implicit_session(self) -> AsyncClientSession:
+        return AsyncClientSession(cast("AsyncMongoClient", self), SessionOptions(), implicit=True)
+
+    def _session_pool(self) -> ServerSessionPool:
+        pool = self._server_session_pool
+        if pool is None:
+            pool = ServerSessionPool(lambda: uuid.uuid4().bytes)
+            self._server_session_pool = pool
+        return pool
+
+    def _session_timeout(self) -> int | None:
+        description = self.topology_description
+        if description.topology_type is TopologyType.LOAD_BALANCED:
+            return None
+        timeout = description.logical_session_timeout_minutes
+        return timeout if isinstance(timeout, int) else None
+
+    def _server_sessions_acquire(self) -> ServerSession:
+        return self._session_pool().acquire(monotonic(), self._session_timeout())
+
+    def _server_sessions_release(self, session: ServerSession) -> None:
+        self._session_pool().release(session, monotonic(), self._session_timeout())
+
+    async def _end_server_sessions(self) -> None:
+        """Sessions spec: endSessions for every pooled id on close (errors ignored)."""
+        pool = self._server_session_pool
+        if pool is None or not len(pool):
+            return
+        ids = pool.drain()
+        preference = ReadPreference(Mode.PRIMARY_PREFERRED)
+        for start in range(0, len(ids), END_SESSIONS_BATCH):
+            batch = ids[start : start + END_SESSIONS_BATCH]
+            op: CommandOperation[Mapping[str, Any]] = CommandOperation(
+                "admin", {"endSessions": batch}, _unchecked, Target.read(preference)
+            )
+            try:
+                await asyncio.wait_for(self._run_operation(op), 5)
+            except (MongoError, TimeoutError):
+                return
+
+
+def _unchecked(reply: Mapping[str, Any]) -> Mapping[str, Any]:
+    return reply
+
+
+def copy_context_with(session: AsyncClientSession) -> contextvars.Context:
+    """A context in which ``session`` is bound (for cursors that outlive the call)."""
+    context = contextvars.copy_context()
+    context.run(bound_session.set, session)
+    return context
