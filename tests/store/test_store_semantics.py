@@ -36,6 +36,13 @@ from asyncmongo.testing.store.update import UpdateContext, apply_update
         ({"a": {"$lte": None}}, {}, True),
         ({"a": {"$gte": None}}, {"a": None}, True),
         ({"a": {"$nin": [None]}}, {}, False),
+        # $regex expands one array level only; an array element may equal an array value.
+        ({"a": {"$regex": "x"}}, {"a": [["x"]]}, False),
+        ({"a": []}, {"a": [[], 1]}, True),
+        # A numeric path component indexes the array; embedded documents without a field
+        # named "0" do not make it "missing".
+        ({"a.0": None}, {"a": [{"y": 1}, 2]}, False),
+        ({"a.0": 5}, {"a": [{"0": 5}]}, True),
     ],
 )
 def test_query_rules(query: dict[str, Any], document: dict[str, Any], expected: bool) -> None:

@@ -31,6 +31,9 @@ what the store does in each case):
 - jongodb's $mod does not truncate doubles and reaches into nested arrays; MongoDB truncates
   the dividend toward zero and expands one array level only.
 - jongodb's $lte/$gte null and $nin [null] ignore that null also matches a missing field.
+- jongodb's $regex reaches into nested arrays; MongoDB expands one array level only.
+- jongodb's equality with an array value (``{a: []}``) does not match an array element that is
+  that array (``{a: [[], 1]}``); MongoDB does.
 - jongodb implements only the $set, $unset, $inc, $addToSet and $setOnInsert update
   operators ($mul $min $max $rename $push $pop $pull $pullAll $currentDate are "unsupported
   update operator"); the store's versions are covered by unit tests only.
@@ -39,8 +42,8 @@ what the store does in each case):
 - jongodb refuses to update a path through an array index (``a.1``); MongoDB pads or updates
   the element.
 - jongodb's $inc wraps around on int32 overflow; MongoDB promotes the result to a long.
-- jongodb closes the connection on some updates (``$addToSet`` on ``b.0`` when ``b`` is a
-  document) instead of answering.
+- jongodb closes the connection on some updates (``$addToSet`` of null, or on ``b.0`` when
+  ``b`` is a document) instead of answering.
 - Error codes: where both fail, jongodb often reports its own codes (14 for most update errors,
   238 NotImplemented); the store uses the server's (2, 9, 14, 28, 40, 66, ...).
 """

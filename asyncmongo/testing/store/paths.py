@@ -62,7 +62,14 @@ def _collect_from_array(value: list[Any], parts: list[str], i: int, out: list[An
             _collect(value[index], parts, i + 1, out)
     for element in value:
         if isinstance(element, Mapping):
-            _collect(element, parts, i, out)
+            if key.isdigit():
+                # A numeric component is first an index; as a field name of the embedded
+                # documents it only adds values it finds, never "missing".
+                found: list[Any] = []
+                _collect(element, parts, i, found)
+                out.extend(v for v in found if v is not MISSING)
+            else:
+                _collect(element, parts, i, out)
     if len(out) == before:
         out.append(MISSING)
 
