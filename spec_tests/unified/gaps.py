@@ -20,7 +20,14 @@ from typing import Final
 
 from asyncmongo.errors import OperationFailure
 
-__all__ = ["DRIVER_GAPS", "DriverGap", "driver_gap_reason", "simulator_gap_reason"]
+__all__ = [
+    "DRIVER_GAPS",
+    "DriverGap",
+    "driver_gap_reason",
+    "expects_server_error",
+    "simulator_content_gap",
+    "simulator_gap_reason",
+]
 
 _PACKAGE: Final = Path(__file__).resolve().parents[2] / "asyncmongo"
 
@@ -83,3 +90,34 @@ def simulator_gap_reason(exc: BaseException) -> str | None:
     if "unknown fail point" in message:
         return f"asyncmongo.testing lacks this fail point: {message}"
     return None
+
+
+def _mentions(value: object, key: str) -> bool:
+    """Whether ``key`` appears as a document key anywhere in ``value``."""
+    if isinstance(value, dict):
+        return key in value or any(_mentions(v, key) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_mentions(v, key) for v in value)
+    return False
+
+
+#: (a key the test uses, why the simulator cannot run it).
+_SIMULATOR_CONTENT_GAPS: Final = (
+    ("collation", "asyncmongo.testing ignores collations (no locale-aware string "
+                  "comparison in its store)"),
+    ("viewOn", "asyncmongo.testing has no views"),
+)
+
+
+def simulator_content_gap(test: object, initial_data: object) -> str | None:
+    """Why a failing test is beyond the simulator, judged by what the test uses."""
+    for key, reason in _SIMULATOR_CONTENT_GAPS:
+        if _mentions(test, key) or _mentions(initial_data, key):
+            return reason
+    return None
+
+
+def expects_server_error(expected: dict[str, object]) -> bool:
+    """An expectedError that only a server reply can satisfy."""
+    return expected.get("isClientError") is False or any(
+        key in expected for key in ("errorCode", "errorCodeName", "errorResponse"))

@@ -180,6 +180,11 @@ async def _rename(ctx: OperationContext, obj: Any, kwargs: dict[str, Any]) -> An
     return await call_api(obj, "rename", _pop(kwargs, "to"), **kwargs)
 
 
+async def _count(ctx: OperationContext, obj: Any, kwargs: dict[str, Any]) -> Any:
+    raise Unsupported("the deprecated count helper is not in asyncmongo's API (PyMongo 4 "
+                      "removed Collection.count; count_documents replaces it)")
+
+
 async def _change_stream(ctx: OperationContext, obj: Any, kwargs: dict[str, Any]) -> Any:
     raise Unsupported("change streams are not built in asyncmongo yet (watch)")
 
@@ -298,6 +303,7 @@ for _name, _handler in {
     "findOneAndReplace": _method("find_one_and_replace", "filter", "replacement"),
     "estimatedDocumentCount": _method("estimated_document_count"),
     "countDocuments": _count_documents,
+    "count": _count,
     "distinct": _distinct,
     "find": _find,
     "findOne": _find_one,

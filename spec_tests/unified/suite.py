@@ -27,7 +27,7 @@ import pytest_asyncio
 
 from asyncmongo.errors import MongoError
 from spec_tests.unified.errors import Unsupported
-from spec_tests.unified.gaps import driver_gap_reason
+from spec_tests.unified.gaps import driver_gap_reason, simulator_content_gap
 from spec_tests.unified.matcher import TestFormatError
 from spec_tests.unified.runner import UnifiedTestRunner
 from spec_tests.unified.schema import InvalidTestFile, UnifiedFile, load_unified_file
@@ -119,6 +119,8 @@ async def _run(pool: TargetPool, case: UnifiedCase) -> None:
         await runner.run_test(test)
     except (AssertionError, MongoError) as exc:
         gap = driver_gap_reason(case.path)
+        if gap is None and runner.excuse_simulator_gaps:
+            gap = simulator_content_gap(test, file.initial_data)
         if gap is None:
             raise
         summary = f"{type(exc).__name__}: {exc}"

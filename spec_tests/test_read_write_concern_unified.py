@@ -1,0 +1,20 @@
+"""The read/write concern on operations unified tests (spec_tests/data/read-write-concern/operation) through the unified runner.
+
+Every test passes, or is skipped with the reason the runner gives (an unmet runOnRequirement,
+an asyncmongo API not built yet, a server feature asyncmongo.testing lacks).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from spec_tests.unified.suite import UnifiedCase, run_unified_case, target_pool, unified_params
+from spec_tests.unified.target import TargetPool
+
+__all__ = ["target_pool"]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+@pytest.mark.parametrize("case", unified_params("read-write-concern/operation"))
+async def test_read_write_concern_unified(target_pool: TargetPool, case: UnifiedCase) -> None:
+    await run_unified_case(target_pool, case)
