@@ -21,6 +21,7 @@ from pymongo import (
 from pymongo.errors import (
     AutoReconnect,
     DuplicateKeyError,
+    NetworkTimeout,
     NotPrimaryError,
     OperationFailure,
     PyMongoError,
@@ -459,5 +460,36 @@ async def test_write_concern_needs_reachable_members() -> None:
                 await client.db.get_collection("c", write_concern=WriteConcern(w=2)).insert_one(
                     {"_id": 1})
             assert refused.value.code == 2
+        finally:
+            await client.close()
+
+
+async def test_network_faults_as_pymongo_sees_them() -> None:
+    async with Standalone() as deployment:
+        server = deployment.server
+        client = client_for(deployment.uri, socketTimeoutMS=300, heartbeatFrequencyMS=500,
+                            serverSelectionTimeoutMS=1000, retryReads=False)
+        try:
+            await client.admin.command("ping")
+            server.send_garbage()
+            with pytest.raises(PyMongoError):  # PyMongo: ProtocolError on a bad opcode
+                await client.admin.command("ping")
+            server.send_truncated()
+            with pytest.raises(AutoReconnect):
+                await client.admin.command("ping")
+            server.slow(600)
+            with pytest.raises(NetworkTimeout):
+                await client.admin.command("ping")
+            server.slow(0)
+            await server.partition("silent")
+            with pytest.raises(AutoReconnect):  # a timeout, then no server to select
+                await client.admin.command("ping")
+            await server.heal()
+            await server.partition("refuse")
+            with pytest.raises(AutoReconnect, match=r"refused|Connect call failed"):
+                await client.admin.command("ping")
+            await server.heal()
+            await wait_until(lambda: server_types(client).get(server.host) == "Standalone")
+            assert (await client.admin.command("ping"))["ok"] == 1.0
         finally:
             await client.close()
