@@ -1,4 +1,5 @@
-"""The load balancer support unified tests (spec_tests/data/load-balancers) through the unified runner.
+"""The load balancer support unified tests (spec_tests/data/load-balancers)
+through the unified runner.
 
 Every test passes, or is skipped with the reason the runner gives (an unmet runOnRequirement,
 an asyncmongo API not built yet, a server feature asyncmongo.testing lacks).

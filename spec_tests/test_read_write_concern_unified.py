@@ -1,4 +1,5 @@
-"""The read/write concern on operations unified tests (spec_tests/data/read-write-concern/operation) through the unified runner.
+"""The read/write concern on operations unified tests (spec_tests/data/read-write-concern/operation)
+through the unified runner.
 
 Every test passes, or is skipped with the reason the runner gives (an unmet runOnRequirement,
 an asyncmongo API not built yet, a server feature asyncmongo.testing lacks).

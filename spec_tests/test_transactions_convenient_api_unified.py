@@ -1,4 +1,5 @@
-"""The withTransaction unified tests (spec_tests/data/transactions-convenient-api) through the unified runner.
+"""The withTransaction unified tests (spec_tests/data/transactions-convenient-api)
+through the unified runner.
 
 Every test passes, or is skipped with the reason the runner gives (an unmet runOnRequirement,
 an asyncmongo API not built yet, a server feature asyncmongo.testing lacks).
@@ -16,5 +17,7 @@ __all__ = ["target_pool"]
 
 @pytest.mark.asyncio(loop_scope="module")
 @pytest.mark.parametrize("case", unified_params("transactions-convenient-api"))
-async def test_transactions_convenient_api_unified(target_pool: TargetPool, case: UnifiedCase) -> None:
+async def test_transactions_convenient_api_unified(
+    target_pool: TargetPool, case: UnifiedCase
+) -> None:
     await run_unified_case(target_pool, case)

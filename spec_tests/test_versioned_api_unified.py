@@ -1,4 +1,5 @@
-"""The the Stable API unified tests (spec_tests/data/versioned-api) through the unified runner.
+"""The the Stable API unified tests (spec_tests/data/versioned-api)
+through the unified runner.
 
 Every test passes, or is skipped with the reason the runner gives (an unmet runOnRequirement,
 an asyncmongo API not built yet, a server feature asyncmongo.testing lacks).
