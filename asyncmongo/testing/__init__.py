@@ -43,7 +43,7 @@ enforced. Write concern counts reachable data-bearing members: stop enough of th
 
 from asyncmongo.testing.deployment import LoadBalanced, ReplicaSet, ShardedCluster, Standalone
 from asyncmongo.testing.member import MemberConfig, Role
-from asyncmongo.testing.server import FailPointHandle, SimServer
+from asyncmongo.testing.server import FailPointHandle, ServerStatistics, SimServer
 
 __all__ = [
     "FailPointHandle",
@@ -51,6 +51,7 @@ __all__ = [
     "MemberConfig",
     "ReplicaSet",
     "Role",
+    "ServerStatistics",
     "ShardedCluster",
     "SimServer",
     "Standalone",

@@ -19,6 +19,7 @@ import datetime
 import os
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from asyncmongo.bson import Binary, Int64, ObjectId, Timestamp
@@ -50,6 +51,22 @@ _ENVELOPE = frozenset({"$db", "$readPreference", "$clusterTime", "apiVersion", "
                        "apiDeprecationErrors", "$audit", "maxTimeMS"})
 
 StepDownHook = Callable[["SimServer"], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatistics:
+    """What :meth:`SimServer.statistics` reports."""
+
+    role: Role
+    host: str
+    running: bool
+    silent: bool
+    slow_ms: float
+    connections: int
+    total_connections: int
+    topology_version: tuple[ObjectId, int]
+    compressed_requests: Mapping[str, int]
+    fail_points: Mapping[str, str]
 
 
 class _Connection:
@@ -161,6 +178,17 @@ class SimServer:
     def total_connections(self) -> int:
         """Client connections accepted since the server was created."""
         return self._next_connection_id
+
+    def statistics(self) -> ServerStatistics:
+        """A snapshot of the server's state and counters."""
+        return ServerStatistics(
+            role=self.role, host=self.host, running=self.running, silent=self._silent,
+            slow_ms=self._slow_ms, connections=len(self._connections),
+            total_connections=self._next_connection_id,
+            topology_version=(self.clock.process_id, self.clock.counter),
+            compressed_requests=dict(self.compressed_requests),
+            fail_points={name: repr(point) for name, point in self.fail_points.items()},
+        )
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"

@@ -305,3 +305,23 @@ async def test_load_balancer_spreads_connections_over_services() -> None:
                 await client.close()
         assert seen[0] == seen[2] != seen[1] == seen[3]
         assert set(seen) == set(lb.server.service_ids)
+
+
+async def test_statistics_and_repr_summarise_the_state() -> None:
+    async with SimServer() as server:
+        client = await RawClient.connect(server.port)
+        try:
+            await client.command({"ping": 1, "$db": "admin"}, compressor=Compressor.ZLIB)
+            server.slow(5)
+            with server.fail_point({"times": 3}, failCommands=["find"], errorCode=1):
+                stats = server.statistics()
+                assert (stats.role, stats.running, stats.connections) == (
+                    Role.STANDALONE, True, 1)
+                assert stats.compressed_requests == {"zlib": 1} and stats.slow_ms == 5
+                assert "times remaining=3 [find]" in stats.fail_points["failCommand"]
+            assert server.statistics().fail_points == {}
+            assert repr(server) == (f"<SimServer standalone {server.host} running, 1 "
+                                    "connections, topologyVersion 0 [slow 5ms]>")
+        finally:
+            await client.close()
+    assert not server.statistics().running
