@@ -37,6 +37,8 @@ import asyncio
 import functools
 import itertools
 import os
+import socket
+import ssl
 from collections import deque
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -87,7 +89,14 @@ from asyncmongo.errors import (
 )
 from asyncmongo.runtime.network import TlsSettings, open_transport, translate_error
 
-__all__ = ["Authenticator", "Connection", "ConnectionSettings", "connect"]
+__all__ = [
+    "BACKPRESSURE_LABELS",
+    "Authenticator",
+    "Connection",
+    "ConnectionSettings",
+    "add_backpressure_labels",
+    "connect",
+]
 
 _request_ids = itertools.count(1)
 T = TypeVar("T")
@@ -555,9 +564,14 @@ class Connection:
             speculative_authenticate=speculative,
             sasl_supported_mechs=mechs,
         )
-        reply = await self.command("admin", cmd, deadline=deadline, check=True)
+        try:
+            reply = await self.command("admin", cmd, deadline=deadline, check=True)
+        except ConnectionFailure as exc:
+            add_backpressure_labels(exc)  # CMAP: a network error or timeout in the hello
+            raise
         self._apply_hello(reply)
         if authenticator is not None:
+            # CMAP: never the backpressure labels for an error in the authentication steps
             await authenticator.authenticate(self, reply, deadline=deadline)
 
 
@@ -585,15 +599,23 @@ async def connect(
     """Open, handshake and authenticate a connection; on any failure nothing is left open.
 
     ``connectTimeoutMS`` bounds the TCP/TLS connect and, separately, the handshake plus
-    authentication; ``deadline`` (timeoutMS) bounds everything.
+    authentication; ``deadline`` (timeoutMS) bounds everything. A network error or timeout
+    while opening the socket/TLS or in the hello carries the ``SystemOverloadedError`` and
+    ``RetryableError`` labels (CMAP backpressure); DNS, certificate/hostname and
+    authentication failures do not.
     """
     loop = asyncio.get_running_loop()
-    transport, protocol = await open_transport(
-        address,
-        lambda: _WireProtocol(address),
-        tls=settings.tls,
-        deadline=_earliest(deadline, loop, settings.connect_timeout),
-    )
+    try:
+        transport, protocol = await open_transport(
+            address,
+            lambda: _WireProtocol(address),
+            tls=settings.tls,
+            deadline=_earliest(deadline, loop, settings.connect_timeout),
+        )
+    except ConnectionFailure as exc:
+        if not _never_overload(exc.__cause__):
+            add_backpressure_labels(exc)
+        raise
     conn = Connection(id, address, transport, protocol, settings)
     try:
         if handshake:
@@ -604,6 +626,32 @@ async def connect(
         conn.close()
         raise
     return conn
+
+
+#: CMAP "backpressure-enabled": the labels a network error or timeout while opening the
+#: socket/TLS or in the hello gets, so SDAM keeps the pool and the operation may be retried.
+BACKPRESSURE_LABELS = ("SystemOverloadedError", "RetryableError")
+
+#: TLS failures that are I/O (the peer hung up mid-handshake): possibly an overloaded server.
+_TLS_IO_ERRORS = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError)
+
+
+def add_backpressure_labels(error: ConnectionFailure) -> None:
+    """Label ``error`` SystemOverloadedError + RetryableError (CMAP: Establishing a Connection)."""
+    for label in BACKPRESSURE_LABELS:
+        error._add_error_label(label)
+
+
+def _never_overload(cause: BaseException | None) -> bool:
+    """A connect failure an overloaded server cannot cause (CMAP "backpressure-enabled").
+
+    DNS lookup failures and non-I/O TLS errors (certificate validation, hostname mismatch,
+    protocol refusals) are not labelled; refused/reset connections, timeouts and EOF during
+    the TLS handshake are.
+    """
+    if isinstance(cause, socket.gaierror):
+        return True
+    return isinstance(cause, ssl.SSLError) and not isinstance(cause, _TLS_IO_ERRORS)
 
 
 def _earliest(
