@@ -137,7 +137,7 @@ class _Cursor:
         else:
             return False
         if self._limit and self._retrieved >= self._limit and self._id:
-            await self.close()  # the limit is reached: the server cursor is not needed
+            await self._kill()  # the limit is reached: the server cursor is not needed
         return bool(self._buffer)
 
     def _get_more(self, address: Address, cursor_id: int) -> GetMore:
@@ -198,8 +198,12 @@ class _Cursor:
     async def close(self) -> None:
         """Kill the server cursor if it is open, and drop what is buffered."""
         self._buffer.clear()
-        cursor_id, address = self._id, self._address
         self._started = True
+        await self._kill()
+
+    async def _kill(self) -> None:
+        """killCursors once, if the server still holds the cursor (the buffer is kept)."""
+        cursor_id, address = self._id, self._address
         if self._killed or not cursor_id or address is None:
             self._killed = True
             return

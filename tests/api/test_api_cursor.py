@@ -1,0 +1,109 @@
+"""Cursor bookkeeping over a scripted runner: batches, limits, kills (no server)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from asyncmongo.bson import CodecOptions
+from asyncmongo.core.operations.common import Namespace
+from asyncmongo.core.operations.cursors import CursorPage, GetMore, KillCursors
+from asyncmongo.core.operations.find import Find, FindOptions
+from asyncmongo.core.selection import PRIMARY
+from asyncmongo.cursor import AsyncCommandCursor, AsyncCursor
+from asyncmongo.errors import InvalidOperation
+
+NS = Namespace("db", "coll")
+ADDRESS = ("h", 1)
+
+
+class ScriptedRunner:
+    """Answers find with ``first`` and each getMore with the next of ``more``."""
+
+    def __init__(self, first: CursorPage, more: list[CursorPage]) -> None:
+        self.first = first
+        self.more = list(more)
+        self.ran: list[Any] = []
+
+    async def _run_operation(self, op: Any, operation_id: int | None = None) -> Any:
+        self.ran.append(op)
+        if isinstance(op, GetMore):
+            return self.more.pop(0)
+        assert isinstance(op, KillCursors)
+        return None
+
+    async def _run_cursor_operation(self, op: Any) -> CursorPage:
+        self.ran.append(op)
+        return self.first
+
+
+class Collection:
+    def __init__(self, runner: ScriptedRunner) -> None:
+        self.database = type("Db", (), {"client": runner, "name": "db"})()
+        self.name = "coll"
+        self.codec_options = CodecOptions()
+        self.read_preference = PRIMARY
+        from asyncmongo.core.concern import ReadConcern
+
+        self.read_concern = ReadConcern()
+
+
+def page(cursor_id: int, documents: list[Any]) -> CursorPage:
+    return CursorPage(cursor_id, NS, documents, address=ADDRESS)
+
+
+async def test_limit_reached_with_an_open_server_cursor_keeps_the_documents() -> None:
+    # 5.0+: a batch that ends exactly at the limit still has a cursor id (find_getmore spec)
+    runner = ScriptedRunner(page(5, [1, 2]), [])
+    cursor = AsyncCursor(Collection(runner), FindOptions(limit=2))
+    assert await cursor.to_list() == [1, 2]
+    kills = [op for op in runner.ran if isinstance(op, KillCursors)]
+    assert len(kills) == 1 and kills[0].cursor_id == 5
+    assert not cursor.alive
+
+
+async def test_get_more_asks_for_what_the_limit_leaves() -> None:
+    runner = ScriptedRunner(page(5, [1, 2]), [page(5, [3, 4]), page(5, [5])])
+    cursor = AsyncCursor(Collection(runner), FindOptions(limit=5, batch_size=2))
+    assert [doc async for doc in cursor] == [1, 2, 3, 4, 5]
+    get_mores = [op for op in runner.ran if isinstance(op, GetMore)]
+    assert [g.batch_size for g in get_mores] == [2, 1]
+    assert all(g.target.address == ADDRESS for g in get_mores)
+    assert isinstance(runner.ran[0], Find)
+
+
+async def test_server_returning_more_than_the_limit_is_cut() -> None:
+    runner = ScriptedRunner(page(0, [1, 2, 3]), [])
+    cursor = AsyncCursor(Collection(runner), FindOptions(limit=2))
+    assert await cursor.to_list() == [1, 2]
+
+
+async def test_to_list_length_and_next() -> None:
+    runner = ScriptedRunner(page(5, [1, 2, 3]), [page(0, [4])])
+    cursor = AsyncCursor(Collection(runner), FindOptions())
+    assert await cursor.to_list(2) == [1, 2]
+    assert await cursor.next() == 3
+    assert await cursor.to_list(5) == [4]
+    assert not cursor.alive
+    assert not [op for op in runner.ran if isinstance(op, KillCursors)]
+
+
+async def test_close_kills_once_and_modifiers_refuse_after_start() -> None:
+    runner = ScriptedRunner(page(5, [1]), [])
+    cursor = AsyncCursor(Collection(runner), FindOptions())
+    assert await cursor.next() == 1
+    await cursor.close()
+    await cursor.close()
+    assert len([op for op in runner.ran if isinstance(op, KillCursors)]) == 1
+    with pytest.raises(InvalidOperation):
+        cursor.limit(3)
+    assert "closed" in repr(cursor)
+
+
+async def test_command_cursor_starts_with_its_first_batch() -> None:
+    runner = ScriptedRunner(page(0, []), [page(0, [3])])
+    cursor = AsyncCommandCursor(runner, page(9, [1, 2]), CodecOptions(), batch_size=2)
+    assert cursor.cursor_id == 9 and cursor.address == ADDRESS
+    assert await cursor.to_list() == [1, 2, 3]
+    assert [op.batch_size for op in runner.ran if isinstance(op, GetMore)] == [2]
