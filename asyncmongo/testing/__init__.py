@@ -21,7 +21,9 @@ against real wire traffic with faults on cue::
 - Deployments: :class:`Standalone`, :class:`ReplicaSet`, :class:`ShardedCluster`
   (``mongos`` routers), :class:`LoadBalanced` (``services=N`` backends, each connection
   gets one's ``serviceId``; the URI says ``loadBalanced=true``); options
-  ``users={"name": "password"}`` (SCRAM-SHA-1/256 in admin), ``tls=<ssl.SSLContext>``,
+  ``users={"name": "password"}`` (SCRAM-SHA-1/256 in admin) or a
+  :class:`~asyncmongo.testing.scram.UserDirectory` (PLAIN, MONGODB-X509 users too: the TLS
+  client certificate's subject authenticates), ``tls=<ssl.SSLContext>``,
   ``streaming=False`` (no topologyVersion: drivers poll).
 - Every member is a :class:`SimServer`: hello as mongod 7.0 builds it (legacy OP_QUERY
   ``isMaster`` too), the streaming (awaitable, exhaust) hello, OP_COMPRESSED with snappy, zlib

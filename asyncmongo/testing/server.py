@@ -36,6 +36,7 @@ from asyncmongo.testing.replset import ReplicaSetGroup
 from asyncmongo.testing.scram import SaslServer, UserDirectory
 from asyncmongo.testing.store import Store
 from asyncmongo.testing.streaming import TopologyClock, awaitable_hello
+from asyncmongo.testing.tls import peer_subject
 
 HELLO_NAMES = frozenset({"hello", "isMaster", "ismaster"})
 WRITE_COMMANDS = frozenset({"insert", "update", "delete", "findAndModify", "findandmodify",
@@ -72,7 +73,8 @@ class ServerStatistics:
 class _Connection:
     """One accepted client connection."""
 
-    __slots__ = ("app_name", "connection_id", "metadata", "peer", "reader", "sasl", "writer")
+    __slots__ = ("app_name", "connection_id", "metadata", "peer", "peer_subject", "reader",
+                 "sasl", "writer")
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  connection_id: int, users: UserDirectory) -> None:
@@ -83,6 +85,8 @@ class _Connection:
         self.app_name: str | None = None
         #: The handshake's ``client`` document (mongod accepts it once per connection).
         self.metadata: Mapping[str, Any] | None = None
+        #: The TLS client certificate's subject (MONGODB-X509), None without one.
+        self.peer_subject = peer_subject(writer.get_extra_info("ssl_object"))
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "unknown"
 
@@ -489,7 +493,7 @@ class SimServer:
         )
         reply = build_hello(command, state)
         if conn is not None:
-            reply.update(conn.sasl.hello_fields(command))
+            reply.update(conn.sasl.hello_fields(command, peer_subject=conn.peer_subject))
         return self._decorate(reply)
 
     # --- commands --------------------------------------------------------------------------
@@ -502,7 +506,7 @@ class SimServer:
                                "https://dochub.mongodb.org/core/legacy-opcode-removal")
         body = _strip(command)
         if SaslServer.handles(name):
-            return conn.sasl.handle(db, body)
+            return conn.sasl.handle(db, body, peer_subject=conn.peer_subject)
         if len(self.users) and not conn.sasl.authenticated_users and (
                 name not in NO_AUTH_COMMANDS):
             return error_reply(13, f"Command {name} requires authentication")

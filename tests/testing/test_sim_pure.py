@@ -18,6 +18,7 @@ from asyncmongo.testing.failpoint import FailCommand, FailPointMode, FailPointSt
 from asyncmongo.testing.member import HelloState, MemberConfig, Role, build_hello
 from asyncmongo.testing.protocol import Request, decode_request, encode_reply, read_header
 from asyncmongo.testing.replset import ReplicaSetGroup
+from asyncmongo.testing.tls import peer_subject, subject_string
 from asyncmongo.testing.write_concern import (
     required_acknowledgements,
     standalone_refusal,
@@ -221,3 +222,12 @@ def test_deployment_options_are_validated() -> None:
             ReplicaSet(**bad)
     with pytest.raises(ConfigurationError):
         ShardedCluster(mongos=0)
+
+
+def test_certificate_subject_as_mongod_names_it() -> None:
+    subject = ((("countryName", "US"),), (("organizationName", "Acme, Inc."),),
+               (("organizationalUnitName", "db"), ("commonName", "svc+1")))
+    assert subject_string(subject) == "OU=db+CN=svc\\+1,O=Acme\\, Inc.,C=US"
+    assert subject_string(()) is None
+    assert subject_string(((("commonName", " lead"),),)) == "CN=\\ lead"
+    assert peer_subject(None) is None

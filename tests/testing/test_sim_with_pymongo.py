@@ -30,7 +30,8 @@ from pymongo.errors import (
 
 from asyncmongo.testing.deployment import LoadBalanced, ReplicaSet, ShardedCluster, Standalone
 from asyncmongo.testing.member import Role
-from tests.support.certs import generate
+from asyncmongo.testing.scram import UserDirectory
+from tests.support.certs import KEY_PASSWORD, generate
 from tests.testing.raw_client import wait_until
 
 pytestmark = pytest.mark.timeout(60)
@@ -360,6 +361,24 @@ async def test_tls(tmp_path: Path) -> None:
         client = client_for(server.uri, tlsCAFile=str(certs.ca))
         try:
             assert (await client.admin.command("ping"))["ok"] == 1.0
+        finally:
+            await client.close()
+
+
+async def test_x509_authentication_over_tls(tmp_path: Path) -> None:
+    certs = generate(tmp_path)
+    users = UserDirectory()
+    users.add_x509_user("CN=client")
+    tls = certs.server_context(require_client_cert=True)
+    async with ReplicaSet(2, users=users, tls=tls) as rs:
+        client = client_for(rs.uri, tlsCAFile=str(certs.ca), authMechanism="MONGODB-X509",
+                            tlsCertificateKeyFile=str(certs.client),
+                            tlsCertificateKeyFilePassword=KEY_PASSWORD)
+        try:
+            await client.db.c.insert_one({"_id": 1})
+            status = await client.admin.command("connectionStatus")
+            assert status["authInfo"]["authenticatedUsers"] == [
+                {"user": "CN=client", "db": "$external"}]
         finally:
             await client.close()
 
