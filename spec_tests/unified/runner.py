@@ -23,7 +23,7 @@ from spec_tests.unified.events import check_expected_events
 from spec_tests.unified.expect_error import check_error
 from spec_tests.unified.gaps import expects_server_error, simulator_gap_reason
 from spec_tests.unified.matcher import MatchError, match
-from spec_tests.unified.operations import convert_arguments, find_handler
+from spec_tests.unified.operations import VERBATIM_OPERATIONS, convert_arguments, find_handler
 from spec_tests.unified.schema import UnifiedFile, requirements_unmet_reason
 from spec_tests.unified.special import find_special
 from spec_tests.unified.target import Target, run_command
@@ -171,7 +171,7 @@ class UnifiedTestRunner:
                   path=f"{operation['name']} result")
         if "saveResultAsEntity" in operation:
             self.entities.add(operation["saveResultAsEntity"],
-                              _saved_kind(operation["name"]), result)
+                              _saved_kind(operation["name"], result), result)
 
     async def _execute(self, name: str, target: str, arguments: dict[str, Any]) -> Any:
         kind = self.entities.kind(target)
@@ -179,7 +179,8 @@ class UnifiedTestRunner:
         if isinstance(obj, ClientEntity):
             obj = obj.client
         handler = find_handler(kind, name)
-        return await handler(self, obj, convert_arguments(self, arguments))
+        kwargs = convert_arguments(self, arguments, verbatim=name in VERBATIM_OPERATIONS)
+        return await handler(self, obj, kwargs)
 
     # -- events ----------------------------------------------------------------------------
 
@@ -191,11 +192,17 @@ class UnifiedTestRunner:
                                   ignore_extra=expected.get("ignoreExtraEvents", False))
 
 
-def _saved_kind(operation: str) -> str:
-    """The entity kind a saved result has (cursors are operated on later)."""
-    return {"createFindCursor": "findCursor", "createCommandCursor": "commandCursor",
-            "createChangeStream": "changeStream", "watch": "changeStream"}.get(operation,
-                                                                              "result")
+_KIND_BY_OPERATION = {"createFindCursor": "findCursor", "createCommandCursor": "commandCursor",
+                      "createChangeStream": "changeStream", "watch": "changeStream"}
+_KIND_BY_TYPE = {"AsyncCollection": "collection", "AsyncDatabase": "database",
+                 "AsyncClientSession": "session"}
+
+
+def _saved_kind(operation: str, result: Any) -> str:
+    """The entity kind of a saved result: cursors and API objects are operated on later."""
+    if operation in _KIND_BY_OPERATION:
+        return _KIND_BY_OPERATION[operation]
+    return _KIND_BY_TYPE.get(type(result).__name__, "result")
 
 
 def _check_unsupported_expectations(test: Mapping[str, Any]) -> None:

@@ -118,7 +118,7 @@ async def _run(pool: TargetPool, case: UnifiedCase) -> None:
     try:
         await runner.run_test(test)
     except (AssertionError, MongoError) as exc:
-        gap = driver_gap_reason(case.path)
+        gap = driver_gap_reason(case.path, str(test.get("description", "")))
         if gap is None and runner.excuse_simulator_gaps:
             gap = simulator_content_gap(test, file.initial_data)
         if gap is None:
