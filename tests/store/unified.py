@@ -69,12 +69,18 @@ UNSUPPORTED_ARGUMENTS = {
 UNSUPPORTED_FEATURES = {
     "$listLocalSessions": "$listLocalSessions lists the server's sessions, not stored data",
     "viewOn": "the store does not implement views",
+    "timeseries": "the store does not implement time-series collections",
 }
 DRIVER_ONLY_OPERATIONS = {
     "clientBulkWrite": "client bulkWrite is the admin bulkWrite command, not in the store",
     "failPoint": "failpoints belong to the simulated server, not the store",
     "targetedFailPoint": "failpoints belong to the simulated server, not the store",
     "modifyCollection": "collMod is not a store command",
+    "createSearchIndex": "Atlas search indexes are not in the store",
+    "createSearchIndexes": "Atlas search indexes are not in the store",
+    "listSearchIndexes": "Atlas search indexes are not in the store",
+    "updateSearchIndex": "Atlas search indexes are not in the store",
+    "dropSearchIndex": "Atlas search indexes are not in the store",
 }
 
 
@@ -191,6 +197,7 @@ class Runner:
         self.sessions: dict[str, Session] = {}
         self.current: Session | None = None
         self.databases: dict[str, str] = {}
+        self.clients: set[str] = set()
         self.collections: dict[str, tuple[str, str]] = {}
         self.read_concerns: dict[str, dict[str, Any]] = {}
         self.create_entities(spec.get("createEntities", []))
@@ -205,6 +212,8 @@ class Runner:
         for entity in entities:
             if "session" in entity:
                 self.sessions[entity["session"]["id"]] = Session()
+            if "client" in entity:
+                self.clients.add(entity["client"]["id"])
             if "database" in entity:
                 self.databases[entity["database"]["id"]] = entity["database"]["databaseName"]
             if "collection" in entity:
@@ -317,6 +326,8 @@ class Runner:
         raise AssertionError(f"unexpected testRunner operation {op}")
 
     def _run_on(self, target: str, operation: dict[str, Any], arguments: dict[str, Any]) -> Any:
+        if target in self.clients:
+            return self._database_operation("admin", operation["name"], arguments)
         if target in self.databases:
             return self._database_operation(self.databases[target], operation["name"],
                                             arguments)
@@ -328,6 +339,11 @@ class Runner:
     def _database_operation(self, db: str, op: str, arguments: dict[str, Any]) -> Any:
         if op == "runCommand":
             return self.command(db, dict(arguments["command"]))
+        if op == "listCollections":
+            reply = self.command(db, {"listCollections": 1, **arguments})
+            return self.cursor(db, reply, "$cmd.listCollections")
+        if op == "listDatabases":
+            return self.command("admin", {"listDatabases": 1, **arguments})["databases"]
         if op == "aggregate":
             options = {k: v for k, v in arguments.items() if k not in ("pipeline", "batchSize")}
             reply = self.command(db, {"aggregate": 1, "pipeline": arguments["pipeline"],
@@ -497,6 +513,12 @@ class Runner:
             f"{k}_{v}" for k, v in a["keys"].items()))}
         index.update({k: v for k, v in a.items() if k not in ("keys", "name")})
         return self.command(db, {"createIndexes": name, "indexes": [index]})
+
+    def _listIndexes(self, db: str, name: str, a: dict[str, Any]) -> Any:
+        return self.cursor(db, self.command(db, {"listIndexes": name}), name)
+
+    def _dropIndex(self, db: str, name: str, a: dict[str, Any]) -> Any:
+        return self.command(db, {"dropIndexes": name, "index": a["name"]})
 
     def _drop(self, db: str, name: str, a: dict[str, Any]) -> Any:
         return self.command(db, {"drop": name})

@@ -37,8 +37,26 @@ def create(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
         if strict_key(existing.options) == strict_key(options):
             return _reply()
         raise StoreError(48, f"Collection {ctx.db_name}.{name} already exists.")
-    ctx.namespaces.create(ctx.db_name, name, options)
+    clustered = options.get("clusteredIndex")
+    if clustered is not None:
+        options["clusteredIndex"] = _clustered_spec(clustered)
+    collection = ctx.namespaces.create(ctx.db_name, name, options)
+    if clustered is not None:
+        index = collection.indexes.pop(ID_INDEX_NAME)
+        index.name = options["clusteredIndex"]["name"]
+        index.spec = {**options["clusteredIndex"], "clustered": True}
+        collection.indexes = {index.name: index, **collection.indexes}
     return _reply()
+
+
+def _clustered_spec(spec: Any) -> dict[str, Any]:
+    """A clustered collection's index option as the server lists it (``v`` added)."""
+    if not isinstance(spec, Mapping) or dict(spec.get("key", {})) != {"_id": 1} or (
+            spec.get("unique") is not True):
+        raise bad_value("The clusteredIndex option requires key: {_id: 1} and unique: true")
+    listed = {"v": 2, **spec}
+    listed.setdefault("name", "_id_")
+    return listed
 
 
 def drop(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
@@ -51,13 +69,15 @@ def drop(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
 
 
 def _collection_info(collection: Collection) -> dict[str, Any]:
-    return {
+    info: dict[str, Any] = {
         "name": collection.name,
         "type": "collection",
         "options": dict(collection.options),
         "info": {"readOnly": False, "uuid": collection.uuid},
-        "idIndex": {"v": 2, "key": {"_id": 1}, "name": ID_INDEX_NAME},
     }
+    if "clusteredIndex" not in collection.options:
+        info["idIndex"] = {"v": 2, "key": {"_id": 1}, "name": ID_INDEX_NAME}
+    return info
 
 
 def list_collections(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
@@ -151,7 +171,7 @@ def drop_indexes(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
 
 def _indexes_to_drop(collection: Collection, target: Any) -> list[str]:
     if target == "*":
-        return [n for n in collection.indexes if n != ID_INDEX_NAME]
+        return [n for n in collection.indexes if n != collection.id_index.name]
     names = target if isinstance(target, list) else [target]
     found = []
     for item in names:
@@ -163,7 +183,7 @@ def _indexes_to_drop(collection: Collection, target: Any) -> list[str]:
             item = match
         if not isinstance(item, str):
             raise StoreError(14, "dropIndexes 'index' must be a string, object or array")
-        if item == ID_INDEX_NAME:
+        if item == collection.id_index.name:
             raise StoreError(72, "cannot drop _id index")
         if item not in collection.indexes:
             raise StoreError(27, f"index not found with name [{item}]")

@@ -400,8 +400,8 @@ def _out(argument: Any, context: PipelineContext) -> Stage:
             namespaces.drop(db_name, name)
         fresh = namespaces.create(db_name, name, options)
         if target is not None:
-            for index_name, index in target.indexes.items():
-                if index_name != "_id_":
+            for index in target.indexes.values():
+                if index is not target.id_index:
                     fresh.add_index(index.copy())
         for doc in docs:
             fresh.insert(_with_id(doc))
@@ -460,7 +460,7 @@ def _merge_one(target: Any, doc: Document, on_fields: list[str], when_matched: s
             target.insert(doc)
         return
     if when_matched == "fail":
-        index = target.indexes.get("_id_") if on_fields == ["_id"] else None
+        index = target.id_index if on_fields == ["_id"] else None
         if index is None:
             index = Index("on_fields", {f: 1 for f in on_fields})
         raise target.duplicate_error(index, tuple(get_path(doc, f) for f in on_fields))

@@ -105,10 +105,9 @@ class Collection:
         self.options: dict[str, Any] = dict(options or {})
         self.uuid = uuid
         self.documents: dict[Any, Document] = {}
-        self.indexes: dict[str, Index] = {
-            ID_INDEX_NAME: Index(ID_INDEX_NAME, {"_id": 1}, spec={"v": 2, "key": {"_id": 1},
-                                                                  "name": ID_INDEX_NAME})
-        }
+        self.id_index = Index(ID_INDEX_NAME, {"_id": 1}, spec={"v": 2, "key": {"_id": 1},
+                                                               "name": ID_INDEX_NAME})
+        self.indexes: dict[str, Index] = {ID_INDEX_NAME: self.id_index}
         self.guard: Guard | None = None
 
     def __repr__(self) -> str:
@@ -124,6 +123,7 @@ class Collection:
         copy = Collection(self.db_name, self.name, self.options, self.uuid)
         copy.documents = dict(self.documents)
         copy.indexes = {name: index.copy() for name, index in self.indexes.items()}
+        copy.id_index = copy.indexes[self.id_index.name]
         return copy
 
     def __iter__(self) -> Iterator[Document]:
@@ -156,7 +156,7 @@ class Collection:
         """Add a document (it must have ``_id``); duplicate keys fail with 11000."""
         key = id_key(document["_id"])
         if key in self.documents:
-            raise self.duplicate_error(self.indexes[ID_INDEX_NAME], (document["_id"],))
+            raise self.duplicate_error(self.id_index, (document["_id"],))
         self._check_unique(document, key)
         if self.guard is not None:
             self.guard(self, key)
@@ -190,7 +190,7 @@ class Collection:
     # --- unique indexes -------------------------------------------------------------------
 
     def _unique_indexes(self) -> list[Index]:
-        return [i for i in self.indexes.values() if i.unique and i.name != ID_INDEX_NAME]
+        return [i for i in self.indexes.values() if i.unique and i is not self.id_index]
 
     def _check_unique(self, document: Document, key: Any) -> None:
         for index in self._unique_indexes():
@@ -224,7 +224,7 @@ class Collection:
 
     def add_index(self, index: Index) -> None:
         """Build ``index`` over the existing documents (duplicates fail with 11000)."""
-        if index.unique and index.name != ID_INDEX_NAME:
+        if index.unique and index is not self.id_index:
             for key, document in self.documents.items():
                 for combo in index.keys_for(document):
                     owner = index.entries.setdefault(_combo_key(combo), key)
