@@ -325,3 +325,12 @@ def test_sparse_and_partial_unique_indexes(store: Store) -> None:
 def test_invalid_names(store: Store) -> None:
     assert run(store, {"insert": "", "documents": [{}]})["code"] == 73
     assert store.handle("bad.db", {"find": "c"})["code"] == 73
+
+
+def test_batches_are_cut_near_16_mib(store: Store) -> None:
+    big = "x" * (1024 * 1024)
+    seed(store, [{"_id": i, "s": big} for i in range(40)])
+    first = run(store, {"find": "c", "batchSize": 1000})
+    assert 10 <= len(first["cursor"]["firstBatch"]) <= 16
+    more = run(store, {"getMore": first["cursor"]["id"], "collection": "c"})
+    assert len(more["cursor"]["nextBatch"]) <= 16

@@ -11,9 +11,9 @@ the catalog), ``cursors``, ``crud``/``admin`` (the commands), ``transactions`` (
 transactions, retryable writes) and ``commands`` (``Store``, the routing).
 
 Simplifications (deliberate): no collation (simple binary comparison), no text/geo queries,
-no ``$where``/``$jsonSchema``/``$bit``, no views, ``$merge`` without pipelines, no 16 MiB
-batch limit (batches are cut by count only), no write concern or read concern semantics (the
-server front end handles them), and a plain write to a document that an open transaction has
+no ``$where``/``$jsonSchema``/``$bit``, no views or time-series collections, ``$merge``
+without pipelines, batches cut near 16 MiB by an estimate (not the exact BSON size), no
+write concern or read concern semantics (the server front end handles them), and a plain write to a document that an open transaction has
 written fails with 112 WriteConflict instead of waiting for the transaction to end. Snapshot
 isolation is per collection, from the transaction's first touch of that collection. Retryable
 writes are remembered per command (lsid + txnNumber), not per statement.

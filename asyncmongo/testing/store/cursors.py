@@ -11,9 +11,10 @@ from typing import Any
 
 from asyncmongo.bson.types import Int64
 from asyncmongo.testing.store.errors import StoreError
-from asyncmongo.testing.store.values import deep_copy
+from asyncmongo.testing.store.values import approximate_size, deep_copy
 
 DEFAULT_FIRST_BATCH = 101
+MAX_BATCH_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -31,10 +32,18 @@ class Cursor:
         return self.position >= len(self.documents)
 
     def next_batch(self, batch_size: int | None) -> list[dict[str, Any]]:
+        """Up to ``batch_size`` documents (all when None), cut near 16 MiB as the server
+        cuts its replies (always at least one document)."""
         end = len(self.documents) if not batch_size else self.position + batch_size
-        batch = self.documents[self.position:end]
+        batch: list[dict[str, Any]] = []
+        total = 0
+        for document in self.documents[self.position:end]:
+            total += approximate_size(document)
+            if batch and total > MAX_BATCH_BYTES:
+                break
+            batch.append(deep_copy(document))
         self.position += len(batch)
-        return [deep_copy(d) for d in batch]
+        return batch
 
 
 class CursorManager:

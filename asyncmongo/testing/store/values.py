@@ -41,3 +41,14 @@ def same_bson(a: Any, b: Any) -> bool:
 def copy_document(document: Mapping[str, Any]) -> dict[str, Any]:
     """A deep copy of a document, as a plain dict."""
     return {k: deep_copy(v) for k, v in document.items()}
+
+
+def approximate_size(value: Any) -> int:
+    """A cheap estimate of a value's BSON size (used to cut batches near 16 MiB)."""
+    if isinstance(value, dict | list):
+        items = value.values() if isinstance(value, dict) else value
+        keys = sum(len(k) + 2 for k in value) if isinstance(value, dict) else 3 * len(value)
+        return 5 + keys + sum(approximate_size(v) for v in items)
+    if isinstance(value, str | bytes):
+        return 5 + len(value)
+    return 8
