@@ -1,10 +1,11 @@
 """Runs the CMAP spec suite (connection-monitoring-and-pooling) against the asyncio Pool.
 
 cmap-format: every unit test runs over fake connections; the integration tests (``runOn`` +
-``failPoint``) need a server with failpoints and are skipped until the simulated deployment
-(issue #7) can serve them. logging/: the pool-options tests run at the pool level (the client
-entity stands for one pool); the others need a MongoClient against a server and are skipped
-with the reason.
+``failPoint``) run against asyncmongo.testing (spec_tests/support/cmap_integration.py): a
+simulated Standalone with the fail point set through an admin connection, the pool opening
+real connections. logging/: the pool-options tests run at the pool level (the client entity
+stands for one pool); the others need a MongoClient against a server and are skipped with the
+reason.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pytest
 
 from asyncmongo.core.cmap.events import ConnectionReadyEvent, PoolReadyEvent
 from asyncmongo.runtime.pool import Pool
+from spec_tests.support.cmap_integration import run_integration
 from spec_tests.support.cmap_runner import (
     ADDRESS,
     CmapRunner,
@@ -31,10 +33,6 @@ from spec_tests.support.cmap_runner import (
 )
 
 SUITE = Path(__file__).parent / "data" / "connection-monitoring-and-pooling"
-NEEDS_SERVER = (
-    "needs a server with failpoints (runOn/failPoint: blockConnection, closeConnection); "
-    "will run against the simulated deployment (issue #7)"
-)
 
 
 def _cmap_cases() -> list[Any]:
@@ -47,8 +45,11 @@ def _cmap_cases() -> list[Any]:
 
 @pytest.mark.parametrize("test", _cmap_cases())
 async def test_cmap(test: dict[str, Any]) -> None:
-    if "runOn" in test or "failPoint" in test:
-        pytest.skip(NEEDS_SERVER)
+    if test["style"] == "integration":
+        reason = await run_integration(test)
+        if reason is not None:
+            pytest.skip(reason)
+        return
     assert test["style"] == "unit", test["style"]
     await CmapRunner(test).run()
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import fields
 from typing import Any
 
+from asyncmongo.core.address import Address
 from asyncmongo.core.cmap.events import (
     ConnectionCheckedInEvent,
     ConnectionCheckedOutEvent,
@@ -29,7 +30,8 @@ from asyncmongo.core.cmap.events import (
     PoolReadyEvent,
 )
 from asyncmongo.core.cmap.options import PoolOptions
-from asyncmongo.errors import PoolClearedError, PoolClosedError, WaitQueueTimeoutError
+from asyncmongo.core.error_policy import SYSTEM_OVERLOADED_LABEL
+from asyncmongo.errors import MongoError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError
 from asyncmongo.runtime.pool import Pool
 
 ADDRESS = ("localhost", 27017)
@@ -176,23 +178,29 @@ class _Thread:
 
 
 class CmapRunner:
-    """Runs one cmap-format test file against a real ``Pool`` over fake connections."""
+    """Runs one cmap-format test file against a real ``Pool``.
+
+    Unit tests use fake connections; integration tests pass an ``establish`` that opens real
+    connections to ``address`` (see spec_tests/support/cmap_integration.py).
+    """
 
     def __init__(
         self,
         test: Mapping[str, Any],
-        establish: Callable[[int], Coroutine[Any, Any, FakeConnection]] = establish_fake,
+        establish: Callable[[int], Coroutine[Any, Any, Any]] = establish_fake,
         clear_on_background_error: bool = False,
+        address: Address = ADDRESS,
     ) -> None:
         """``clear_on_background_error`` plays SDAM: a filler's error clears the pool."""
         self.test = test
         self.log = EventLog()
         self.events = self.log.events
         self.labels: dict[str, Any] = {}
+        self.checked_out: list[Any] = []
         self.threads: dict[str, _Thread] = {}
         options, interval = pool_options(test.get("poolOptions", {}))
-        self.pool: Pool[FakeConnection] = Pool(
-            ADDRESS,
+        self.pool: Pool[Any] = Pool(
+            address,
             options,
             establish,
             listener=self.log.append,
@@ -201,6 +209,9 @@ class CmapRunner:
         )
 
     def _sdam(self, error: BaseException) -> None:
+        # SDAM: handle a pre-handshake error; backpressure-labelled errors leave the pool be
+        if isinstance(error, MongoError) and error.has_error_label(SYSTEM_OVERLOADED_LABEL):
+            return
         self.pool.clear(cause=error)
 
     async def run(self) -> None:
@@ -237,6 +248,9 @@ class CmapRunner:
             thread.task.cancel()
         await asyncio.gather(*(t.task for t in self.threads.values()), return_exceptions=True)
         await self.pool.close()
+        # Connections still checked out are the test's to close (the pool closes them only
+        # on check-in).
+        await asyncio.gather(*(c.aclose() for c in self.checked_out if not c.is_closed))
 
     async def dispatch(self, operation: Mapping[str, Any]) -> None:
         thread = operation.get("thread")
@@ -261,6 +275,7 @@ class CmapRunner:
             await self.wait_for_event(op["event"], op["count"], op.get("timeout", 10_000))
         elif name == "checkOut":
             conn = await self.pool.check_out()
+            self.checked_out.append(conn)
             if "label" in op:
                 self.labels[op["label"]] = conn
         elif name == "checkIn":
