@@ -10,13 +10,14 @@ Modules: ``compare`` (BSON order), ``paths`` (dotted paths), ``matcher`` (query 
 the catalog), ``cursors``, ``crud``/``admin`` (the commands), ``transactions`` (sessions,
 transactions, retryable writes) and ``commands`` (``Store``, the routing).
 
-Simplifications (deliberate): no collation (simple binary comparison), no text/geo queries,
-no ``$where``/``$jsonSchema``/``$bit``, no views or time-series collections, ``$merge``
-without pipelines, batches cut near 16 MiB by an estimate (not the exact BSON size), no
-write concern or read concern semantics (the server front end handles them), and a plain write to a document that an open transaction has
-written fails with 112 WriteConflict instead of waiting for the transaction to end. Snapshot
-isolation is per collection, from the transaction's first touch of that collection. Retryable
-writes are remembered per command (lsid + txnNumber), not per statement.
+Simplifications (deliberate): no collation (simple binary comparison), no text/geo queries, no
+``$where``/``$jsonSchema``/``$bit``, no views or time-series collections, ``$merge`` without
+pipelines, batches cut near 16 MiB by an estimate (not the exact BSON size), no write concern or
+read concern semantics (the server front end handles them), and a plain write to a document that
+an open transaction has written fails with 112 WriteConflict instead of waiting for the
+transaction to end. Snapshot isolation is per collection, from the transaction's first touch of
+that collection. Retryable writes are remembered per command (lsid + txnNumber), not per
+statement.
 
 Differences from jongodb (tests/store/test_store_vs_jongodb.py compares random filters and
 updates; MongoDB's documented behaviour, pinned in tests/store/test_store_semantics.py, is
