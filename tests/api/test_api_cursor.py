@@ -107,3 +107,31 @@ async def test_command_cursor_starts_with_its_first_batch() -> None:
     assert cursor.cursor_id == 9 and cursor.address == ADDRESS
     assert await cursor.to_list() == [1, 2, 3]
     assert [op.batch_size for op in runner.ran if isinstance(op, GetMore)] == [2]
+
+
+async def test_tailable_await_cursor_waits_with_max_await_time() -> None:
+    from asyncmongo.cursor import CursorType, find_options
+
+    runner = ScriptedRunner(page(5, [1]), [page(5, []), page(5, [2])])
+    options = find_options(cursor_type=CursorType.TAILABLE_AWAIT, max_await_time_ms=50)
+    cursor = AsyncCursor(Collection(runner), options)
+    assert await cursor.next() == 1
+    find = runner.ran[0]
+    assert isinstance(find, Find)
+    command = find.build(_Conn()).document
+    assert command["tailable"] is True and command["awaitData"] is True
+    assert "maxTimeMS" not in command  # maxAwaitTimeMS goes on getMore only
+    with pytest.raises(StopAsyncIteration):
+        await cursor.next()  # an empty batch: nothing for now, but the cursor lives on
+    assert cursor.alive
+    assert await cursor.next() == 2
+    get_mores = [op for op in runner.ran if isinstance(op, GetMore)]
+    assert [g.max_time_ms for g in get_mores] == [50, 50]
+    assert not [op for op in runner.ran if isinstance(op, KillCursors)]
+
+
+class _Conn:
+    max_wire_version = 21
+    max_bson_object_size = 16 * 1024 * 1024
+    max_message_size_bytes = 48_000_000
+    max_write_batch_size = 100_000
