@@ -1,458 +1,422 @@
-"""Driver benchmarks (specs/benchmarking single- and multi-document tasks), side by side.
+"""Driver benchmarks (issue #9): asyncmongo side by side with PyMongo, in one run.
 
-Drivers: asyncmongo, PyMongo's ``AsyncMongoClient`` and PyMongo's synchronous
-``MongoClient``; the async drivers on asyncio and on uvloop. Servers: the replay server
-(``benchmarks/replay_server.py``, canned replies, so the client is the bottleneck) and
-jongodb (installed on first use by ``tests/support/jongodb.py``). Each (server, driver,
-loop) runs in its own worker process, so the CPU time measured (``time.process_time`` around
-the task only) is that client's alone; servers run in their own processes.
+The single- and multi-document tasks of the MongoDB benchmarking spec (specs/benchmarking):
+run command, find one by _id, small/large doc insert_one, find many and empty the cursor,
+small/large doc bulk insert (insert_many); plus find_one by _id and insert_one from 100
+concurrent tasks. Drivers: asyncmongo and PyMongo's ``AsyncMongoClient`` on asyncio and on
+uvloop, and synchronous PyMongo ``MongoClient`` (its "concurrent" tasks use 100 threads).
 
-Tasks: run command ({hello: true}), find one by _id, small and large insertOne, find many and
-empty the cursor, small and large insertMany, plus find_one by _id and insert_one from 100
-concurrent tasks (100 threads for the synchronous driver). Reported per task: the median
-rate (operations, or documents for the bulk tasks, per second) and the client's CPU time per
-operation, with the ratios against PyMongo async (same loop) and PyMongo sync. The spec's
-10,000 operations are scaled down by ``--ops`` (default: 5,000 against the replay server,
-500 against jongodb, which needs ~1.6 ms per find_one) so a full run takes minutes.
+Servers: the replay server (benchmarks/replay_server.py, its own process, canned replies, so
+the client is the bottleneck; its ceiling is probed with a raw pipelined socket client and
+printed) and jongodb (an independent server; slow, so it bounds throughput and the client
+CPU per operation is the figure to read there).
 
-The replay server's own capacity is checked first: a raw pipelined client (no driver) must
-reach several times the fastest driver's rate, or the table measures the server.
+For each cell: the median over the repeats of the rate (ops/s; documents/s for the
+multi-document tasks, and MB/s by the spec's dataset sizes) and of the client's own CPU time
+per operation (``time.process_time`` around the timed section: this process's CPU only, all
+its threads); ratios against PyMongo async (same loop) and sync. The whole run takes a few
+minutes; ``--quick`` is a short smoke run.
 
-    python benchmarks/driver_bench.py [--servers replay,jongodb] [--ops N] [--iterations K]
-                                      [--drivers asyncmongo,pymongo-async,pymongo-sync]
-                                      [--loops asyncio,uvloop] [--markdown]
+    python benchmarks/driver_bench.py [--quick] [--server replay|jongodb|both]
+        [--task NAME ...] [--driver asyncmongo|pymongo-async|pymongo-sync ...] [--repeats N]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import copy
-import json
-import os
-import socket
-import statistics
-import struct
-import subprocess
 import sys
-import tarfile
-import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-TGZ = Path("/work/shared/benchmark-data/single_and_multi_document.tgz")
-DRIVERS = ("asyncmongo", "pymongo-async", "pymongo-sync")
-LOOPS = ("asyncio", "uvloop")
-CONCURRENCY = 100
-LARGE_OPS = 10
-#: (task, how many operations: "n" = --ops, "large" = 10)
-TASKS = (
-    ("run_command", "n"),
-    ("find_one_by_id", "n"),
-    ("small_insert_one", "n"),
-    ("large_insert_one", "large"),
-    ("find_many", "n"),
-    ("small_bulk_insert", "n"),
-    ("large_bulk_insert", "large"),
-    ("find_one_100_tasks", "n"),
-    ("insert_one_100_tasks", "n"),
+import pymongo
+import uvloop
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_support import (
+    DataSets,
+    ReplayServer,
+    Result,
+    Sample,
+    jongodb_server,
+    load_data,
+    probe_replay_rate,
+    ratio,
+    timed,
 )
-SINGLE_DOC_TASKS = ("run_command", "find_one_by_id", "small_insert_one", "large_insert_one")
+
+import asyncmongo
+
+CONCURRENCY = 100
+HELLO_BYTES = 13  # the spec scores run command as 13 bytes per {hello: true}
 
 
-def load_datasets() -> dict[str, dict[str, Any]]:
-    data = {}
-    with tarfile.open(TGZ) as archive:
-        for name in ("tweet", "small_doc", "large_doc"):
-            member = archive.extractfile(f"single_and_multi_document/{name}.json")
-            assert member is not None
-            data[name] = json.load(member)
-    return data
+@dataclass(frozen=True, slots=True)
+class Combo:
+    """A driver on an event loop ("threads" for synchronous PyMongo)."""
+
+    driver: str
+    loop: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.driver} ({self.loop})"
 
 
-# -- the three drivers behind one async interface -----------------------------------------
+COMBOS = (
+    Combo("asyncmongo", "asyncio"),
+    Combo("pymongo-async", "asyncio"),
+    Combo("asyncmongo", "uvloop"),
+    Combo("pymongo-async", "uvloop"),
+    Combo("pymongo-sync", "threads"),
+)
 
 
-class Driver:
-    """What a task needs: a collection-like object with async methods."""
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One benchmark task; ``ops`` counts operations (documents for multi-document tasks)."""
 
-    def __init__(self, name: str, uri: str) -> None:
-        self.name = name
-        self.uri = uri
-        self.sync = name == "pymongo-sync"
-        self.pool = ThreadPoolExecutor(CONCURRENCY) if self.sync else None
+    name: str
+    kind: str
+    single: bool  # a single-document task: the CPU targets apply
+    replay_ops: int
+    jongodb_ops: int
 
-    async def open(self, database: str) -> None:
-        if self.name == "asyncmongo":
-            from asyncmongo import AsyncMongoClient
-
-            self.client: Any = AsyncMongoClient(self.uri)
-        elif self.name == "pymongo-async":
-            from pymongo import AsyncMongoClient as PyAsync
-
-            self.client = PyAsync(self.uri)
-        else:
-            from pymongo import MongoClient
-
-            self.client = MongoClient(self.uri, maxPoolSize=CONCURRENCY)
-        self.db = self.client[database]
-        self.admin = self.client["admin"]
-        await self.call(self.admin.command, "ping")
-
-    async def close(self) -> None:
-        result = self.client.close()
-        if not self.sync:
-            await result
-        if self.pool is not None:
-            self.pool.shutdown()
-
-    async def call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        if self.sync:
-            return method(*args, **kwargs)
-        return await method(*args, **kwargs)
-
-    async def concurrently(self, job: Callable[[int], Any], ops: int) -> None:
-        """``job(i)`` for i in range(ops) from CONCURRENCY tasks (threads when sync)."""
-        per_task = [range(k, ops, CONCURRENCY) for k in range(CONCURRENCY)]
-        if self.sync:
-            assert self.pool is not None
-            loop = asyncio.get_running_loop()
-
-            def run(indexes: range) -> None:
-                for i in indexes:
-                    job(i)
-
-            await asyncio.gather(*(loop.run_in_executor(self.pool, run, r) for r in per_task))
-            return
-
-        async def run_async(indexes: range) -> None:
-            for i in indexes:
-                await job(i)
-
-        await asyncio.gather(*(run_async(r) for r in per_task))
-
-    async def to_list(self, cursor: Any) -> list[Any]:
-        if self.sync:
-            return list(cursor)
-        return [doc async for doc in cursor]
+    def ops(self, server: str, scale: float) -> int:
+        base = self.replay_ops if server == "replay" else self.jongodb_ops
+        return max(1, int(base * scale))
 
 
-# -- tasks: (setup, task) per name -----------------------------------------------------------
+TASKS = (
+    Task("run command", "command", True, 5000, 300),
+    Task("find one by _id", "find_one", True, 5000, 200),
+    Task("small doc insert_one", "insert_small", True, 5000, 300),
+    Task("large doc insert_one", "insert_large", True, 20, 3),
+    Task("find many, empty cursor", "find_many", False, 10_000, 1000),
+    Task("small doc bulk insert", "bulk_small", False, 10_000, 2000),
+    Task("large doc bulk insert", "bulk_large", False, 10, 3),
+    Task("find_one x100 tasks", "c_find_one", True, 10_000, 300),
+    Task("insert_one x100 tasks", "c_insert_small", True, 10_000, 300),
+)
 
 
-Task = Callable[[], Awaitable[None]]
+def bytes_per_op(task: Task, data: DataSets) -> int:
+    if task.kind == "command":
+        return HELLO_BYTES
+    if task.kind in ("find_one", "find_many", "c_find_one"):
+        return data.tweet_bytes
+    if task.kind.endswith("large"):
+        return data.large_bytes
+    return data.small_bytes
 
 
-async def prepare(
-    name: str, driver: Driver, ops: int, data: dict[str, Any], iteration: int
-) -> Task:
-    """Set the task up (not measured) and return the measured part."""
-    db = driver.db
-    call = driver.call
-    coll = db[f"{name}_{iteration}"]
-    if name == "run_command":
+@dataclass(slots=True)
+class Cell:
+    """Inputs of one timed run."""
 
-        async def run_command() -> None:
-            for _ in range(ops):
-                await call(driver.admin.command, {"hello": True})
-
-        return run_command
-    if name in ("find_one_by_id", "find_one_100_tasks"):
-        tweets = [dict(data["tweet"], _id=i) for i in range(1, ops + 1)]
-        await call(coll.insert_many, tweets)
-        if name == "find_one_by_id":
-
-            async def find_one() -> None:
-                for i in range(1, ops + 1):
-                    await call(coll.find_one, {"_id": i})
-
-            return find_one
-
-        async def find_one_100() -> None:
-            await driver.concurrently(lambda i: coll.find_one({"_id": i + 1}), ops)
-
-        return find_one_100
-    if name in ("small_insert_one", "large_insert_one", "insert_one_100_tasks"):
-        source = data["large_doc" if name == "large_insert_one" else "small_doc"]
-        documents = [copy.copy(source) for _ in range(ops)]  # the driver adds each _id
-        if name == "insert_one_100_tasks":
-
-            async def insert_100() -> None:
-                await driver.concurrently(lambda i: coll.insert_one(documents[i]), ops)
-
-            return insert_100
-
-        async def insert_one() -> None:
-            for document in documents:
-                await call(coll.insert_one, document)
-
-        return insert_one
-    if name == "find_many":
-        await call(coll.insert_many, [dict(data["tweet"]) for _ in range(ops)])
-
-        async def find_many() -> None:
-            await driver.to_list(coll.find({}))
-
-        return find_many
-    source = data["large_doc" if name == "large_bulk_insert" else "small_doc"]
-    documents = [copy.copy(source) for _ in range(ops)]
-
-    async def bulk() -> None:
-        await call(coll.insert_many, documents)
-
-    return bulk
+    task: Task
+    ops: int
+    uri: str
+    data: DataSets
+    server_pid: int | None
+    samples: list[Sample]
 
 
-async def run_worker(args: argparse.Namespace) -> dict[str, Any]:
-    data = load_datasets()
-    driver = Driver(args.driver, args.uri)
-    await driver.open(f"perftest_{os.getpid()}")
-    results: dict[str, Any] = {}
+def documents(cell: Cell) -> list[dict[str, Any]]:
+    """Fresh copies (drivers add ``_id`` to what they insert), built outside the timing."""
+    source = cell.data.large if cell.task.kind.endswith("large") else cell.data.small
+    return [dict(source) for _ in range(cell.ops)]
+
+
+def ids(cell: Cell, lane: int = 0, lanes: int = 1) -> range:
+    return range(1 + lane, cell.ops + 1, lanes)
+
+
+# --- the async drivers (asyncmongo and PyMongo's AsyncMongoClient share these names) -----
+
+
+async def run_async(client: Any, cell: Cell) -> None:
+    db = client.perftest
+    kind = cell.task.kind
+    corpus = db.corpus
+    target = db[f"bench_{kind}"]
+    await db.command("hello", True)
+    await corpus.find_one({"_id": 1})  # a pooled connection before the clock starts
+    if kind == "command":
+        with timed(cell.ops, cell.samples, cell.server_pid):
+            for _ in range(cell.ops):
+                await db.command("hello", True)
+    elif kind == "find_one":
+        with timed(cell.ops, cell.samples, cell.server_pid):
+            for i in ids(cell):
+                await corpus.find_one({"_id": i})
+    elif kind in ("insert_small", "insert_large"):
+        docs = documents(cell)
+        with timed(cell.ops, cell.samples, cell.server_pid):
+            for doc in docs:
+                await target.insert_one(doc)
+    elif kind == "find_many":
+        many = db.corpus_many
+        with timed(cell.ops, cell.samples, cell.server_pid):
+            count = 0
+            async for _ in many.find({}):
+                count += 1
+        assert count == cell.ops, f"find many returned {count} documents, not {cell.ops}"
+    elif kind in ("bulk_small", "bulk_large"):
+        docs = documents(cell)
+        with timed(cell.ops, cell.samples, cell.server_pid):
+            await target.insert_many(docs)
+    elif kind == "c_find_one":
+        await _concurrently(lambda lane: _find_lane(corpus, cell, lane, warm=True))
+        with timed(cell.ops, cell.samples, cell.server_pid):
+            await _concurrently(lambda lane: _find_lane(corpus, cell, lane, warm=False))
+    elif kind == "c_insert_small":
+        docs = documents(cell)
+        await _concurrently(lambda lane: _find_lane(corpus, cell, lane, warm=True))
+        with timed(cell.ops, cell.samples, cell.server_pid):
+            await _concurrently(lambda lane: _insert_lane(target, docs[lane::CONCURRENCY]))
+    else:
+        raise ValueError(f"unknown task kind {kind!r}")
+    if kind.endswith("large"):
+        await target.delete_many({})  # jongodb keeps everything in memory; it has no drop
+
+
+async def _concurrently(lane: Callable[[int], Awaitable[None]]) -> None:
+    await asyncio.gather(*(lane(n) for n in range(CONCURRENCY)))
+
+
+async def _find_lane(corpus: Any, cell: Cell, lane: int, *, warm: bool) -> None:
+    for i in ids(cell, lane, CONCURRENCY)[: 2 if warm else None]:
+        await corpus.find_one({"_id": i})
+
+
+async def _insert_lane(target: Any, docs: list[dict[str, Any]]) -> None:
+    for doc in docs:
+        await target.insert_one(doc)
+
+
+async def with_client(combo: Combo, cell: Cell) -> None:
+    if combo.driver == "asyncmongo":
+        client: Any = asyncmongo.AsyncMongoClient(cell.uri)
+    else:
+        client = pymongo.AsyncMongoClient(cell.uri)
     try:
-        for name, size in TASKS:
-            if args.tasks and name not in args.tasks:
-                continue
-            ops = LARGE_OPS if size == "large" else args.ops
-            rates, cpus = [], []
-            for iteration in range(args.iterations):
-                task = await prepare(name, driver, ops, data, iteration)
-                cpu0, wall0 = time.process_time(), time.perf_counter()
-                await task()
-                wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
-                rates.append(ops / wall)
-                cpus.append(cpu / ops)
-            results[name] = {
-                "ops": ops,
-                "rate": statistics.median(rates),
-                "cpu_us": statistics.median(cpus) * 1e6,
-            }
+        await run_async(client, cell)
     finally:
-        await driver.close()
-    return results
+        await client.close()
 
 
-def worker_main(args: argparse.Namespace) -> None:
-    if args.loop == "uvloop":
-        import uvloop
-
-        results = uvloop.run(run_worker(args))
-    else:
-        results = asyncio.run(run_worker(args))
-    print(json.dumps(results))
+# --- synchronous PyMongo -----------------------------------------------------------------
 
 
-# -- servers --------------------------------------------------------------------------------
+def run_sync(cell: Cell) -> None:
+    client: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(cell.uri)
+    try:
+        _run_sync(client, cell)
+    finally:
+        client.close()
 
 
-class ReplayServer:
-    """benchmarks/replay_server.py in its own process."""
-
-    def __enter__(self) -> ReplayServer:
-        self.process = subprocess.Popen(
-            [sys.executable, str(ROOT / "benchmarks" / "replay_server.py"), "--port", "0"],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        self.port = int(line.split()[1])
-        self.uri = f"mongodb://127.0.0.1:{self.port}/?directConnection=true"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.process.terminate()
-        self.process.wait(10)
-
-
-def replay_capacity(
-    port: int, seconds: float = 2.0, connections: int = 4, depth: int = 32
-) -> float:
-    """Requests/s the replay server answers to a raw, pipelined client (no driver)."""
-    body = b"\x13hello\x00\x01\x00" + b"\x02$db\x00\x06\x00\x00\x00admin\x00"
-    body = struct.pack("<i", len(body) + 5) + body + b"\x00"
-    message = struct.pack("<iiii", 16 + 5 + len(body), 1, 0, 2013) + b"\x00\x00\x00\x00\x00" + body
-    counts = [0] * connections
-    deadline = time.perf_counter() + seconds
-
-    def client(k: int) -> None:
-        sock = socket.create_connection(("127.0.0.1", port))
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        reply_size = None
-        pending = bytearray()
-        while time.perf_counter() < deadline:
-            sock.sendall(message * depth)
-            expected = depth
-            while expected:
-                pending += sock.recv(1 << 20)
-                if reply_size is None and len(pending) >= 4:
-                    reply_size = struct.unpack_from("<i", pending)[0]
-                assert reply_size is not None
-                done = min(expected, len(pending) // reply_size)
-                del pending[: done * reply_size]
-                expected -= done
-            counts[k] += depth
-        sock.close()
-
-    threads = [threading.Thread(target=client, args=(k,)) for k in range(connections)]
-    start = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return sum(counts) / (time.perf_counter() - start)
-
-
-def run_server(
-    server_name: str, uri: str, args: argparse.Namespace, ops: int
-) -> dict[tuple[str, str], dict[str, Any]]:
-    results: dict[tuple[str, str], dict[str, Any]] = {}
-    for driver in args.drivers:
-        for loop in args.loops if driver != "pymongo-sync" else ("-",):
-            command = [
-                sys.executable,
-                str(Path(__file__).resolve()),
-                "--worker",
-                "--driver",
-                driver,
-                "--loop",
-                loop if loop != "-" else "asyncio",
-                "--uri",
-                uri,
-                "--ops",
-                str(ops),
-                "--iterations",
-                str(args.iterations),
-            ]
-            if args.tasks:
-                command += ["--tasks", ",".join(args.tasks)]
-            done = subprocess.run(
-                command,
-                capture_output=True,
-                text=True,
-                cwd=ROOT,
-                env={**os.environ, "PYTHONPATH": str(ROOT)},
-                check=False,
-            )
-            if done.returncode != 0:
-                print(
-                    f"{server_name} {driver}/{loop} failed:\n{done.stderr[-3000:]}", file=sys.stderr
-                )
-                continue
-            results[(driver, loop)] = json.loads(done.stdout.strip().splitlines()[-1])
-            print(f"  {server_name}: {driver}/{loop} done", file=sys.stderr)
-    return results
-
-
-def table(server: str, results: dict[tuple[str, str], dict[str, Any]], markdown: bool) -> str:
-    lines = []
-    header = (
-        "task",
-        "driver",
-        "loop",
-        "rate/s",
-        "CPU us/op",
-        "CPU vs PyMongo async",
-        "CPU vs PyMongo sync",
-        "rate vs PyMongo async",
-    )
-    if markdown:
-        lines.append(f"\n**{server}**\n")
-        lines.append("| " + " | ".join(header) + " |")
-        lines.append("|" + "---|" * len(header))
-    else:
-        lines.append(f"\n== {server}")
-        lines.append(
-            "{:22} {:14} {:8} {:>10} {:>10} {:>10} {:>10} {:>10}".format(
-                *header[:5], "vs async", "vs sync", "rate x"
-            )
-        )
-    tasks = [name for name, _ in TASKS if any(name in r for r in results.values())]
-    for task in tasks:
-        sync = results.get(("pymongo-sync", "-"), {}).get(task)
-        for (driver, loop), by_task in results.items():
-            row = by_task.get(task)
-            if row is None:
-                continue
-            peer = results.get(("pymongo-async", loop), {}).get(task)
-            versus_async = peer is not None and driver != "pymongo-async" and loop != "-"
-            versus_sync = sync is not None and driver != "pymongo-sync"
-            vs_async = f"{row['cpu_us'] / peer['cpu_us']:.2f}" if versus_async and peer else ""
-            vs_sync = f"{row['cpu_us'] / sync['cpu_us']:.2f}" if versus_sync and sync else ""
-            rate_x = f"{row['rate'] / peer['rate']:.2f}" if versus_async and peer else ""
-            cells = (
-                task,
-                driver,
-                loop,
-                f"{row['rate']:.0f}",
-                f"{row['cpu_us']:.0f}",
-                vs_async,
-                vs_sync,
-                rate_x,
-            )
-            if markdown:
-                lines.append("| " + " | ".join(cells) + " |")
+def _run_sync(client: pymongo.MongoClient[dict[str, Any]], cell: Cell) -> None:
+    db = client.perftest
+    kind = cell.task.kind
+    corpus = db.corpus
+    target = db[f"bench_{kind}"]
+    db.command("hello", True)
+    corpus.find_one({"_id": 1})
+    if kind == "command":
+        with timed(cell.ops, cell.samples, cell.server_pid):
+            for _ in range(cell.ops):
+                db.command("hello", True)
+    elif kind == "find_one":
+        with timed(cell.ops, cell.samples, cell.server_pid):
+            for i in ids(cell):
+                corpus.find_one({"_id": i})
+    elif kind in ("insert_small", "insert_large"):
+        docs = documents(cell)
+        with timed(cell.ops, cell.samples, cell.server_pid):
+            for doc in docs:
+                target.insert_one(doc)
+    elif kind == "find_many":
+        with timed(cell.ops, cell.samples, cell.server_pid):
+            count = sum(1 for _ in db.corpus_many.find({}))
+        assert count == cell.ops, f"find many returned {count} documents, not {cell.ops}"
+    elif kind in ("bulk_small", "bulk_large"):
+        docs = documents(cell)
+        with timed(cell.ops, cell.samples, cell.server_pid):
+            target.insert_many(docs)
+    elif kind in ("c_find_one", "c_insert_small"):
+        with ThreadPoolExecutor(CONCURRENCY) as pool:
+            warm = [pool.submit(corpus.find_one, {"_id": i}) for i in ids(cell)[: CONCURRENCY]]
+            for future in warm:
+                future.result()
+            if kind == "c_find_one":
+                def lane(n: int) -> None:
+                    for i in ids(cell, n, CONCURRENCY):
+                        corpus.find_one({"_id": i})
             else:
-                lines.append("{:22} {:14} {:8} {:>10} {:>10} {:>10} {:>10} {:>10}".format(*cells))
+                docs = documents(cell)
+
+                def lane(n: int) -> None:
+                    for doc in docs[n::CONCURRENCY]:
+                        target.insert_one(doc)
+            with timed(cell.ops, cell.samples, cell.server_pid):
+                for future in [pool.submit(lane, n) for n in range(CONCURRENCY)]:
+                    future.result()
+    else:
+        raise ValueError(f"unknown task kind {kind!r}")
+    if kind.endswith("large"):
+        target.delete_many({})
+
+
+def run_cell(combo: Combo, cell: Cell) -> None:
+    if combo.driver == "pymongo-sync":
+        run_sync(cell)
+        return
+    factory = uvloop.new_event_loop if combo.loop == "uvloop" else None
+    with asyncio.Runner(loop_factory=factory) as runner:
+        runner.run(with_client(combo, cell))
+
+
+# --- the run -----------------------------------------------------------------------------
+
+
+def prepare_jongodb(uri: str, data: DataSets, tasks: Sequence[Task], scale: float) -> None:
+    """The corpora the read tasks query: ``_id`` 1..N tweets, and the find-many collection."""
+    client: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(uri)
+    db = client.perftest
+    by_id = max((t.ops("jongodb", scale) for t in tasks if "find_one" in t.kind), default=1)
+    db.corpus.insert_many([dict(data.tweet, _id=i) for i in range(1, by_id + 1)])
+    many = max((t.ops("jongodb", scale) for t in tasks if t.kind == "find_many"), default=0)
+    if many:
+        db.corpus_many.insert_many([dict(data.tweet) for _ in range(many)])
+    client.close()
+
+
+def run_server(name: str, uri: str, pid: int | None, data: DataSets, tasks: Sequence[Task],
+               combos: Sequence[Combo], repeats: int, scale: float
+               ) -> dict[tuple[str, Combo], Result]:
+    results: dict[tuple[str, Combo], Result] = {}
+    for task in tasks:
+        ops = task.ops(name, scale)
+        samples: dict[Combo, list[Sample]] = {combo: [] for combo in combos}
+        started = time.perf_counter()
+        for _ in range(repeats):
+            for combo in combos:  # interleaved: a noisy moment hits every driver alike
+                run_cell(combo, Cell(task, ops, uri, data, pid, samples[combo]))
+        for combo in combos:
+            results[task.name, combo] = Result.of(samples[combo], bytes_per_op(task, data))
+        print(f"  {task.name}: {ops} ops x {repeats} x {len(combos)} drivers "
+              f"in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
+    return results
+
+
+def table(name: str, results: dict[tuple[str, Combo], Result], tasks: Sequence[Task],
+          combos: Sequence[Combo]) -> str:
+    lines = [
+        f"### {name}",
+        "",
+        "| task | driver (loop) | ops/s | MB/s | client CPU µs/op | server CPU µs/op "
+        "| CPU vs PyMongo async | CPU vs PyMongo sync | rate vs PyMongo async "
+        "| rate vs PyMongo sync |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for task in tasks:
+        sync = results.get((task.name, Combo("pymongo-sync", "threads")))
+        for combo in combos:
+            mine = results[task.name, combo]
+            peer = results.get((task.name, Combo("pymongo-async", combo.loop)))
+            cells = ["-"] * 4
+            if combo.driver == "asyncmongo":
+                cells = [
+                    ratio(mine.cpu_us_per_op, peer.cpu_us_per_op if peer else None),
+                    ratio(mine.cpu_us_per_op, sync.cpu_us_per_op if sync else None),
+                    ratio(mine.ops_per_s, peer.ops_per_s if peer else None),
+                    ratio(mine.ops_per_s, sync.ops_per_s if sync else None),
+                ]
+            lines.append(
+                f"| {task.name} | {combo.label} | {mine.ops_per_s:,.0f} | {mine.mb_per_s:.2f} "
+                f"| {mine.cpu_us_per_op:.1f} | {mine.server_cpu_us_per_op:.1f} | "
+                + " | ".join(cells) + " |"
+            )
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--driver", default="asyncmongo", help=argparse.SUPPRESS)
-    parser.add_argument("--loop", default="asyncio", help=argparse.SUPPRESS)
-    parser.add_argument("--uri", default="", help=argparse.SUPPRESS)
-    parser.add_argument("--servers", default="replay,jongodb")
-    parser.add_argument("--drivers", default=",".join(DRIVERS))
-    parser.add_argument("--loops", default=",".join(LOOPS))
-    parser.add_argument("--tasks", default="")
-    parser.add_argument("--ops", type=int, default=0)
-    parser.add_argument("--iterations", type=int, default=3)
-    parser.add_argument("--markdown", action="store_true")
-    args = parser.parse_args()
-    args.tasks = [t for t in args.tasks.split(",") if t]
-    if args.worker:
-        worker_main(args)
-        return
-    args.drivers = args.drivers.split(",")
-    args.loops = args.loops.split(",")
-    output = []
-    for server in args.servers.split(","):
-        if server == "replay":
-            with ReplayServer() as replay:
-                capacity = replay_capacity(replay.port)
-                results = run_server("replay", replay.uri, args, args.ops or 5000)
-            fastest = max(
-                (
-                    r["rate"]
-                    for by in results.values()
-                    for t, r in by.items()
-                    if t in SINGLE_DOC_TASKS or t.endswith("100_tasks")
-                ),
-                default=0.0,
-            )
-            output.append(table("replay server", results, args.markdown))
-            output.append(
-                f"\nreplay server capacity (raw pipelined client): {capacity:,.0f} "
-                f"req/s = {capacity / max(fastest, 1):.1f}x the fastest driver rate "
-                f"({fastest:,.0f}/s)"
-            )
-        elif server == "jongodb":
-            sys.path.insert(0, str(ROOT))
-            from tests.support.jongodb import JongodbServer, unavailable_reason
-
-            reason = unavailable_reason()
-            if reason:
-                output.append(f"\njongodb skipped: {reason}")
+def verdicts(results: dict[tuple[str, Combo], Result], tasks: Sequence[Task],
+             combos: Sequence[Combo], replay: bool) -> list[str]:
+    """The issue's targets, checked cell by cell."""
+    out: list[str] = []
+    sync = Combo("pymongo-sync", "threads")
+    for task in tasks:
+        for combo in combos:
+            peer = Combo("pymongo-async", combo.loop)
+            if combo.driver != "asyncmongo" or (task.name, peer) not in results:
                 continue
-            with JongodbServer() as jongodb:
-                results = run_server("jongodb", jongodb.uri, args, args.ops or 500)
-            output.append(table("jongodb", results, args.markdown))
-    print("\n".join(output))
+            mine, theirs = results[task.name, combo], results[task.name, peer]
+            if task.single:
+                cpu = mine.cpu_us_per_op / theirs.cpu_us_per_op
+                out.append(f"{'ok ' if cpu <= 0.67 else 'MISS'} {task.name} {combo.loop}: "
+                           f"CPU/op {cpu:.2f}x PyMongo async (target <= 0.67x)")
+                if (task.name, sync) in results:
+                    cpu = mine.cpu_us_per_op / results[task.name, sync].cpu_us_per_op
+                    out.append(f"{'ok ' if cpu <= 1.0 else 'MISS'} {task.name} {combo.loop}: "
+                               f"CPU/op {cpu:.2f}x PyMongo sync (target <= 1.0x)")
+            if replay and task.kind.startswith("c_"):
+                rate = mine.ops_per_s / theirs.ops_per_s
+                out.append(f"{'ok ' if rate >= 1.5 else 'MISS'} {task.name} {combo.loop}: "
+                           f"throughput {rate:.2f}x PyMongo async (target >= 1.5x)")
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a short smoke run")
+    parser.add_argument("--server", choices=("replay", "jongodb", "both"), default="both")
+    parser.add_argument("--task", action="append", help="run only tasks whose name has this")
+    parser.add_argument("--driver", action="append", help="asyncmongo, pymongo-async, ...")
+    parser.add_argument("--loop", action="append", help="asyncio, uvloop, threads")
+    parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--scale", type=float, default=None, help="multiply the op counts")
+    args = parser.parse_args(argv)
+    scale = args.scale if args.scale is not None else (0.2 if args.quick else 1.0)
+    repeats = args.repeats if args.repeats is not None else (1 if args.quick else 3)
+    tasks = [t for t in TASKS if not args.task or any(p in t.name for p in args.task)]
+    combos = [c for c in COMBOS if (not args.driver or c.driver in args.driver)
+              and (not args.loop or c.loop in args.loop)]
+    data = load_data()
+    print(f"python {sys.version.split()[0]}, pymongo {pymongo.__version__}, "
+          f"uvloop {getattr(uvloop, '__version__', '?')}, scale {scale}, {repeats} repeats (median)\n")
+    started = time.perf_counter()
+    if args.server in ("replay", "both"):
+        find_many = max((t.ops("replay", scale) for t in tasks if t.kind == "find_many"),
+                        default=101)
+        with ReplayServer(find_many) as server:
+            ceiling = probe_replay_rate(server.port)
+            print(f"replay server ceiling (raw pipelined socket, one connection): "
+                  f"{ceiling:,.0f} find_one/s", flush=True)
+            results = run_server("replay", server.uri, server.pid, data, tasks, combos,
+                                 repeats, scale)
+        fastest = max(r.ops_per_s for (name, _), r in results.items()
+                      if "find_one" in name or name == "run command") if results else 0.0
+        print(f"\nreplay server ceiling / fastest driver's find_one or command rate: "
+              f"{ceiling / fastest if fastest else 0.0:.1f}x\n")
+        print(table("Replay server (canned replies, separate process)", results, tasks, combos))
+        print("\n".join(["", *verdicts(results, tasks, combos, replay=True), ""]))
+    if args.server in ("jongodb", "both"):
+        with jongodb_server() as server:
+            prepare_jongodb(server.uri, data, tasks, scale)
+            process = getattr(server, "_process", None)  # its CPU, when it can be read
+            pid = None if process is None else process.pid
+            results = run_server("jongodb", server.uri, pid, data, tasks, combos,
+                                 repeats, scale)
+        print(table("jongodb (independent server; it bounds the rate)", results, tasks,
+                    combos))
+        print("\n".join(["", *verdicts(results, tasks, combos, replay=False), ""]))
+    print(f"total {time.perf_counter() - started:.0f}s")
 
 
 if __name__ == "__main__":
