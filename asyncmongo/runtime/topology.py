@@ -163,23 +163,23 @@ class Topology:
 
     async def on_check_succeeded(self, server: Server, description: ServerDescription) -> None:
         """A monitor's check: apply it; a server now known gets its pool marked ready."""
-        changed = self._apply(description)
+        self._apply(description)
         current = self._description.servers.get(server.address)
         if current is not None and current.is_known and self._servers.get(server.address) is server:
             server.pool.ready()
-        if changed:
-            await self._notify()
+        # Server Monitoring: "each time a check completes, threads waiting for a suitable
+        # server are unblocked" (changed or not), so they request the next check.
+        await self._notify()
 
     async def on_monitor_error(
         self, server: Server, previous: ServerDescription, error: MonitorError
     ) -> bool:
         """A failed check: Unknown, then the pool cleared. True: check again at once."""
         verdict = monitor_error_verdict(previous, error)
-        changed = self._apply(verdict.new_description)
+        self._apply(verdict.new_description)
         if verdict.clear_pool and self._servers.get(server.address) is server:
             server.pool.clear(interrupt_in_use_connections=verdict.interrupt_in_use_connections)
-        if changed:
-            await self._notify()
+        await self._notify()  # a completed check, as above
         return verdict.check_again_immediately
 
     async def on_rtt_sample(self, server: Server) -> None:
