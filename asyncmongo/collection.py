@@ -69,6 +69,7 @@ _ALIASES = {
     "arrayFilters": "array_filters",
     "maxAwaitTimeMS": "max_await_time_ms",
     "commitQuorum": "commit_quorum",
+    "rawData": "raw_data",
 }
 
 
@@ -676,7 +677,14 @@ class AsyncCollection:
         self, keys: Any, session: Any = None, comment: Any = None, **kwargs: Any
     ) -> str:
         """Create one index; returns its name (generated as ``a_1_b_-1`` if not given)."""
-        command_options = ("commitQuorum", "maxTimeMS", "commit_quorum", "max_time_ms", "raw_data")
+        command_options = (
+            "commitQuorum",
+            "maxTimeMS",
+            "commit_quorum",
+            "max_time_ms",
+            "raw_data",
+            "rawData",
+        )
         options = {k: v for k, v in kwargs.items() if k not in command_options}
         model = IndexModel(keys, **options)
         names = await self.create_indexes(

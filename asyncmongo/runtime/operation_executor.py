@@ -224,7 +224,7 @@ class OperationExecutor(Executor):
         if is_sensitive(name, document):
             shown = {}
         else:
-            full = {**document, "$db": command.database}
+            full = {**document, **_server_api_fields(conn), "$db": command.database}
             for sequence in command.sequences:
                 full[sequence.identifier] = [decode(doc) for doc in sequence.documents]
             shown = full
@@ -291,6 +291,13 @@ class OperationExecutor(Executor):
         if COMMAND_LOGGER.isEnabledFor(_DEBUG):
             log_failed(event)
         self._emit(event)
+
+
+def _server_api_fields(conn: Connection) -> dict[str, Any]:
+    """The versioned-API fields the connection adds to every command it sends (shown in the
+    started event as the server receives them)."""
+    server_api = conn._settings.server_api
+    return server_api.command_fields() if server_api is not None else {}
 
 
 def _was_redacted(started: CommandStartedEvent) -> bool:
