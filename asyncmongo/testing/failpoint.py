@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asyncmongo.errors import ConfigurationError
+from asyncmongo.testing.codes import code_name
 
 #: Error codes the server labels ``RetryableWriteError`` on a retryable write (retryable
 #: writes spec, "Determining Retryable Errors").
@@ -80,6 +81,7 @@ class FailCommand:
             "ok": 0.0,
             "errmsg": self.errmsg or "Failing command via 'failCommand' failpoint",
             "code": self.error_code,
+            "codeName": code_name(self.error_code),
         }
         labels = self._labels(self.error_code, command)
         if labels:
