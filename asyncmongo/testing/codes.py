@@ -53,6 +53,11 @@ CODE_NAMES = {
 }
 
 
+#: "Not primary" and "node is shutting down" errors (SDAM spec): mongod 4.4+ attaches its
+#: topologyVersion to them so drivers can ignore stale ones.
+STATE_CHANGE_CODES = frozenset({91, 189, 10058, 10107, 11600, 11602, 13435, 13436})
+
+
 def code_name(code: int) -> str:
     """mongod's ``codeName``; codes without a name are reported as ``Location<code>``."""
     return CODE_NAMES.get(code, f"Location{code}")

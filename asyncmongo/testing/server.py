@@ -28,6 +28,7 @@ from asyncmongo.core.wire.opcodes import HEADER, HEADER_SIZE, OpCode
 from asyncmongo.errors import ConfigurationError, ProtocolError
 from asyncmongo.testing import failpoint, write_concern
 from asyncmongo.testing.builtins import BUILTINS, ConnectionInfo
+from asyncmongo.testing.codes import STATE_CHANGE_CODES
 from asyncmongo.testing.failpoint import FailCommand, FailPointState
 from asyncmongo.testing.member import HelloState, Role, build_hello
 from asyncmongo.testing.protocol import Request, decode_request, encode_reply, read_header
@@ -560,7 +561,12 @@ class SimServer:
         return None
 
     def _decorate(self, reply: dict[str, Any]) -> dict[str, Any]:
-        """Replica-set members and mongos gossip ``$clusterTime`` and ``operationTime``."""
+        """Replica-set members and mongos gossip ``$clusterTime`` and ``operationTime``; a
+        state-change error carries the member's ``topologyVersion`` (SDAM stale errors)."""
+        if self.streaming and not reply.get("ok", 1) and reply.get("code") in (
+                STATE_CHANGE_CODES):
+            reply["topologyVersion"] = {"processId": self.clock.process_id,
+                                        "counter": Int64(self.clock.counter)}
         if self.replica_set is None and self.role is not Role.MONGOS:
             return reply
         now = _now()

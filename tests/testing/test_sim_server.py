@@ -201,6 +201,8 @@ async def test_roles_refuse_what_they_cannot_do() -> None:
                      "lsid": {"id": b"0" * 16}, "txnNumber": Int64(1)}
             reply = await client.command(write)
             assert (reply["code"], reply["errorLabels"]) == (10107, ["RetryableWriteError"])
+            assert reply["codeName"] == "NotWritablePrimary"
+            assert reply["topologyVersion"] == (await client.command(HELLO))["topologyVersion"]
             assert (await client.command({"find": "c", "$db": "db"}))["code"] == 13435
             read = {"find": "c", "$db": "db", "$readPreference": {"mode": "secondary"}}
             assert (await client.command(read))["ok"] == 1.0
