@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 
 import pytest
@@ -43,8 +44,11 @@ async def test_command_line_prints_a_usable_uri() -> None:
         finally:
             await client.close()
     finally:
-        process.terminate()
-        await process.communicate()
+        if process.returncode is None:
+            process.send_signal(signal.SIGINT)  # Ctrl-C
+        _, stderr = await process.communicate()
+    assert process.returncode == 0, stderr.decode()[-500:]
+    assert b"Traceback" not in stderr
 
 
 async def test_fixture_standalone(mongo_standalone: Standalone) -> None:
