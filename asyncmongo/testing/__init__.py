@@ -38,9 +38,10 @@ replication is instant (``replication_lag_ms`` only moves ``lastWrite`` for max 
 a cursor opened on one member can be continued on another; a stopped primary stays "primary"
 in the other members' hello until :meth:`ReplicaSet.step_down` or :meth:`ReplicaSet.elect`
 unless ``ReplicaSet(election_timeout_ms=...)`` asks for automatic elections; a removed member
-is stopped rather than left running with "no valid replica set config"; ``maxTimeMS`` is not
-enforced. Write concern counts reachable data-bearing members: stop enough of them and
-``w: "majority"`` waits, or fails after ``wtimeout`` with WriteConcernFailed (64).
+is stopped rather than left running with "no valid replica set config"; ``maxTimeMS`` is
+enforced only against a fail point's ``blockConnection`` (MaxTimeMSExpired, 50). Write
+concern counts reachable data-bearing members: stop enough of them and ``w: "majority"``
+waits, or fails after ``wtimeout`` with WriteConcernFailed (64).
 """
 
 from asyncmongo.testing.deployment import LoadBalanced, ReplicaSet, ShardedCluster, Standalone

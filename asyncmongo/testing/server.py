@@ -391,6 +391,11 @@ class SimServer:
         if fired.error_code is not None:
             return await self._send(conn, request, self._decorate(
                 fired.error_reply(request.command)), response_to=response_to)
+        if fired.block_connection and _max_time_exceeded(request.command,
+                                                         fired.block_time_ms):
+            # The block ate the command's maxTimeMS: mongod's first interrupt check fails.
+            return await self._send(conn, request, self._decorate(error_reply(
+                50, "operation exceeded time limit")), response_to=response_to)
         return None
 
     def _fire(self, name: str, app_name: str | None) -> FailCommand | None:
@@ -608,6 +613,14 @@ def _strip(command: Mapping[str, Any]) -> dict[str, Any]:
 def _secondary_ok(command: Mapping[str, Any]) -> bool:
     preference = command.get("$readPreference")
     return isinstance(preference, Mapping) and preference.get("mode", "primary") != "primary"
+
+
+def _max_time_exceeded(command: Mapping[str, Any], spent_ms: float) -> bool:
+    """True when the command set a positive ``maxTimeMS`` that ``spent_ms`` has used up."""
+    limit = command.get("maxTimeMS")
+    if isinstance(limit, bool) or not isinstance(limit, int | float):
+        return False
+    return 0 < int(limit) <= spent_ms
 
 
 def _open_cursor(reply: Mapping[str, Any]) -> bool:

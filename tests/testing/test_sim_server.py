@@ -179,6 +179,10 @@ async def test_fail_point_modes_and_actions() -> None:
                 assert (await client.command(ping))["ok"] == 1.0
                 assert time.monotonic() - start >= 0.09
                 assert (await client.command(ping))["ok"] == 1.0
+            with server.fail_point({"times": 1}, failCommands=["ping"], blockConnection=True,
+                                   blockTimeMS=60):
+                expired = await client.command({**ping, "maxTimeMS": 50})
+                assert (expired["code"], expired["codeName"]) == (50, "MaxTimeMSExpired")
             with server.fail_point(failCommands=["ping"], errorCode=1, appName="other"):
                 assert (await client.command(ping))["ok"] == 1.0
             bad = await client.command({"configureFailPoint": "failCommand", "mode": "sometimes",
