@@ -14,7 +14,7 @@ against real wire traffic with faults on cue::
         await rs.members[1].partition("silent")   # or "refuse"; then await .heal()
         rs.members[1].slow(200)               # every reply 200 ms late (0 ends it)
         rs.members[1].send_garbage()          # next reply unparseable; send_truncated() too
-        await rs.reconfig(add=1, remove=[rs.members[2]])   # setVersion + 1
+        await rs.reconfig(add=1, remove=[rs.members[0]])   # setVersion + 1
         with rs.fail_point({"times": 1}, failCommands=["insert"], errorCode=91):
             ...                               # failCommand on the primary, off on exit
 

@@ -331,3 +331,22 @@ async def test_statistics_and_repr_summarise_the_state() -> None:
         finally:
             await client.close()
     assert not server.statistics().running
+
+
+async def test_the_package_docstring_tour_runs() -> None:
+    async with ReplicaSet(members=3, arbiters=0, hidden=0, replication_lag_ms=0) as rs:
+        assert rs.uri.startswith("mongodb://127.0.0.1:") and rs.uri.endswith("replicaSet=rs0")
+        await rs.step_down()
+        await rs.elect(rs.members[2])
+        await rs.members[1].stop()
+        await rs.members[1].start()
+        await rs.members[1].partition("silent")
+        await rs.members[1].heal()
+        rs.members[1].slow(200)
+        rs.members[1].send_garbage()
+        rs.members[1].send_truncated()
+        await rs.reconfig(add=1, remove=[rs.members[0]])
+        with rs.fail_point({"times": 1}, failCommands=["insert"], errorCode=91):
+            assert rs.primary is not None and "failCommand" in rs.primary.fail_points
+        assert rs.primary is not None and not rs.primary.fail_points
+        assert rs.group.set_version == 2 and rs.group.term == 3
