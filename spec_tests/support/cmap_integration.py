@@ -106,7 +106,10 @@ async def server_version(admin: Connection) -> tuple[int, ...]:
 async def run_integration(test: Mapping[str, Any]) -> str | None:
     """Run one integration test; returns a skip reason instead when runOn is not met."""
     run_on = test.get("runOn", [])
-    topology = topology_for(run_on)
+    try:
+        topology = topology_for(run_on)
+    except Unsupported as exc:
+        return str(exc)
     async with endpoint(topology) as address:
         admin = await admin_connection(address)
         try:
