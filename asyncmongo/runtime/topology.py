@@ -36,7 +36,7 @@ from asyncmongo.core.error_policy import (
     application_error_verdict,
     monitor_error_verdict,
 )
-from asyncmongo.core.sdam.events import SdamEvent
+from asyncmongo.core.sdam.events import SdamEvent, ServerClosedEvent, ServerOpeningEvent
 from asyncmongo.core.sdam.server_description import ServerDescription
 from asyncmongo.core.sdam.settings import TopologySettings
 from asyncmongo.core.sdam.topology_description import TopologyDescription
@@ -59,8 +59,10 @@ class Topology:
 
     __slots__ = (
         "_closed",
+        "_closing",
         "_condition",
         "_description",
+        "_last_selection",
         "_listeners",
         "_loop",
         "_rng",
@@ -93,6 +95,9 @@ class Topology:
         self._condition = asyncio.Condition()
         self._description = TopologyDescription.initial(settings, self.topology_id)
         self._closed = False
+        #: (description, selection, server) of the last selection in a one-server topology.
+        self._last_selection: tuple[TopologyDescription, Selection, Server] | None = None
+        self._closing: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         #: Bumped on every change of the description (not on RTT-only updates).
         self.version = 0
@@ -149,7 +154,8 @@ class Topology:
         self._closed = True
         servers = list(self._servers.values())
         self._servers.clear()
-        results = await asyncio.gather(*(s.close() for s in servers), return_exceptions=True)
+        closing = [*(s.close() for s in servers), *self._closing]
+        results = await asyncio.gather(*closing, return_exceptions=True)
         description, events = self._description.close()
         self._description = description
         self._publish(events)
@@ -276,6 +282,10 @@ class Topology:
         ConfigurationError for an incompatible topology or invalid maxStalenessSeconds,
         InvalidOperation once the topology is closed.
         """
+        if not deprioritized:
+            remembered = self._remembered(selection)
+            if remembered is not None:
+                return remembered
         loop = asyncio.get_running_loop()
         limit = loop.time() + self.settings.server_selection_timeout_ms / 1000
         deadline = limit if deadline is None else min(deadline, limit)
@@ -316,6 +326,23 @@ class Topology:
                     raise error from None
                 self.wakeups += 1
 
+    def _remembered(self, selection: Selection) -> Server | None:
+        """The fast path of every operation: the description is the very one a selection
+        equal to ``selection`` ran against, and it has one server, so selection (a pure
+        function of the two; the choice by operation count has nothing to choose) finds
+        that server again. Not taken while selection logging is on (it logs every step)."""
+        last = self._last_selection
+        if (
+            last is None
+            or last[0] is not self._description
+            or self._closed
+            or last[1] != selection
+            or sdam_log.SELECTION_LOGGER.isEnabledFor(logging.DEBUG)
+        ):
+            return None
+        self.selection_attempts += 1
+        return last[2]
+
     def _try_select(self, selection: Selection, operation: str, selector: str) -> Server | None:
         if self._closed:
             raise InvalidOperation("the client is closed")
@@ -330,6 +357,8 @@ class Topology:
         if chosen is None:
             return None
         server = self._servers.get(chosen.address)
+        if server is not None and len(description.servers) == 1:
+            self._last_selection = (description, selection, server)
         if server is not None:
             self._log_selection(
                 "Server selection succeeded", operation, selector, address=server.address
@@ -398,8 +427,11 @@ class Topology:
                 server.start()
 
     def _close_later(self, server: Server) -> None:
-        """A removed server is closed in a task of its own: its monitor may be the caller."""
-        self._spawn(server.close(), f"asyncmongo-close {format_address(server.address)}")
+        """A removed server is closed in a task of its own: its monitor may be the caller.
+        ``close()`` awaits these before it returns."""
+        task = self._spawn(server.close(), f"asyncmongo-close {format_address(server.address)}")
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     def _publish(self, events: list[SdamEvent]) -> None:
         logger = sdam_log.SDAM_LOGGER
@@ -413,8 +445,6 @@ class Topology:
             self._log_server_monitoring(event, log)
 
     def _log_server_monitoring(self, event: SdamEvent, log: bool) -> None:
-        from asyncmongo.core.sdam.events import ServerClosedEvent, ServerOpeningEvent
-
         if not log or not isinstance(event, ServerOpeningEvent | ServerClosedEvent):
             return
         if self._description.topology_type is TopologyType.LOAD_BALANCED:
