@@ -130,7 +130,9 @@ async def test_operation_waits_for_an_election() -> None:
 
 
 async def test_shutdown_error_clears_the_pool_and_marks_unknown() -> None:
-    async with ReplicaSet(2) as rs:
+    # Polling: see test_sdam_prose (a streaming member stamps fail point errors with its
+    # current topologyVersion, which makes them stale).
+    async with ReplicaSet(2, streaming=False) as rs:
         events: list[object] = []
         async with AsyncMongoClient(
             rs.uri, heartbeatFrequencyMS=10_000, event_listeners=[events.append]
@@ -253,3 +255,24 @@ async def test_srv_host_updates_reach_the_topology() -> None:
             assert removed.monitor is not None and removed.monitor._task is None
             for _ in range(10):
                 await client._run_command("db", INSERT)
+
+
+async def test_a_state_change_error_with_the_current_topology_version_is_stale() -> None:
+    """SDAM: an error whose topologyVersion is not newer than the server's is ignored (the
+    streaming simulator stamps its errors with its current version)."""
+    async with ReplicaSet(2) as rs:
+        events: list[object] = []
+        async with AsyncMongoClient(rs.uri, event_listeners=[events.append]) as client:
+            topology = client._topology_runtime
+            await client._run_command("db", INSERT)
+            primary = rs.primary
+            assert primary is not None
+            server = topology.servers[address(primary.host)]
+            generation = server.pool.generation
+            seen = len(events)
+            with rs.fail_point({"times": 1}, failCommands=["insert"], errorCode=10107):
+                with pytest.raises(NotPrimaryError):
+                    await client._run_command("db", INSERT)
+            assert server.pool.generation == generation
+            assert not [e for e in events[seen:] if isinstance(e, ServerDescriptionChangedEvent)]
+            assert topology.description.primary is not None
