@@ -16,9 +16,10 @@ import asyncio
 import collections
 import contextlib
 import datetime
+import enum
 import os
 import ssl
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +70,25 @@ class ServerStatistics:
     topology_version: tuple[ObjectId, int]
     compressed_requests: Mapping[str, int]
     fail_points: Mapping[str, str]
+
+
+class ReplyFault(enum.Enum):
+    """A broken reply the server can send instead of the real one."""
+
+    GARBAGE = "garbage"  # a header with an unknown opcode, then noise
+    TRUNCATED = "truncated"  # the first half of the reply, then the connection closes
+
+
+@dataclass(frozen=True, slots=True)
+class _ReplyFault:
+    """A pending broken reply and the commands it targets (None: all but hello)."""
+
+    kind: ReplyFault
+    commands: frozenset[str] | None
+
+
+def _fault_commands(commands: Iterable[str] | None) -> frozenset[str] | None:
+    return frozenset(commands) if commands is not None else None
 
 
 class _Connection:
@@ -143,8 +163,7 @@ class SimServer:
         self._started_once = False
         self._silent = False
         self._slow_ms = 0.0
-        self._garbage = 0
-        self._truncated = 0
+        self._reply_faults: list[_ReplyFault] = []
         self._cluster_time = Timestamp(0, 0)
         #: How many requests arrived compressed, by compressor name (for tests).
         self.compressed_requests: collections.Counter[str] = collections.Counter()
@@ -282,13 +301,17 @@ class SimServer:
         """Delay every reply by ``ms`` milliseconds (0 ends it)."""
         self._slow_ms = max(0.0, ms)
 
-    def send_garbage(self, count: int = 1) -> None:
-        """The next ``count`` replies are bytes no driver can parse (a bad opcode)."""
-        self._garbage += count
+    def send_garbage(self, count: int = 1, *, commands: Iterable[str] | None = None) -> None:
+        """The next ``count`` replies are bytes no driver can parse (a bad opcode).
 
-    def send_truncated(self, count: int = 1) -> None:
-        """The next ``count`` replies stop halfway and the connection closes."""
-        self._truncated += count
+        ``commands`` picks the replies hit; by default any command but hello, so the
+        application's operations get them and not the monitors' (``commands=["hello"]``)."""
+        self._reply_faults += [_ReplyFault(ReplyFault.GARBAGE, _fault_commands(commands))] * count
+
+    def send_truncated(self, count: int = 1, *, commands: Iterable[str] | None = None) -> None:
+        """The next ``count`` replies stop halfway and the connection closes (``commands`` as
+        for :meth:`send_garbage`)."""
+        self._reply_faults += [_ReplyFault(ReplyFault.TRUNCATED, _fault_commands(commands))] * count
 
     def fail_point(self, mode: str | Mapping[str, int] = "alwaysOn",
                    data: Mapping[str, Any] | None = None, **fields: Any) -> FailPointHandle:
@@ -398,6 +421,15 @@ class SimServer:
                 50, "operation exceeded time limit")), response_to=response_to)
         return None
 
+    def _take_fault(self, command_name: str) -> ReplyFault | None:
+        """The first pending reply fault that targets this command (consumed), if any."""
+        for index, fault in enumerate(self._reply_faults):
+            if (command_name in fault.commands if fault.commands is not None
+                    else command_name not in HELLO_NAMES):
+                del self._reply_faults[index]
+                return fault.kind
+        return None
+
     def _fire(self, name: str, app_name: str | None) -> FailCommand | None:
         point = self.fail_points.get("failCommand")
         return point.fire(name, app_name) if point is not None else None
@@ -417,13 +449,12 @@ class SimServer:
         request_id = self._next_request_id
         data = encode_reply(request, request_id, reply, more_to_come=more_to_come,
                             response_to=response_to)
-        if self._garbage:
-            self._garbage -= 1
+        fault = self._take_fault(request.name)
+        if fault is ReplyFault.GARBAGE:
             noise = os.urandom(32)
             data = HEADER.pack(HEADER_SIZE + len(noise), request_id, request.request_id,
                                0x7EADBEEF) + noise
-        elif self._truncated:
-            self._truncated -= 1
+        elif fault is ReplyFault.TRUNCATED:
             conn.writer.write(data[: max(1, len(data) // 2)])
             await conn.writer.drain()
             return None

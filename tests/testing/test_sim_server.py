@@ -122,7 +122,13 @@ async def test_garbage_and_truncated_replies() -> None:
             await client.send_msg({"ping": 1, "$db": "admin"})
             (_, _, _, opcode), _ = await client.read_raw()
             assert opcode not in {int(op) for op in OpCode}
+            server.send_garbage(commands=["hello"])
+            assert (await client.command({"ping": 1, "$db": "admin"}))["ok"] == 1.0
+            await client.send_msg(HELLO)  # the fault waited for a hello
+            (_, _, _, opcode), _ = await client.read_raw()
+            assert opcode not in {int(op) for op in OpCode}
             server.send_truncated()
+            assert (await client.command(HELLO))["ok"] == 1.0  # monitors are spared
             await client.send_msg({"ping": 1, "$db": "admin"})
             with pytest.raises(asyncio.IncompleteReadError):
                 await client.read()

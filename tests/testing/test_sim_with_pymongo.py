@@ -58,6 +58,13 @@ def client_for(uri: str, **kwargs: Any) -> AsyncMongoClient[dict[str, Any]]:
     return AsyncMongoClient(uri, **kwargs)
 
 
+async def settled(client: AsyncMongoClient[Any], rs: ReplicaSet) -> None:
+    """Wait until PyMongo sees every member as it is again: closing a client while its
+    monitor is still connecting to a healed member leaks PyMongo's socket (ResourceWarning)."""
+    expected = {m.host: ("RSPrimary" if m is rs.primary else "RSSecondary") for m in rs.members}
+    await wait_until(lambda: server_types(client) == expected)
+
+
 def server_types(client: AsyncMongoClient[Any]) -> dict[str, str]:
     description = client.topology_description
     return {f"{sd.address[0]}:{sd.address[1]}": sd.server_type_name
@@ -446,13 +453,14 @@ async def test_automatic_election_when_the_primary_dies() -> None:
             await rs.members[1].partition("silent")
             await wait_until(lambda: rs.primary is rs.members[0])
             await rs.members[1].heal()
+            await settled(client, rs)
         finally:
             await client.close()
 
 
 async def test_write_concern_needs_reachable_members() -> None:
     async with ReplicaSet(3) as rs:
-        client = client_for(rs.uri)
+        client = client_for(rs.uri, heartbeatFrequencyMS=500)
         try:
             majority = client.db.get_collection(
                 "c", write_concern=WriteConcern(w="majority", wtimeout=100))
@@ -470,6 +478,9 @@ async def test_write_concern_needs_reachable_members() -> None:
             assert info.value.code == 64 and details is not None
             assert details["errInfo"]["wtimeout"] is True
             assert await client.db.c.count_documents({}) == 4  # applied, not acknowledged
+            await rs.members[1].start()
+            await rs.members[2].heal()
+            await settled(client, rs)
         finally:
             await client.close()
     async with Standalone() as server:
@@ -487,28 +498,36 @@ async def test_network_faults_as_pymongo_sees_them() -> None:
     async with Standalone() as deployment:
         server = deployment.server
         client = client_for(deployment.uri, socketTimeoutMS=300, heartbeatFrequencyMS=500,
-                            serverSelectionTimeoutMS=1000, retryReads=False)
+                            serverSelectionTimeoutMS=3000, retryReads=False)
+
+        async def known_again() -> None:  # each error marks the server Unknown
+            await wait_until(lambda: server_types(client).get(server.host) == "Standalone")
+
         try:
             await client.admin.command("ping")
             server.send_garbage()
             with pytest.raises(PyMongoError):  # PyMongo: ProtocolError on a bad opcode
                 await client.admin.command("ping")
+            await known_again()
             server.send_truncated()
             with pytest.raises(AutoReconnect):
                 await client.admin.command("ping")
+            await known_again()
             server.slow(600)
             with pytest.raises(NetworkTimeout):
                 await client.admin.command("ping")
             server.slow(0)
+            await known_again()
             await server.partition("silent")
             with pytest.raises(AutoReconnect):  # a timeout, then no server to select
                 await client.admin.command("ping")
             await server.heal()
+            await known_again()
             await server.partition("refuse")
             with pytest.raises(AutoReconnect, match=r"refused|Connect call failed"):
                 await client.admin.command("ping")
             await server.heal()
-            await wait_until(lambda: server_types(client).get(server.host) == "Standalone")
+            await known_again()
             assert (await client.admin.command("ping"))["ok"] == 1.0
         finally:
             await client.close()
