@@ -97,3 +97,13 @@ async def test_network_error_marks_unknown_and_clears_the_pool() -> None:
             assert topology.description.topology_type is TopologyType.SINGLE
             # the monitor brings it back and the client works again
             assert (await client.admin_command({"ping": 1}))["ok"] == 1.0
+
+
+async def test_timeout_ms_bounds_selection() -> None:
+    async with ReplicaSet(2, primary=None) as rs:
+        async with AsyncMongoClient(rs.seed, timeoutMS=150) as client:
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            with pytest.raises(ServerSelectionTimeoutError):
+                await client._run_command("db", {"insert": "c"})
+            assert 0.14 < loop.time() - start < 0.5  # timeoutMS, not serverSelectionTimeoutMS
