@@ -159,11 +159,16 @@ class ClientApi:
 
     @property
     def read_preference(self) -> ReadPreference:
-        o = self._options
-        stale = o.max_staleness_seconds
-        return ReadPreference.from_options(
-            o.read_preference, o.read_preference_tags, stale if stale is not None else -1
-        )
+        """From the connection string (built once: every database/collection inherits it)."""
+        preference: ReadPreference | None = self.__dict__.get("_read_preference")
+        if preference is None:
+            o = self._options
+            stale = o.max_staleness_seconds
+            preference = ReadPreference.from_options(
+                o.read_preference, o.read_preference_tags, stale if stale is not None else -1
+            )
+            self.__dict__["_read_preference"] = preference
+        return preference
 
     @property
     def read_concern(self) -> ReadConcern:
@@ -389,12 +394,12 @@ class ClientApi:
 
     async def _run_cursor_operation(self, op: Operation[CursorPage]) -> CursorPage:
         """Run a cursor-opening operation; the page remembers the server that owns it."""
-        import dataclasses
-
         await self.aconnect()
         executor = self._operation_executor or self._executor_for_api()
         page, address = await executor.run_with_address(op, deadline=self._deadline())
-        return dataclasses.replace(page, address=address)
+        return CursorPage(
+            page.cursor_id, page.namespace, page.documents, page.post_batch_resume_token, address
+        )
 
 
 def _namespaced(model: WriteModel) -> tuple[str, WriteStatement]:

@@ -31,6 +31,7 @@ from asyncmongo.core.operations.common import (
 )
 from asyncmongo.core.operations.cursors import CursorPage
 from asyncmongo.core.operations.distinct import distinct as distinct_op
+from asyncmongo.core.operations.find import Find
 from asyncmongo.core.operations.find_and_modify import ReturnDocument, find_and_modify
 from asyncmongo.core.operations.replies import check_write_reply
 from asyncmongo.core.operations.statements import (
@@ -240,8 +241,7 @@ class AsyncCollection:
         statement = insert_statement(document)
         options = WriteOptions(True, bypass_document_validation, comment, raw_data=raw_data)
         (reply,) = await self._write([statement], options)
-        if self._write_concern.acknowledged:
-            check_write_reply(reply)
+        check_write_reply(reply)
         return InsertOneResult(document.get("_id"), self._write_concern.acknowledged)
 
     async def insert_many(
@@ -491,11 +491,17 @@ class AsyncCollection:
         """The first matching document or None; a non-mapping filter means ``{_id: filter}``."""
         if filter is not None and not isinstance(filter, Mapping):
             filter = {"_id": filter}
+        _no_session(kwargs.pop("session", None))
         kwargs["limit"] = 1  # CRUD findOne: limit 1 and singleBatch, no batchSize
         kwargs["single_batch"] = True
-        cursor = self.find(filter, *args, **kwargs)
-        documents = await cursor.to_list(1)
-        return documents[0] if documents else None
+        options = find_options(filter, *args, **kwargs)
+        op = Find(
+            self._namespace, options, self._read_preference, self._read_concern, self._codec_options
+        )
+        page: CursorPage = await self._client._run_cursor_operation(op)
+        if page.cursor_id and page.address is not None:  # a server that kept it open anyway
+            await AsyncCommandCursor(self._client, page, self._codec_options).close()
+        return page.documents[0] if page.documents else None
 
     async def find_raw_batches(self, *args: Any, **kwargs: Any) -> Any:
         raise InvalidOperation("find_raw_batches is not implemented by asyncmongo")

@@ -57,6 +57,10 @@ class WriteStatement:
 
 def insert_statement(document: Any) -> WriteStatement:
     """The document to insert, with an ``_id`` added (in place, as PyMongo does) if missing."""
+    if type(document) is dict:  # the common case, without the ABC checks
+        if "_id" not in document:
+            document["_id"] = ObjectId()
+        return WriteStatement(StatementKind.INSERT, document)
     check_document(document, "document")
     if "_id" not in document and not isinstance(document, RawBSONDocument):
         if not isinstance(document, MutableMapping):

@@ -25,6 +25,9 @@ from asyncmongo.core.wire.op_msg import DocumentSequence
 
 __all__ = ["BatchReply", "WriteCommand", "WriteOptions"]
 
+#: Room kept for the command document and its generic fields on the fast path (bytes).
+FAST_PATH_ALLOWANCE = 16 * 1024
+
 
 @dataclass(frozen=True, slots=True)
 class WriteOptions:
@@ -55,6 +58,7 @@ class WriteCommand:
         "_encoded",
         "codec_options",
         "kind",
+        "name",
         "namespace",
         "options",
         "start",
@@ -77,6 +81,7 @@ class WriteCommand:
     ) -> None:
         self.namespace = namespace
         self.kind = kind
+        self.name = kind.value
         self.statements = statements
         self.write_concern = write_concern
         self.codec_options = codec_options
@@ -85,10 +90,6 @@ class WriteCommand:
         self.target = Target.write()
         self._encoded = encoded
         self._batch = 0
-
-    @property
-    def name(self) -> str:
-        return self.kind.value
 
     @property
     def acknowledged(self) -> bool:
@@ -114,12 +115,9 @@ class WriteCommand:
     def build(self, conn: ConnectionInfo) -> Command:
         command = with_raw_data(self.command_document(), self.options.raw_data, conn)
         statements = self.encoded()[self.start :]
-        limits = BatchLimits(
-            conn.max_bson_object_size, conn.max_message_size_bytes, conn.max_write_batch_size
+        self._batch = self._fits_whole(statements, conn) or self._first_batch(
+            command, statements, conn
         )
-        size = len(encode(command)) + len(self.namespace.database) + 12  # + "$db"
-        first = split_batches(self.kind.value, statements, size, limits)[0]
-        self._batch = len(first)
         sequence = DocumentSequence(self.kind.sequence, statements[: self._batch])
         return Command(
             self.namespace.database,
@@ -128,8 +126,35 @@ class WriteCommand:
             unacknowledged=not self.acknowledged,
         )
 
+    def _fits_whole(self, statements: list[bytes], conn: ConnectionInfo) -> int:
+        """All statements, when they obviously fit one message (0: work it out exactly).
+
+        Without ``let``/``comment`` the command document and the fields added to it later
+        (session, cluster time, $db, API version) stay far below FAST_PATH_ALLOWANCE, so the
+        exact computation (an extra encode of the command) is only needed near the limits.
+        """
+        if self.options.let is not None or self.options.comment is not None:
+            return 0
+        if len(statements) > conn.max_write_batch_size:
+            return 0
+        largest = max(map(len, statements))
+        allowed = conn.max_bson_object_size + (0 if self.kind is StatementKind.INSERT else 16384)
+        total = sum(map(len, statements))
+        if largest > allowed or total + FAST_PATH_ALLOWANCE > conn.max_message_size_bytes:
+            return 0
+        return len(statements)
+
+    def _first_batch(
+        self, command: dict[str, Any], statements: list[bytes], conn: ConnectionInfo
+    ) -> int:
+        limits = BatchLimits(
+            conn.max_bson_object_size, conn.max_message_size_bytes, conn.max_write_batch_size
+        )
+        size = len(encode(command)) + len(self.namespace.database) + 12  # + "$db"
+        return len(split_batches(self.name, statements, size, limits)[0])
+
     def parse(self, reply: Mapping[str, Any]) -> BatchReply:
-        if self.acknowledged:
+        if reply or self.acknowledged:  # w:0 has no reply; one inside a transaction does
             check_reply(reply)
         return BatchReply(reply, self.start, self._batch, self.acknowledged)
 
