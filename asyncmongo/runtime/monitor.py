@@ -45,8 +45,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Monitor", "MonitorSettings", "RttMonitor", "streaming_enabled"]
 
-#: Monitoring connections are numbered apart from pooled ones (negative ids never collide).
-_monitor_connection_ids = itertools.count(-1, -1)
+#: Monitoring connections are numbered apart from the pools' (they are never pooled).
+_monitor_connection_ids = itertools.count(1)
 
 #: RTT is measured with the high-resolution clock: uvloop's loop.time() has 1 ms steps.
 _clock = time.perf_counter
@@ -83,6 +83,7 @@ class Monitor:
         "_cancel_requested",
         "_checking",
         "_connection",
+        "_connection_id",
         "_connection_settings",
         "_description",
         "_hello_ok",
@@ -113,6 +114,7 @@ class Monitor:
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._connection: Connection | None = None
+        self._connection_id = 0
         self._description = ServerDescription.unknown(server.address)
         self._hello_ok = connection_settings.server_api is not None
         self._checking = False
@@ -248,7 +250,10 @@ class Monitor:
         self.checks += 1
         self._wake.clear()  # a request during the check is satisfied by it
         topology = self._topology
-        topology.publish_heartbeat(ServerHeartbeatStartedEvent(self._server.address, awaited), conn)
+        if fresh:
+            self._connection_id = next(_monitor_connection_ids)
+        ids = (self._connection_id, _server_connection_id(conn))
+        topology.publish_heartbeat(ServerHeartbeatStartedEvent(self._server.address, awaited), *ids)
         start = _clock()
         try:
             reply = await self._hello(conn, fresh, streamed, start_stream, previous)
@@ -266,7 +271,7 @@ class Monitor:
                 return None
             duration = (_clock() - start) * 1000
             topology.publish_heartbeat(
-                ServerHeartbeatFailedEvent(self._server.address, duration, exc, awaited), conn
+                ServerHeartbeatFailedEvent(self._server.address, duration, exc, awaited), *ids
             )
             return MonitorError(_error_kind(exc), str(exc) or type(exc).__name__)
         finally:
@@ -275,7 +280,8 @@ class Monitor:
         self._hello_ok = reply.get("helloOk") is True
         topology.publish_heartbeat(
             ServerHeartbeatSucceededEvent(self._server.address, duration, reply, awaited),
-            self._connection,
+            self._connection_id,
+            _server_connection_id(self._connection),
         )
         return description
 
@@ -293,7 +299,7 @@ class Monitor:
             self._connection = conn = await connect(
                 self._server.address,
                 self._connection_settings,
-                id=next(_monitor_connection_ids),
+                id=self._connection_id,
                 deadline=None,
             )
             return conn.hello
@@ -322,6 +328,12 @@ class Monitor:
 
     def _hello_command(self) -> dict[str, Any]:
         return {"hello": 1} if self._hello_ok else {"isMaster": 1, "helloOk": True}
+
+
+def _server_connection_id(conn: Connection | None) -> int | None:
+    """The server's id for our monitoring connection (hello's ``connectionId``)."""
+    value = conn.hello.get("connectionId") if conn is not None else None
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _error_kind(exc: BaseException) -> ErrorKind:

@@ -78,13 +78,18 @@ def server_monitoring_message(topology_id: object, address: Address, started: bo
 
 
 def heartbeat_message(
-    topology_id: object, event: HeartbeatEvent, driver_connection_id: int | None
+    topology_id: object,
+    event: HeartbeatEvent,
+    driver_connection_id: int | None,
+    server_connection_id: int | None = None,
 ) -> LogMessage:
     """"Server heartbeat started/succeeded/failed" for a monitor's heartbeat event."""
     fields: dict[str, Any] = {"topologyId": str(topology_id), "awaited": event.awaited}
     where = _server(fields, event.connection_id)
     if driver_connection_id is not None:
         fields["driverConnectionId"] = driver_connection_id
+    if server_connection_id is not None:
+        fields["serverConnectionId"] = server_connection_id
     if isinstance(event, ServerHeartbeatStartedEvent):
         fields["message"] = "Server heartbeat started"
         return LogMessage(fields, f"Heartbeat started for {where}")

@@ -28,7 +28,6 @@ from typing import Any
 
 from asyncmongo.bson.objectid import ObjectId
 from asyncmongo.core.address import Address, format_address
-from asyncmongo.core.cmap.log_messages import LogMessage
 from asyncmongo.core.error_policy import (
     ApplicationError,
     ErrorPhase,
@@ -45,7 +44,6 @@ from asyncmongo.core.selection import Mode, Operation, Selection, select_server
 from asyncmongo.errors import ConfigurationError, InvalidOperation, ServerSelectionTimeoutError
 from asyncmongo.monitoring import Listeners
 from asyncmongo.runtime import sdam_log
-from asyncmongo.runtime.connection import Connection
 from asyncmongo.runtime.server import Server
 
 __all__ = ["Topology"]
@@ -454,13 +452,18 @@ class Topology:
             sdam_log.server_monitoring_message(self.topology_id, event.address, started)
         )
 
-    def publish_heartbeat(self, event: Any, connection: Connection | None) -> None:
+    def publish_heartbeat(
+        self,
+        event: sdam_log.HeartbeatEvent,
+        driver_connection_id: int | None,
+        server_connection_id: int | None,
+    ) -> None:
         """Monitors publish heartbeat events (and their log messages) through here."""
         self._listeners.publish(event)
         logger = sdam_log.SDAM_LOGGER
         if logger.isEnabledFor(logging.DEBUG):
-            message: LogMessage = sdam_log.heartbeat_message(
-                self.topology_id, event, connection.id if connection is not None else None
+            message = sdam_log.heartbeat_message(
+                self.topology_id, event, driver_connection_id, server_connection_id
             )
             logger.debug(message)
 

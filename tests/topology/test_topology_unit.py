@@ -154,3 +154,26 @@ async def test_selection_success_is_logged_with_the_server(
     assert fields["serverHost"] == "a" and fields["serverPort"] == 27017
     await topology.close()
     await tasks.close()
+
+
+async def test_heartbeat_log_messages_carry_the_connection_ids(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from tests.topology.sim import ReplicaSet as ScriptedReplicaSet
+
+    caplog.set_level(logging.DEBUG, logger="asyncmongo.topology")
+    async with ScriptedReplicaSet(1, streaming=False) as rs:
+        from asyncmongo.client import AsyncMongoClient
+
+        async with AsyncMongoClient(rs.seed) as client:
+            await client.admin_command({"ping": 1})
+    beats = [
+        r.msg.fields  # type: ignore[union-attr]
+        for r in caplog.records
+        if "heartbeat succeeded" in str(r.msg).lower()
+    ]
+    assert beats
+    assert isinstance(beats[0]["driverConnectionId"], int)
+    assert beats[0]["serverConnectionId"] == 1  # the scripted server's connectionId
+    assert beats[0]["awaited"] is False and beats[0]["durationMS"] >= 0
+    assert '"ok"' in beats[0]["reply"]
