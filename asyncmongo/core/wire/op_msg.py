@@ -31,6 +31,12 @@ _MIN_DOCUMENT_SIZE = 5
 _KIND_BODY = b"\x00"
 _KIND_SEQUENCE = b"\x01"
 _OP_MSG = int(OpCode.OP_MSG)
+#: flagBits 0 and the body's kind byte: the payload prefix of almost every request.
+_NO_FLAGS_BODY = b"\x00\x00\x00\x00" + _KIND_BODY
+#: The usual reply: flagBits, kind 0, the body's length.
+_FLAGS_KIND_SIZE = struct.Struct("<IBi")
+#: Flag bits that send a reply down the full decoder (a checksum, or bits it refuses).
+_SLOW_FLAGS = CHECKSUM_PRESENT | (REQUIRED_FLAGS_MASK & ~KNOWN_REQUIRED_FLAGS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +94,11 @@ def encode_op_msg(
     flags: int = 0,
     response_to: int = 0,
 ) -> list[bytes]:
-    """A complete OP_MSG as buffers for ``writelines`` (header first)."""
+    """A complete OP_MSG as buffers for ``writelines``: the header, then the payload's
+    buffers (what OP_COMPRESSED wraps)."""
+    if not sequences and not flags:  # every command but bulk writes and exhaust
+        header = HEADER.pack(HEADER_SIZE + 5 + len(body), request_id, response_to, _OP_MSG)
+        return [header, _NO_FLAGS_BODY, body]
     payload = encode_op_msg_payload(body, sequences, flags)
     length = HEADER_SIZE + sum(map(len, payload))
     return [HEADER.pack(length, request_id, response_to, _OP_MSG), *payload]
@@ -96,6 +106,11 @@ def encode_op_msg(
 
 def decode_op_msg(request_id: int, response_to: int, data: bytes | memoryview) -> OpMsg:
     """Decode an OP_MSG from the bytes after its header; any defect is a ProtocolError."""
+    if type(data) is bytes and len(data) >= 10:
+        # the usual reply: known flags, no checksum, one body section filling the message
+        flags, kind, size = _FLAGS_KIND_SIZE.unpack_from(data, 0)
+        if kind == 0 and not flags & _SLOW_FLAGS and size == len(data) - 5 and not data[-1]:
+            return OpMsg(request_id, response_to, flags, data[5:])
     view = memoryview(data)
     if len(view) < 4:
         raise ProtocolError("OP_MSG too short for its flagBits")
