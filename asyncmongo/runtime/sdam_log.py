@@ -124,6 +124,7 @@ def selection(
     address: Address | None = None,
     failure: BaseException | None = None,
     remaining_ms: float | None = None,
+    operation_id: int | None = None,
 ) -> LogMessage:
     """One of the four Server Selection log messages ("Server selection started", ...)."""
     fields: dict[str, Any] = {
@@ -132,7 +133,14 @@ def selection(
         "operation": operation,
         "topologyDescription": topology,
     }
-    text = f"{message} for operation {operation}. Selector: {selector}, topology: {topology}"
+    ident = ""
+    if operation_id is not None:
+        fields["operationId"] = operation_id
+        ident = f" with ID {operation_id}"
+    text = (
+        f"{message} for operation {operation}{ident}. Selector: {selector}, "
+        f"topology: {topology}"
+    )
     if address is not None:
         where = _server(fields, address)
         text += f". Selected server: {where}"

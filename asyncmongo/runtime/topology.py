@@ -272,6 +272,7 @@ class Topology:
         deprioritized: Collection[Address] = (),
         *,
         operation: str = "command",
+        operation_id: int | None = None,
     ) -> Server:
         """A Server suitable for ``selection``, waiting for the topology to change if needed.
 
@@ -290,21 +291,20 @@ class Topology:
         if deprioritized:
             selection = dataclasses.replace(selection, deprioritized=frozenset(deprioritized))
         selector = _describe_selection(selection)
-        self._log_selection("Server selection started", operation, selector)
+        log = _SelectionLog(self, operation, selector, operation_id)
+        log("Server selection started")
         logged_wait = False
         async with self._condition:
             while True:
-                found = self._try_select(selection, operation, selector)
+                found = self._try_select(selection, log)
                 if found is not None:
                     return found
                 self.request_checks()
                 remaining = deadline - loop.time()
                 if not logged_wait:
                     logged_wait = True
-                    self._log_selection(
+                    log(
                         "Waiting for suitable server to become available",
-                        operation,
-                        selector,
                         remaining_ms=max(remaining, 0) * 1000,
                         level=logging.INFO,
                     )
@@ -314,13 +314,11 @@ class Topology:
                     async with asyncio.timeout_at(deadline):
                         await self._condition.wait()
                 except TimeoutError:
-                    found = self._try_select(selection, operation, selector)
+                    found = self._try_select(selection, log)
                     if found is not None:
                         return found
                     error = self._selection_timeout(selection)
-                    self._log_selection(
-                        "Server selection failed", operation, selector, failure=error
-                    )
+                    log("Server selection failed", failure=error)
                     raise error from None
                 self.wakeups += 1
 
@@ -341,7 +339,7 @@ class Topology:
         self.selection_attempts += 1
         return last[2]
 
-    def _try_select(self, selection: Selection, operation: str, selector: str) -> Server | None:
+    def _try_select(self, selection: Selection, log: _SelectionLog) -> Server | None:
         if self._closed:
             raise InvalidOperation("the client is closed")
         self.selection_attempts += 1
@@ -350,7 +348,7 @@ class Topology:
         try:
             chosen = select_server(description, selection, counts, self._rng)
         except ConfigurationError as exc:
-            self._log_selection("Server selection failed", operation, selector, failure=exc)
+            log("Server selection failed", failure=exc)
             raise
         if chosen is None:
             return None
@@ -358,9 +356,7 @@ class Topology:
         if server is not None and len(description.servers) == 1:
             self._last_selection = (description, selection, server)
         if server is not None:
-            self._log_selection(
-                "Server selection succeeded", operation, selector, address=server.address
-            )
+            log("Server selection succeeded", address=server.address)
         return server
 
     def _selection_timeout(self, selection: Selection) -> ServerSelectionTimeoutError:
@@ -375,24 +371,6 @@ class Topology:
             f"Topology: {description!r}"
         )
         return ServerSelectionTimeoutError(message, errors)
-
-    def _log_selection(
-        self,
-        message: str,
-        operation: str,
-        selector: str,
-        *,
-        level: int = logging.DEBUG,
-        **details: Any,
-    ) -> None:
-        logger = sdam_log.SELECTION_LOGGER
-        if logger.isEnabledFor(level):
-            logger.log(
-                level,
-                sdam_log.selection(
-                    message, operation, selector, repr(self._description), **details
-                ),
-            )
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -470,6 +448,34 @@ class Topology:
     async def _notify(self) -> None:
         async with self._condition:
             self._condition.notify_all()
+
+
+class _SelectionLog:
+    """The server-selection log messages of one selection (DEBUG, "waiting" at INFO)."""
+
+    __slots__ = ("_operation", "_operation_id", "_selector", "_topology")
+
+    def __init__(
+        self, topology: Topology, operation: str, selector: str, operation_id: int | None
+    ) -> None:
+        self._topology = topology
+        self._operation = operation
+        self._selector = selector
+        self._operation_id = operation_id
+
+    def __call__(self, message: str, *, level: int = logging.DEBUG, **details: Any) -> None:
+        logger = sdam_log.SELECTION_LOGGER
+        if logger.isEnabledFor(level):
+            description = repr(self._topology.description)
+            entry = sdam_log.selection(
+                message,
+                self._operation,
+                self._selector,
+                description,
+                operation_id=self._operation_id,
+                **details,
+            )
+            logger.log(level, entry)
 
 
 def _describe_selection(selection: Selection) -> str:

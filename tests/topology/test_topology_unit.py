@@ -147,11 +147,12 @@ async def test_selection_success_is_logged_with_the_server(
     caplog.set_level(logging.DEBUG, logger="asyncmongo.serverSelection")
     topology.open()
     await topology.on_check_succeeded(made[0], mongos(A))
-    server = await topology.select_server(Selection.write(), operation="insert")
+    server = await topology.select_server(Selection.write(), operation="insert", operation_id=7)
     assert server is made[0]
     (succeeded,) = [r for r in caplog.records if "succeeded" in str(r.msg)]
     fields = succeeded.msg.fields  # type: ignore[union-attr]
     assert fields["serverHost"] == "a" and fields["serverPort"] == 27017
+    assert fields["operationId"] == 7 and "with ID 7" in str(succeeded.msg)
     await topology.close()
     await tasks.close()
 
