@@ -4,7 +4,7 @@ working (DESIGN: cancellation is normal in async code)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -34,7 +34,7 @@ async def test_cancelled_operation_gives_its_connection_back(call: str) -> None:
             await coll.insert_many([{"_id": i} for i in range(5)])
             from asyncmongo import InsertOne
 
-            operations: dict[str, tuple[str, Callable[[], Awaitable[Any]]]] = {
+            operations: dict[str, tuple[str, Callable[[], Coroutine[Any, Any, Any]]]] = {
                 "find_one": ("find", lambda: coll.find_one({})),
                 "insert_one": ("insert", lambda: coll.insert_one({})),
                 "count_documents": ("aggregate", lambda: coll.count_documents({})),
