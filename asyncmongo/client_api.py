@@ -333,15 +333,20 @@ class ClientApi:
 
     # -- events -----------------------------------------------------------------------------
 
-    async def events(self, backlog: int = EVENT_BACKLOG) -> AsyncIterator[Any]:
-        """Every event from now on, as an async iterator (leave the loop to unsubscribe).
+    def events(self, backlog: int = EVENT_BACKLOG) -> AsyncIterator[Any]:
+        """Every event from this call on, as an async iterator (``async for``; leaving the
+        loop, or ``aclose()``, unsubscribes).
 
-        A consumer slower than the driver loses the oldest events beyond ``backlog``
-        (counted in the iterator's ``dropped``) rather than growing memory without bound.
+        The subscription starts here, not at the first ``__anext__``, so nothing published
+        in between is missed. A consumer slower than the driver loses the oldest events
+        beyond ``backlog`` rather than growing memory without bound.
         """
         queue = _EventQueue(backlog)
         self._event_queues.add(queue)
         self._update_publisher()
+        return self._drain_events(queue)
+
+    async def _drain_events(self, queue: _EventQueue) -> AsyncIterator[Any]:
         try:
             while True:
                 yield await queue.get()

@@ -187,16 +187,16 @@ async def test_events_iterator_and_coroutine_listeners() -> None:
     async with Standalone() as server:
         async with AsyncMongoClient(server.uri, event_listeners=[listener]) as client:
             names: list[str] = []
+            stream = client.events()  # subscribed from here on, before anything awaits
 
             async def consume() -> None:
-                async for event in client.events():
+                async for event in stream:
                     if isinstance(event, CommandSucceededEvent):
                         names.append(event.command_name)
                         if len(names) == 2:
                             return
 
             consumer = asyncio.create_task(consume())
-            await asyncio.sleep(0)
             await client.db.command("ping")
             await client.db.coll.insert_one({})
             await asyncio.wait_for(consumer, 5)
@@ -213,15 +213,15 @@ async def test_events_sees_sdam_events_with_observe_events() -> None:
     async with Standalone() as server:
         client = AsyncMongoClient(server.uri, observe_events=True)
         kinds: set[str] = set()
+        stream = client.events()
 
         async def consume() -> None:
-            async for event in client.events():
+            async for event in stream:
                 kinds.add(type(event).__name__)
                 if "CommandSucceededEvent" in kinds:
                     return
 
         consumer = asyncio.create_task(consume())
-        await asyncio.sleep(0)
         try:
             await client.db.command("ping")
             await asyncio.wait_for(consumer, 5)
@@ -234,5 +234,20 @@ async def test_no_listener_builds_no_event() -> None:
     async with Standalone() as server:
         async with AsyncMongoClient(server.uri) as client:
             await client.db.command("ping")
+            executor = client._operation_executor
+            assert executor is not None and executor._publish is None
+
+
+async def test_events_backlog_drops_the_oldest_and_unsubscribes_on_close() -> None:
+    async with Standalone() as server:
+        async with AsyncMongoClient(server.uri) as client:
+            stream = client.events(backlog=2)
+            for _ in range(3):
+                await client.db.command("ping")
+            first = await stream.__anext__()
+            assert isinstance(first, CommandStartedEvent)  # the last ping's pair is kept
+            assert isinstance(await stream.__anext__(), CommandSucceededEvent)
+            await stream.aclose()  # type: ignore[attr-defined]
+            assert not client._event_queues
             executor = client._operation_executor
             assert executor is not None and executor._publish is None
