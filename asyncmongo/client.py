@@ -238,7 +238,7 @@ class AsyncMongoClient(ClientSessions, ClientApi):
             # The minPoolSize filler failed to establish: SDAM as for a checkout's failure.
             failed_auth = isinstance(exc, OperationFailure)
             phase = ErrorPhase.AUTHENTICATING if failed_auth else ErrorPhase.CONNECTING
-            tasks.spawn(
+            tasks.spawn_unless_closed(
                 topology.handle_application_error(address, exc, pool.generation, phase=phase),
                 "asyncmongo-sdam-error",
             )
@@ -272,7 +272,9 @@ class AsyncMongoClient(ClientSessions, ClientApi):
 
     def _srv_hosts_changed(self, hosts: tuple[Address, ...]) -> None:
         if self._topology is not None and self._tasks is not None:
-            self._tasks.spawn(self._topology.apply_srv_hosts(hosts), "asyncmongo-srv-update")
+            self._tasks.spawn_unless_closed(
+                self._topology.apply_srv_hosts(hosts), "asyncmongo-srv-update"
+            )
 
     def _should_poll_srv(self) -> bool:
         topology = self._topology

@@ -49,6 +49,15 @@ class TaskSet:
         task.add_done_callback(self._done)
         return task
 
+    def spawn_unless_closed(
+        self, coro: Coroutine[Any, Any, T], name: str | None = None
+    ) -> asyncio.Task[T] | None:
+        """``spawn``, or drop ``coro`` once the set is closed (callbacks racing ``close()``)."""
+        if self._closed:
+            coro.close()
+            return None
+        return self.spawn(coro, name)
+
     def _done(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
