@@ -11,7 +11,7 @@ through the client, shape the result. Names and signatures are PyMongo's
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions
@@ -416,7 +416,7 @@ class AsyncCollection:
 
     async def bulk_write(
         self,
-        requests: Sequence[WriteModel],
+        requests: Iterable[WriteModel],
         ordered: bool = True,
         bypass_document_validation: bool | None = None,
         session: Any = None,
@@ -427,7 +427,7 @@ class AsyncCollection:
         """Run write models in batches; BulkWriteError carries every error with the index of
         its model in ``requests``."""
         _no_session(session)
-        if not isinstance(requests, Sequence) or isinstance(requests, str | bytes):
+        if isinstance(requests, str | bytes | Mapping) or not isinstance(requests, Iterable):
             raise InvalidArgument("requests must be a list of write models")
         statements = []
         for request in requests:
