@@ -404,10 +404,11 @@ def find_options(
     raw_data: bool | None = None,
 ) -> FindOptions:
     """PyMongo's ``find`` keywords as :class:`FindOptions` (False flags are not sent)."""
-    try:
-        cursor_type = CursorType(cursor_type)
-    except ValueError:
-        raise InvalidArgument(f"not a CursorType: {cursor_type!r}") from None
+    if type(cursor_type) is not CursorType:
+        try:
+            cursor_type = CursorType(cursor_type)
+        except ValueError:
+            raise InvalidArgument(f"not a CursorType: {cursor_type!r}") from None
     return FindOptions(
         filter=filter,
         projection=projection_document(projection),

@@ -100,6 +100,8 @@ class CollectionContext:
 
 def check_document(value: object, what: str) -> Mapping[str, Any]:
     """``value`` must be a mapping (filters, replacement documents, options documents)."""
+    if type(value) is dict:  # the usual case, without the ABC instance check
+        return value
     if not isinstance(value, Mapping):
         raise InvalidArgument(f"{what} must be a mapping (dict), not {type(value).__name__}")
     return value

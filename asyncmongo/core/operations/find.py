@@ -80,10 +80,11 @@ class FindOptions:
                 isinstance(value, bool) or not isinstance(value, int) or value < 0
             ):
                 raise InvalidArgument(f"{name} must be a non-negative int, not {value!r}")
-        try:
-            object.__setattr__(self, "cursor_type", CursorType(self.cursor_type))
-        except ValueError:
-            raise InvalidArgument(f"not a CursorType: {self.cursor_type!r}") from None
+        if type(self.cursor_type) is not CursorType:
+            try:
+                object.__setattr__(self, "cursor_type", CursorType(self.cursor_type))
+            except ValueError:
+                raise InvalidArgument(f"not a CursorType: {self.cursor_type!r}") from None
         if self.cursor_type is CursorType.EXHAUST:
             raise InvalidArgument("exhaust cursors are not supported (OP_MSG exhaust of find)")
         if self.filter is not None:
