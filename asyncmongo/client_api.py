@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.core.address import Address
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations import management
 from asyncmongo.core.operations.base import Operation
@@ -34,6 +35,7 @@ from asyncmongo.core.operations.client_bulk import (
 )
 from asyncmongo.core.operations.cursors import CursorPage, GetMore
 from asyncmongo.core.operations.statements import WriteStatement
+from asyncmongo.core.sdam.types import ServerType
 from asyncmongo.core.selection import PRIMARY, ReadPreference
 from asyncmongo.cursor import AsyncCommandCursor
 from asyncmongo.database import AsyncDatabase
@@ -54,6 +56,7 @@ from asyncmongo.runtime.operation_executor import OperationExecutor, next_operat
 from asyncmongo.session import sessions_bound
 
 if TYPE_CHECKING:
+    from asyncmongo.core.sdam.topology_description import TopologyDescription
     from asyncmongo.core.uri import ClientOptions
     from asyncmongo.runtime.tasks import TaskSet
     from asyncmongo.runtime.topology import Topology
@@ -118,6 +121,11 @@ class ClientApi:
 
         async def aconnect(self) -> None: ...
 
+        async def close(self) -> None: ...
+
+        @property
+        def topology_description(self) -> TopologyDescription: ...
+
         @property
         def _topology_runtime(self) -> Topology: ...
 
@@ -177,6 +185,68 @@ class ClientApi:
     @property
     def write_concern(self) -> WriteConcern:
         return self._options.write_concern
+
+    # -- the deployment as seen now (PyMongo's properties; never blocking) ------------------
+
+    def _servers_of(self, *types: ServerType) -> frozenset[Address]:
+        description: TopologyDescription = self.topology_description
+        return frozenset(
+            address
+            for address, server in description.servers.items()
+            if server.server_type in types
+        )
+
+    @property
+    def nodes(self) -> frozenset[Address]:
+        """The addresses of the servers currently known (empty before the first check)."""
+        description: TopologyDescription = self.topology_description
+        return frozenset(s.address for s in description.known_servers)
+
+    @property
+    def primary(self) -> Address | None:
+        """The replica set primary's address, if one is known."""
+        return next(iter(self._servers_of(ServerType.RS_PRIMARY)), None)
+
+    @property
+    def secondaries(self) -> frozenset[Address]:
+        return self._servers_of(ServerType.RS_SECONDARY)
+
+    @property
+    def arbiters(self) -> frozenset[Address]:
+        return self._servers_of(ServerType.RS_ARBITER)
+
+    @property
+    def is_primary(self) -> bool:
+        """True when writes can go to a known primary or standalone now."""
+        return bool(self._servers_of(ServerType.RS_PRIMARY, ServerType.STANDALONE))
+
+    @property
+    def is_mongos(self) -> bool:
+        return bool(self._servers_of(ServerType.MONGOS))
+
+    @property
+    def address(self) -> Address | None:
+        """The standalone, primary or (single) mongos this client writes to, if known.
+
+        PyMongo's property selects a server (blocking); this one reads the current
+        description and is None until a server is known (await an operation or
+        ``aconnect()`` first). With several mongos it is None, as PyMongo raises there.
+        """
+        writable = self._servers_of(
+            ServerType.RS_PRIMARY,
+            ServerType.STANDALONE,
+            ServerType.MONGOS,
+            ServerType.LOAD_BALANCER,
+        )
+        return next(iter(writable)) if len(writable) == 1 else None
+
+    async def server_info(self, session: Any = None) -> Mapping[str, Any]:
+        """The server's buildInfo (version, ...)."""
+        return await self["admin"].command("buildinfo", read_preference=PRIMARY, session=session)
+
+    async def aclose(self) -> None:
+        """PyMongo's name for :meth:`close`."""
+        await self.close()
 
     # -- databases --------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@ server rule; plus the ``$readPreference`` each topology type needs (server-selec
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from asyncmongo import AsyncMongoClient, CommandStartedEvent, ReadPreference
@@ -86,3 +87,28 @@ async def test_standalone_gets_no_read_preference() -> None:
         async with AsyncMongoClient(server.uri, event_listeners=[events.append]) as client:
             await client.get_database("db", read_preference=SECONDARY).coll.find_one({})
     assert "$readPreference" not in started(events, "find")[0].command
+
+
+async def test_deployment_properties() -> None:
+    async with ReplicaSet(members=3) as rs:
+        async with AsyncMongoClient(rs.uri) as client:
+            await client.db.command("ping")
+            for _ in range(200):  # every member is discovered by its monitor
+                if len(client.nodes) == 3 and len(client.secondaries) == 2:
+                    break
+                await asyncio.sleep(0.01)
+            assert rs.primary is not None
+            assert client.primary == client.address
+            assert client.primary is not None and f"{client.primary[0]}:{client.primary[1]}" == (
+                rs.primary.host
+            )
+            assert len(client.secondaries) == 2 and client.arbiters == frozenset()
+            assert client.is_primary and not client.is_mongos
+            info = await client.server_info()
+            assert "version" in info
+
+
+async def test_properties_before_connecting() -> None:
+    client = AsyncMongoClient("mongodb://127.0.0.1:1/?directConnection=true")
+    assert client.nodes == frozenset() and client.address is None and client.primary is None
+    await client.aclose()
