@@ -20,6 +20,7 @@ from asyncmongo.core.operations import aggregate as aggregate_ops
 from asyncmongo.core.operations import count as count_ops
 from asyncmongo.core.operations import indexes as index_ops
 from asyncmongo.core.operations import management
+from asyncmongo.core.operations import search_indexes as search_ops
 from asyncmongo.core.operations.bulk import BulkResult, plan_runs
 from asyncmongo.core.operations.command import CommandOperation
 from asyncmongo.core.operations.common import (
@@ -44,7 +45,7 @@ from asyncmongo.core.operations.write import WriteCommand, WriteOptions
 from asyncmongo.core.selection import ReadPreference
 from asyncmongo.cursor import AsyncCommandCursor, AsyncCursor, find_options
 from asyncmongo.errors import InvalidArgument, InvalidOperation
-from asyncmongo.operations import IndexModel, WriteModel
+from asyncmongo.operations import IndexModel, SearchIndexModel, WriteModel
 from asyncmongo.results import (
     BulkWriteResult,
     DeleteResult,
@@ -781,6 +782,69 @@ class AsyncCollection:
             **options,
         )
         await self._client._run_operation(_raw(op, raw_data))
+
+    # -- search indexes (Atlas) -------------------------------------------------------------
+
+    async def create_search_index(
+        self, model: Any, session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> str:
+        """Create one search index (a SearchIndexModel or its fields as a mapping); its name."""
+        names = await self.create_search_indexes([model], session, comment, **kwargs)
+        return names[0]
+
+    async def create_search_indexes(
+        self, models: Iterable[Any], session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> list[str]:
+        """createSearchIndexes (no read or write concern is sent: Atlas refuses them)."""
+        _no_session(session)
+        _snake(kwargs, frozenset(), "create_search_indexes")
+        documents = []
+        for model in models:
+            if isinstance(model, Mapping):
+                model = SearchIndexModel(**model)
+            if not isinstance(model, SearchIndexModel):
+                raise InvalidArgument(f"{model!r} is not a SearchIndexModel")
+            documents.append(model.document)
+        op = search_ops.create_search_indexes(
+            self._namespace, documents, comment=comment, codec_options=self._codec_options
+        )
+        names: list[str] = await self._client._run_operation(op)
+        return names
+
+    async def update_search_index(
+        self,
+        name: str,
+        definition: Mapping[str, Any],
+        session: Any = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        _no_session(session)
+        _snake(kwargs, frozenset(), "update_search_index")
+        op = search_ops.update_search_index(
+            self._namespace, name, definition, comment=comment, codec_options=self._codec_options
+        )
+        await self._client._run_operation(op)
+
+    async def drop_search_index(
+        self, name: str, session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> None:
+        """Drop a search index (a missing one is not an error: drops are idempotent)."""
+        _no_session(session)
+        _snake(kwargs, frozenset(), "drop_search_index")
+        op = search_ops.drop_search_index(
+            self._namespace, name, comment=comment, codec_options=self._codec_options
+        )
+        await self._client._run_operation(op)
+
+    async def list_search_indexes(
+        self, name: str | None = None, session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> AsyncCommandCursor:
+        """A cursor over the search indexes (``$listSearchIndexes``); kwargs are aggregate's."""
+        _no_session(session)
+        plain = self.with_options(read_concern=ReadConcern(), write_concern=WriteConcern())
+        pipeline = search_ops.list_search_indexes_pipeline(name)
+        return await _aggregate(plain, self._namespace, False, pipeline, None, comment, kwargs)
 
     # -- management -------------------------------------------------------------------------
 

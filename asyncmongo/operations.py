@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from asyncmongo.core.operations.indexes import index_document
+from asyncmongo.core.operations.search_indexes import search_index_document
 from asyncmongo.core.operations.statements import (
     WriteStatement,
     delete_statement,
@@ -24,6 +25,7 @@ __all__ = [
     "IndexModel",
     "InsertOne",
     "ReplaceOne",
+    "SearchIndexModel",
     "UpdateMany",
     "UpdateOne",
     "WriteModel",
@@ -260,3 +262,27 @@ class IndexModel:
 
     def __repr__(self) -> str:
         return f"IndexModel({self._document!r})"
+
+
+class SearchIndexModel:
+    """One Atlas search index for ``create_search_indexes``: its definition, and optionally a
+    ``name`` (the server's default is "default") and ``type`` ("search" or "vectorSearch")."""
+
+    __slots__ = ("_document",)
+
+    def __init__(
+        self,
+        definition: Mapping[str, Any],
+        name: str | None = None,
+        type: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._document = search_index_document(definition, name, type)
+        self._document.update(kwargs)
+
+    @property
+    def document(self) -> dict[str, Any]:
+        return self._document
+
+    def __repr__(self) -> str:
+        return f"SearchIndexModel({self._document!r})"

@@ -674,3 +674,34 @@ def test_client_bulk_verbose_results_need_the_flag() -> None:
     assert result.inserted_count == 1
     with pytest.raises(InvalidOperation):
         _ = result.insert_results
+
+
+def test_search_index_commands() -> None:
+    from asyncmongo.core.operations import search_indexes as search_ops
+    from asyncmongo.operations import SearchIndexModel
+
+    model = SearchIndexModel({"mappings": {"dynamic": True}}, name="s", type="search")
+    assert model.document == {
+        "name": "s",
+        "type": "search",
+        "definition": {"mappings": {"dynamic": True}},
+    }
+    create = search_ops.create_search_indexes(NS, [model.document], codec_options=CODEC)
+    assert create.build(Conn()).document == {
+        "createSearchIndexes": "coll",
+        "indexes": [model.document],
+    }
+    assert create.parse({"ok": 1, "indexesCreated": [{"id": "1", "name": "s"}]}) == ["s"]
+    drop = search_ops.drop_search_index(NS, "s", codec_options=CODEC)
+    assert drop.build(Conn()).document == {"dropSearchIndex": "coll", "name": "s"}
+    assert drop.parse({"ok": 0, "code": 26, "errmsg": "ns not found"}) is None  # idempotent
+    with pytest.raises(OperationFailure):
+        drop.parse({"ok": 0, "code": 8, "errmsg": "Atlas only"})
+    update = search_ops.update_search_index(NS, "s", {"x": 1}, codec_options=CODEC)
+    assert update.build(Conn()).document == {
+        "updateSearchIndex": "coll",
+        "name": "s",
+        "definition": {"x": 1},
+    }
+    assert search_ops.list_search_indexes_pipeline(None) == [{"$listSearchIndexes": {}}]
+    assert search_ops.list_search_indexes_pipeline("s") == [{"$listSearchIndexes": {"name": "s"}}]

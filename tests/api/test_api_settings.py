@@ -117,3 +117,37 @@ async def test_names_and_access() -> None:
                 bool(client.db)
             with pytest.raises(AttributeError):
                 client.db._private  # noqa: B018
+
+
+async def test_search_index_helpers_send_no_concerns() -> None:
+    from asyncmongo.operations import SearchIndexModel
+
+    events: list[Any] = []
+    async with Standalone() as server:
+        uri = server.uri.rstrip("/") + "/?w=majority&readConcernLevel=majority"
+        async with AsyncMongoClient(uri, event_listeners=[events.append]) as client:
+            coll = client.db.coll
+            definition = {"mappings": {"dynamic": True}}
+            with pytest.raises(OperationFailure):  # the simulator is not Atlas
+                await coll.create_search_index({"definition": definition, "name": "s"})
+            with pytest.raises(OperationFailure):
+                await coll.create_search_indexes([SearchIndexModel(definition)])
+            with pytest.raises(OperationFailure):
+                await coll.update_search_index("s", definition)
+            with pytest.raises(OperationFailure):
+                await coll.drop_search_index("s")
+            with pytest.raises(OperationFailure):
+                await coll.list_search_indexes("s")
+    commands = [e.command for e in events if isinstance(e, CommandStartedEvent)]
+    names = [next(iter(c)) for c in commands if next(iter(c)) != "endSessions"]
+    assert names == [
+        "createSearchIndexes",
+        "createSearchIndexes",
+        "updateSearchIndex",
+        "dropSearchIndex",
+        "aggregate",
+    ]
+    assert commands[0]["indexes"] == [{"name": "s", "definition": definition}]
+    assert commands[4]["pipeline"] == [{"$listSearchIndexes": {"name": "s"}}]
+    for command in commands:
+        assert "readConcern" not in command and "writeConcern" not in command

@@ -1,0 +1,105 @@
+"""Atlas search index management (specs/index-management "Search Indexes").
+
+createSearchIndexes, updateSearchIndex and dropSearchIndex are plain commands that MUST NOT
+carry a read or write concern (Atlas refuses them); listing is an aggregate with
+``$listSearchIndexes`` (``asyncmongo.core.operations.aggregate``). dropSearchIndex of a
+missing index or collection (NamespaceNotFound) succeeds, so drops are idempotent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.core.operations.base import Target
+from asyncmongo.core.operations.command import CommandOperation
+from asyncmongo.core.operations.common import Namespace, check_document, put
+from asyncmongo.core.operations.replies import check_reply, is_ok
+from asyncmongo.errors import InvalidArgument
+
+__all__ = [
+    "create_search_indexes",
+    "drop_search_index",
+    "list_search_indexes_pipeline",
+    "search_index_document",
+    "update_search_index",
+]
+
+NAMESPACE_NOT_FOUND = 26
+
+
+def search_index_document(
+    definition: Mapping[str, Any], name: str | None = None, type: str | None = None
+) -> dict[str, Any]:
+    """One ``indexes`` entry of createSearchIndexes: ``{name?, type?, definition}``."""
+    check_document(definition, "definition")
+    document: dict[str, Any] = {}
+    put(document, "name", name)
+    put(document, "type", type)
+    document["definition"] = definition
+    return document
+
+
+def create_search_indexes(
+    namespace: Namespace,
+    indexes: Sequence[Mapping[str, Any]],
+    *,
+    comment: Any = None,
+    codec_options: CodecOptions,
+) -> CommandOperation[list[str]]:
+    """createSearchIndexes; the result is the created indexes' names, in order."""
+    if not indexes:
+        raise InvalidArgument("create_search_indexes needs at least one model")
+    command: dict[str, Any] = {
+        "createSearchIndexes": namespace.collection,
+        "indexes": list(indexes),
+    }
+    put(command, "comment", comment)
+
+    def parse(reply: Mapping[str, Any]) -> list[str]:
+        check_reply(reply)
+        return [str(index.get("name")) for index in reply.get("indexesCreated") or []]
+
+    return CommandOperation(namespace.database, command, parse, Target.write(), codec_options)
+
+
+def update_search_index(
+    namespace: Namespace,
+    name: str,
+    definition: Mapping[str, Any],
+    *,
+    comment: Any = None,
+    codec_options: CodecOptions,
+) -> CommandOperation[None]:
+    command: dict[str, Any] = {
+        "updateSearchIndex": namespace.collection,
+        "name": name,
+        "definition": check_document(definition, "definition"),
+    }
+    put(command, "comment", comment)
+    return CommandOperation(namespace.database, command, _checked, Target.write(), codec_options)
+
+
+def drop_search_index(
+    namespace: Namespace, name: str, *, comment: Any = None, codec_options: CodecOptions
+) -> CommandOperation[None]:
+    command: dict[str, Any] = {"dropSearchIndex": namespace.collection, "name": name}
+    put(command, "comment", comment)
+
+    def parse(reply: Mapping[str, Any]) -> None:
+        if not is_ok(reply) and reply.get("code") == NAMESPACE_NOT_FOUND:
+            return None  # the spec: dropSearchIndex is idempotent
+        check_reply(reply)
+        return None
+
+    return CommandOperation(namespace.database, command, parse, Target.write(), codec_options)
+
+
+def list_search_indexes_pipeline(name: str | None) -> list[dict[str, Any]]:
+    """``[{$listSearchIndexes: {name?}}]``."""
+    return [{"$listSearchIndexes": {"name": name} if name is not None else {}}]
+
+
+def _checked(reply: Mapping[str, Any]) -> None:
+    check_reply(reply)
