@@ -111,24 +111,36 @@ class AsyncMongoClient(ClientSessions, ClientApi):
 
     async def aconnect(self) -> None:
         """Start monitoring the deployment (idempotent; operations call it implicitly)."""
-        self._check_loop()
-        if self._topology is not None:
-            return
-        if self._connecting is not None:
-            await asyncio.shield(self._connecting)
-            return
+        while True:
+            self._check_loop()
+            if self._topology is not None:
+                return
+            connecting = self._connecting
+            if connecting is None:
+                break
+            try:
+                await asyncio.shield(connecting)  # another task is connecting (SRV lookup)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise
+                # that task was cancelled, not us: connect ourselves
         loop = asyncio.get_running_loop()
         self._loop = loop
-        self._connecting = loop.create_future()
+        self._connecting = connecting = loop.create_future()
         try:
             await self._start(loop)
         except BaseException as exc:
-            self._connecting.set_exception(exc)
-            self._connecting.exception()  # retrieved: concurrent waiters re-raise it
             self._connecting = None
-            self._loop = None if self._tasks is None else self._loop
+            if self._tasks is None:
+                self._loop = None
+            if isinstance(exc, asyncio.CancelledError):
+                connecting.cancel()
+            else:
+                connecting.set_exception(exc)
+                connecting.exception()  # retrieved: concurrent waiters re-raise it
             raise
-        self._connecting.set_result(None)
+        connecting.set_result(None)
 
     async def _start(self, loop: asyncio.AbstractEventLoop) -> None:
         options = self._options
