@@ -93,8 +93,9 @@ class Topology:
         self._condition = asyncio.Condition()
         self._description = TopologyDescription.initial(settings, self.topology_id)
         self._closed = False
-        #: (description, selection, server) of the last selection in a one-server topology.
-        self._last_selection: tuple[TopologyDescription, Selection, Server] | None = None
+        #: In a one-server topology: the description and, per selection run against it,
+        #: the server found (reads and writes each have theirs).
+        self._last_selection: tuple[TopologyDescription, dict[Selection, Server]] | None = None
         self._closing: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         #: Bumped on every change of the description (not on RTT-only updates).
@@ -328,16 +329,27 @@ class Topology:
         function of the two; the choice by operation count has nothing to choose) finds
         that server again. Not taken while selection logging is on (it logs every step)."""
         last = self._last_selection
-        if (
-            last is None
-            or last[0] is not self._description
-            or self._closed
-            or last[1] != selection
-            or sdam_log.SELECTION_LOGGER.isEnabledFor(logging.DEBUG)
-        ):
+        if last is None or last[0] is not self._description or self._closed:
+            return None
+        try:
+            server = last[1].get(selection)
+        except TypeError:  # an unhashable server_filter or deprioritized collection
+            return None
+        if server is None or sdam_log.SELECTION_LOGGER.isEnabledFor(logging.DEBUG):
             return None
         self.selection_attempts += 1
-        return last[2]
+        return server
+
+    def _remember(
+        self, description: TopologyDescription, selection: Selection, server: Server
+    ) -> None:
+        last = self._last_selection
+        if last is None or last[0] is not description or len(last[1]) >= 16:
+            last = self._last_selection = (description, {})
+        try:
+            last[1][selection] = server
+        except TypeError:
+            pass  # unhashable: this selection always takes the full path
 
     def _try_select(self, selection: Selection, log: _SelectionLog) -> Server | None:
         if self._closed:
@@ -354,7 +366,7 @@ class Topology:
             return None
         server = self._servers.get(chosen.address)
         if server is not None and len(description.servers) == 1:
-            self._last_selection = (description, selection, server)
+            self._remember(description, selection, server)
         if server is not None:
             log("Server selection succeeded", address=server.address)
         return server
