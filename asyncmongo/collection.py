@@ -840,8 +840,11 @@ class AsyncCollection:
     async def list_search_indexes(
         self, name: str | None = None, session: Any = None, comment: Any = None, **kwargs: Any
     ) -> AsyncCommandCursor:
-        """A cursor over the search indexes (``$listSearchIndexes``); kwargs are aggregate's."""
+        """A cursor over the search indexes (``$listSearchIndexes``); kwargs are aggregate's
+        options (also accepted grouped as ``aggregation_options``, the spec's name)."""
         _no_session(session)
+        grouped = kwargs.pop("aggregation_options", None) or {}
+        kwargs = {**check_document(grouped, "aggregation_options"), **kwargs}
         plain = self.with_options(read_concern=ReadConcern(), write_concern=WriteConcern())
         pipeline = search_ops.list_search_indexes_pipeline(name)
         return await _aggregate(plain, self._namespace, False, pipeline, None, comment, kwargs)
