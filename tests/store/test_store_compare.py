@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import datetime
 import functools
+import itertools
 import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from asyncmongo.bson.binary import Binary
 from asyncmongo.bson.decimal128 import Decimal128
@@ -141,3 +144,46 @@ def test_type_codes(value: Any, code: int, name: str) -> None:
 def test_a_non_bson_value_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="not a BSON value"):
         compare(object(), 1)
+
+
+# --- properties: compare is a total order and hash_key agrees with it -------------------------
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1).map(Int64),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-(10**6), max_value=10**6).map(lambda i: Decimal128(str(i))),
+    st.sampled_from([Decimal128("NaN"), Decimal128("Infinity"), Decimal128("-0.5")]),
+    st.text(max_size=3),
+    st.binary(max_size=3),
+    st.sampled_from([OID, DATE, Timestamp(1, 2), Regex("a", "i"), MinKey(), MaxKey()]),
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.sampled_from("abc"), inner, max_size=3)),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_values, _values)
+def test_compare_is_antisymmetric_and_agrees_with_hash_key(a: Any, b: Any) -> None:
+    assert compare(a, b) == -compare(b, a)
+    assert compare(a, a) == 0
+    assert (compare(a, b) == 0) == (hash_key(a) == hash_key(b))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(_values, min_size=3, max_size=6))
+def test_sorting_is_consistent(values: list[Any]) -> None:
+    ordered = sorted(values, key=functools.cmp_to_key(compare))
+    for first, second in itertools.pairwise(ordered):
+        assert compare(first, second) <= 0
+    for x in ordered:
+        for y in ordered:
+            for z in ordered:
+                if compare(x, y) <= 0 and compare(y, z) <= 0:
+                    assert compare(x, z) <= 0
