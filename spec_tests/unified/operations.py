@@ -353,12 +353,22 @@ for _name, _handler in {
     "dropCollection": _drop_collection,
     "listCollections": _list_collections,
     "listCollectionNames": _method("list_collection_names"),
+    "listCollectionObjects": _list_collections,
     "modifyCollection": _modify_collection,
 }.items():
     _register(_DATABASE, _name, _handler)
 
+async def _drop_database(ctx: OperationContext, obj: Any, kwargs: dict[str, Any]) -> Any:
+    await call_api(obj, "drop_database", _pop(kwargs, "database"), **kwargs)
+    return None
+
+
 for _name, _handler in {
     "listDatabases": _method("list_databases", iterate=True),
+    # listDatabaseObjects / listCollectionObjects: the spec's optional model-object
+    # variants; PyMongo's list_databases / list_collections are what it has.
+    "listDatabaseObjects": _method("list_databases", iterate=True),
+    "dropDatabase": _drop_database,
     "listDatabaseNames": _method("list_database_names"),
     "clientBulkWrite": _client_bulk_write,
     "close": _close,

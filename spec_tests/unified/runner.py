@@ -61,6 +61,7 @@ class UnifiedTestRunner:
         """Run one test; raises Unsupported (skip) or an assertion error (failure)."""
         _check_unsupported_expectations(test)
         self.entities = EntityMap(self.target)
+        await self._kill_all_sessions()
         try:
             for spec in self.file.create_entities:
                 await self.entities.create(spec)
@@ -87,6 +88,15 @@ class UnifiedTestRunner:
         finally:
             self._fail_points.clear()
             await self.entities.close()
+
+    async def _kill_all_sessions(self) -> None:
+        """Terminating Open Transactions: a previous test may have left one open."""
+        if self.target.info.topology == "single":
+            return
+        try:
+            await run_command(self.internal, "admin", {"killAllSessions": []})
+        except OperationFailure:
+            pass  # Interrupted (11601) is the expected answer on some servers
 
     def remember_fail_point(self, client: AsyncMongoClient, name: str) -> None:
         self._fail_points.append((client, name))
