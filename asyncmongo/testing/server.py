@@ -69,6 +69,8 @@ class ServerStatistics:
     total_connections: int
     topology_version: tuple[ObjectId, int]
     compressed_requests: Mapping[str, int]
+    command_counts: Mapping[str, int]
+    awaited_hellos: int
     fail_points: Mapping[str, str]
 
 
@@ -163,6 +165,11 @@ class SimServer:
         self._started_once = False
         self._silent = False
         self._slow_ms = 0.0
+        self._slow_commands: frozenset[str] | None = None
+        #: Requests answered, by command name (hello streams count each reply).
+        self.command_counts: collections.Counter[str] = collections.Counter()
+        #: Awaitable hellos received (topologyVersion + maxAwaitTimeMS).
+        self.awaited_hellos = 0
         self._reply_faults: list[_ReplyFault] = []
         self._cluster_time = Timestamp(0, 0)
         #: How many requests arrived compressed, by compressor name (for tests).
@@ -211,6 +218,8 @@ class SimServer:
             total_connections=self._next_connection_id,
             topology_version=(self.clock.process_id, self.clock.counter),
             compressed_requests=dict(self.compressed_requests),
+            command_counts=dict(self.command_counts),
+            awaited_hellos=self.awaited_hellos,
             fail_points={name: repr(point) for name, point in self.fail_points.items()},
         )
 
@@ -297,9 +306,16 @@ class SimServer:
         if self._listener is None and self._started_once:
             await self._listen()
 
-    def slow(self, ms: float) -> None:
-        """Delay every reply by ``ms`` milliseconds (0 ends it)."""
+    def slow(self, ms: float, *, commands: Iterable[str] | None = None) -> None:
+        """Delay replies by ``ms`` milliseconds (0 ends it): every reply, or only those to
+        ``commands`` (e.g. ``["hello", "isMaster"]`` to slow the monitors, RTT included)."""
         self._slow_ms = max(0.0, ms)
+        self._slow_commands = _fault_commands(commands)
+
+    async def _delay(self, command_name: str) -> None:
+        if self._slow_ms and (self._slow_commands is None
+                              or command_name in self._slow_commands):
+            await asyncio.sleep(self._slow_ms / 1000)
 
     def send_garbage(self, count: int = 1, *, commands: Iterable[str] | None = None) -> None:
         """The next ``count`` replies are bytes no driver can parse (a bad opcode).
@@ -358,8 +374,8 @@ class SimServer:
 
     async def _respond(self, conn: _Connection, request: Request) -> bool:
         """Answer one request; False closes the connection."""
-        if self._slow_ms:
-            await asyncio.sleep(self._slow_ms / 1000)
+        await self._delay(request.name)
+        self.command_counts[request.name] += 1
         command = request.command
         if request.name in HELLO_NAMES and "client" in command:
             if conn.metadata is not None:
@@ -468,6 +484,7 @@ class SimServer:
         """Answer hello; an awaitable one waits for a change, an exhaust one streams."""
         waiting = awaitable_hello(request.command) if self.streaming else None
         if waiting is not None:
+            self.awaited_hellos += 1
             await self.clock.wait_for_change(*waiting)
         reply = self.hello_reply(request.command, conn)
         if waiting is None or not request.exhaust_allowed:
@@ -495,8 +512,8 @@ class SimServer:
                                              return_when=asyncio.FIRST_COMPLETED)
                 if eof in done:
                     return False
-                if self._slow_ms:
-                    await asyncio.sleep(self._slow_ms / 1000)
+                await self._delay(request.name)
+                self.command_counts[request.name] += 1
                 # mongod runs hello again for every exhaust reply: fail points apply, and an
                 # error reply (without moreToCome) ends the stream.
                 fired = self._fire(request.name, conn.app_name)

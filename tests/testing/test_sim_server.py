@@ -356,3 +356,22 @@ async def test_the_package_docstring_tour_runs() -> None:
             assert rs.primary is not None and "failCommand" in rs.primary.fail_points
         assert rs.primary is not None and not rs.primary.fail_points
         assert rs.group.set_version == 2 and rs.group.term == 3
+
+
+async def test_slow_can_target_the_monitors_and_requests_are_counted() -> None:
+    async with SimServer() as server:
+        client = await RawClient.connect(server.port)
+        try:
+            server.slow(150, commands=["hello"])
+            start = time.monotonic()
+            await client.command({"ping": 1, "$db": "admin"})
+            assert time.monotonic() - start < 0.1
+            tv = (await client.command(HELLO))["topologyVersion"]
+            assert time.monotonic() - start >= 0.14
+            server.slow(0)
+            await client.command({**HELLO, "topologyVersion": tv, "maxAwaitTimeMS": 10})
+            stats = server.statistics()
+            assert stats.command_counts == {"ping": 1, "hello": 2}
+            assert stats.awaited_hellos == 1
+        finally:
+            await client.close()
