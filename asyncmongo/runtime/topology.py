@@ -95,7 +95,9 @@ class Topology:
         self._closed = False
         #: In a one-server topology: the description and, per selection run against it,
         #: the server found (reads and writes each have theirs).
-        self._last_selection: tuple[TopologyDescription, dict[Selection, Server]] | None = None
+        self._last_selection: tuple[TopologyDescription, list[tuple[Selection, Server]]] | None = (
+            None
+        )
         self._closing: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         #: Bumped on every change of the description (not on RTT-only updates).
@@ -331,25 +333,21 @@ class Topology:
         last = self._last_selection
         if last is None or last[0] is not self._description or self._closed:
             return None
-        try:
-            server = last[1].get(selection)
-        except TypeError:  # an unhashable server_filter or deprioritized collection
-            return None
-        if server is None or sdam_log.SELECTION_LOGGER.isEnabledFor(logging.DEBUG):
-            return None
-        self.selection_attempts += 1
-        return server
+        for remembered, server in last[1]:  # a few entries (selections are not hashable)
+            if remembered == selection:
+                if sdam_log.SELECTION_LOGGER.isEnabledFor(logging.DEBUG):
+                    return None
+                self.selection_attempts += 1
+                return server
+        return None
 
     def _remember(
         self, description: TopologyDescription, selection: Selection, server: Server
     ) -> None:
         last = self._last_selection
-        if last is None or last[0] is not description or len(last[1]) >= 16:
-            last = self._last_selection = (description, {})
-        try:
-            last[1][selection] = server
-        except TypeError:
-            pass  # unhashable: this selection always takes the full path
+        if last is None or last[0] is not description or len(last[1]) >= 8:
+            last = self._last_selection = (description, [])
+        last[1].append((selection, server))
 
     def _try_select(self, selection: Selection, log: _SelectionLog) -> Server | None:
         if self._closed:
