@@ -17,23 +17,34 @@ from asyncmongo.errors import (
     BulkWriteError,
     ClientBulkWriteException,
     MongoError,
+    NotPrimaryError,
     OperationFailure,
 )
 from spec_tests.unified.matcher import MatchContext, MatchError, match
 from spec_tests.unified.results import bulk_write_result_document, result_document
 
-__all__ = ["check_error", "is_client_error"]
+__all__ = ["check_error", "is_client_error", "server_reply"]
 
 #: Exceptions that mean the runner itself broke, never "the driver raised an error".
 _RUNNER_BUGS = (AttributeError, NameError, AssertionError, KeyError, IndexError,
                 UnboundLocalError, NotImplementedError)
 
 
+def server_reply(exc: BaseException) -> Mapping[str, Any] | None:
+    """The server reply an error was built from: an OperationFailure's details, or the
+    reply a NotPrimaryError (a ConnectionFailure, as in PyMongo) keeps in ``errors``."""
+    if isinstance(exc, OperationFailure):
+        return exc.details
+    if isinstance(exc, NotPrimaryError) and isinstance(exc.errors, Mapping):
+        return exc.errors
+    return None
+
+
 def is_client_error(exc: BaseException) -> bool:
     """Not derived from a server response (validation errors, network errors, ...)."""
     if isinstance(exc, ClientBulkWriteException) and exc.error is not None:
         return is_client_error(exc.error)
-    return not isinstance(exc, OperationFailure)
+    return not isinstance(exc, OperationFailure) and server_reply(exc) is None
 
 
 def _is_timeout(exc: BaseException) -> bool:
@@ -52,14 +63,17 @@ def _server_documents(exc: BaseException) -> Iterator[Mapping[str, Any]]:
         for error in exc.write_concern_errors:
             yield _as_doc(error)
         return
-    if not isinstance(exc, OperationFailure):
+    details = server_reply(exc)
+    if details is None:
         return
-    details = exc.details or {}
     if isinstance(exc, BulkWriteError):
         yield from details.get("writeErrors", ())
         yield from details.get("writeConcernErrors", ())
         return
-    yield {**details, "code": exc.code, "codeName": exc.code_name or details.get("codeName")}
+    if isinstance(exc, OperationFailure):
+        yield {**details, "code": exc.code, "codeName": exc.code_name or details.get("codeName")}
+        return
+    yield details
 
 
 def _as_doc(error: Any) -> Mapping[str, Any]:
@@ -129,7 +143,7 @@ def _labels_omit(want: Any, exc: BaseException, ctx: MatchContext | None) -> Non
 
 
 def _error_response(want: Any, exc: BaseException, ctx: MatchContext | None) -> None:
-    details = exc.details if isinstance(exc, OperationFailure) else None
+    details = server_reply(exc)
     if details is None:
         raise MatchError(f"expected a server response in the error, got {exc!r}")
     match(want, details, ctx, root=True, path="errorResponse")
