@@ -70,7 +70,8 @@ DRIVER_GAPS: Final = (
     # so that text appears in the source the day pinning is built.
     DriverGap("connection pinning in load-balanced mode (cursors and transactions keep "
               "their connection) is not built yet",
-              re.compile(r"load-balancers/(cursors|transactions|wait-queue-timeouts)\.json"),
+              re.compile(r"load-balancers/(cursors|transactions|wait-queue-timeouts)\.json"
+                         r"|(?i:pinned connections)"),
               _says("in use by cursors")),
 )
 

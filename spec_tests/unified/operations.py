@@ -219,6 +219,13 @@ async def _create_command_cursor(ctx: OperationContext, obj: Any,
                                  kwargs: dict[str, Any]) -> Any:
     command = _pop(kwargs, "command")
     kwargs.pop("command_name", None)
+    if "max_time_ms" in kwargs:
+        # run-command: runCursorCommand's maxTimeMS is for the getMores (PyMongo's
+        # cursor_command calls it max_await_time_ms).
+        kwargs["max_await_time_ms"] = kwargs.pop("max_time_ms")
+    if "timeout_mode" in kwargs:
+        raise Unsupported("timeoutMode (client-side operation timeout) is not in "
+                          "asyncmongo's API yet")
     return await call_api(obj, "cursor_command", command, **kwargs)
 
 
