@@ -16,7 +16,7 @@ from typing import Any
 from asyncmongo.bson.types import Int64
 from asyncmongo.testing.store import expressions
 from asyncmongo.testing.store.collection import Index, id_key
-from asyncmongo.testing.store.compare import hash_key, is_number, number_value
+from asyncmongo.testing.store.compare import hash_key, integral
 from asyncmongo.testing.store.database import Namespaces
 from asyncmongo.testing.store.errors import StoreError, bad_value
 from asyncmongo.testing.store.matcher import compile_filter
@@ -146,10 +146,10 @@ def _sort(argument: Any, context: PipelineContext) -> Stage:
 
 
 def _non_negative(name: str, argument: Any, code: int, positive: bool) -> int:
-    if not is_number(argument) or number_value(argument) != int(number_value(argument)):
+    value = integral(argument)
+    if value is None:
         raise StoreError(code, f"invalid argument to {name} stage: Cannot represent as a 64-bit "
                                "integer")
-    value = int(number_value(argument))
     if value < 0 or (positive and value == 0):
         raise StoreError(code, f"invalid argument to {name} stage: Expected a "
                                f"{'positive' if positive else 'non-negative'} number in: "

@@ -15,7 +15,7 @@ from typing import Any
 
 from asyncmongo.bson.binary import Binary
 from asyncmongo.bson.types import Regex
-from asyncmongo.testing.store.compare import hash_key, is_number, number_value
+from asyncmongo.testing.store.compare import hash_key, integral
 from asyncmongo.testing.store.errors import StoreError
 from asyncmongo.testing.store.matcher import Predicate, compile_filter
 from asyncmongo.testing.store.paths import MISSING, collect, split_path
@@ -241,8 +241,8 @@ def index_name(key: Mapping[str, Any]) -> str:
     """The default index name: ``a_1_b_-1``."""
     parts = []
     for path, direction in key.items():
-        shown = int(number_value(direction)) if is_number(direction) and number_value(
-            direction) == int(number_value(direction)) else direction
+        whole = integral(direction)
+        shown = whole if whole is not None else direction
         parts.append(f"{path}_{shown}")
     return "_".join(parts)
 

@@ -91,6 +91,9 @@ class Store:
             return self._dispatch(db_name, command, session or SessionContext())
         except StoreError as exc:
             return exc.to_reply()
+        except Exception as exc:
+            # The fuzz test (tests/store/test_store_fuzz.py) asserts this never happens.
+            return StoreError(1, f"asyncmongo store bug: {type(exc).__name__}: {exc}").to_reply()
 
     def _dispatch(self, db_name: str, command: Mapping[str, Any],
                   session: SessionContext) -> Reply:
@@ -102,6 +105,9 @@ class Store:
         check_database_name(db_name)
         lsid_key = lsid_of(command)
         txn_number = command.get("txnNumber")
+        if txn_number is not None and (isinstance(txn_number, bool)
+                                       or not isinstance(txn_number, int)):
+            raise StoreError(14, "BSON field 'txnNumber' is the wrong type, expected type 'long'")
         if command.get("autocommit") is False:
             return self._in_transaction(name, db_name, command, session, lsid_key, txn_number)
         if name in ("commitTransaction", "abortTransaction"):

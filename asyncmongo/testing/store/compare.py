@@ -142,6 +142,17 @@ def number_value(value: Any) -> int | float | Decimal:
 _PLAIN_NUMBERS = frozenset({int, float, Int64})
 
 
+def integral(value: Any) -> int | None:
+    """The value as an int if it is a finite whole number (of any numeric type), else None."""
+    if not is_number(value):
+        return None
+    number = number_value(value)
+    if _is_nan(number) or number in (float("inf"), float("-inf")):
+        return None
+    whole = int(number)
+    return whole if whole == number else None
+
+
 def _is_nan(value: int | float | Decimal) -> bool:
     return isinstance(value, float | Decimal) and value != value
 

@@ -52,16 +52,17 @@ def collection_name(command: Mapping[str, Any], name: str, db_name: str) -> str:
 
 def optional_int(command: Mapping[str, Any], field: str) -> int | None:
     """An integer option (int, Int64 or an integral double), or None when absent."""
-    from asyncmongo.testing.store.compare import is_number, number_value
+    from asyncmongo.testing.store.compare import integral
 
     if field not in command or command[field] is None:
         return None
     value = command[field]
-    if not is_number(value) or number_value(value) != int(number_value(value)):
+    whole = integral(value)
+    if whole is None:
         raise StoreError(14, f"BSON field '{field}' is the wrong type '"
                              f"{type(value).__name__}', expected types '[long, int, decimal, "
                              "double']")
-    return int(number_value(value))
+    return whole
 
 
 def optional_document(command: Mapping[str, Any], field: str) -> Mapping[str, Any] | None:

@@ -73,9 +73,9 @@ class CursorManager:
             self.cursors[cursor_id] = cursor
         return {"firstBatch": batch, "id": Int64(cursor_id), "ns": namespace}
 
-    def get_more(self, cursor_id: int, collection: str, db_name: str,
+    def get_more(self, cursor_id: Any, collection: str, db_name: str,
                  batch_size: int | None) -> dict[str, Any]:
-        cursor = self.cursors.get(int(cursor_id))
+        cursor = self.cursors.get(_cursor_id(cursor_id))
         if cursor is None:
             raise StoreError(43, f"cursor id {int(cursor_id)} not found")
         if cursor.namespace != f"{db_name}.{collection}":
@@ -90,8 +90,9 @@ class CursorManager:
 
     def kill(self, cursor_ids: list[Any]) -> dict[str, Any]:
         killed, not_found = [], []
-        for cursor_id in cursor_ids:
-            if self.cursors.pop(int(cursor_id), None) is None:
+        for raw in cursor_ids:
+            cursor_id = _cursor_id(raw)
+            if self.cursors.pop(cursor_id, None) is None:
                 not_found.append(Int64(cursor_id))
             else:
                 killed.append(Int64(cursor_id))
@@ -101,3 +102,10 @@ class CursorManager:
     def kill_namespace(self, namespace: str) -> None:
         for cursor_id in [i for i, c in self.cursors.items() if c.namespace == namespace]:
             del self.cursors[cursor_id]
+
+
+def _cursor_id(value: Any) -> int:
+    """A cursor id from a command (an integer; anything else is a TypeMismatch)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise StoreError(14, f"cursor id must be an integer (long), not {type(value).__name__}")
+    return int(value)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 CODE_NAMES: dict[int, str] = {
+    1: "InternalError",
     2: "BadValue",
     9: "FailedToParse",
     11000: "DuplicateKey",

@@ -19,6 +19,7 @@ from asyncmongo.testing.store.compare import (
     RANK_NULL,
     RANK_UNDEFINED,
     compare,
+    integral,
     is_number,
     number_value,
     type_name,
@@ -123,6 +124,15 @@ def _args(argument: Any, scope: dict[str, Any]) -> list[Any]:
     return [_eval(argument, scope)]
 
 
+def _exactly(name: str, count: int, argument: Any, scope: dict[str, Any]) -> list[Any]:
+    """The evaluated arguments of an operator that takes exactly ``count`` of them."""
+    values = _args(argument, scope)
+    if len(values) != count:
+        raise StoreError(16020, f"Expression {name} takes exactly {count} arguments. "
+                                f"{len(values)} were passed in.")
+    return values
+
+
 def _is_null(value: Any) -> bool:
     return value is MISSING or type_rank(value) in (RANK_NULL, RANK_UNDEFINED)
 
@@ -184,11 +194,7 @@ def _multiply(argument: Any, scope: dict[str, Any]) -> Any:
 
 
 def _binary(name: str, argument: Any, scope: dict[str, Any]) -> list[Any] | None:
-    values = _args(argument, scope)
-    if len(values) != 2:
-        raise StoreError(16020, f"Expression {name} takes exactly 2 arguments. "
-                                f"{len(values)} were passed in.")
-    return _numeric(name, values)
+    return _numeric(name, _exactly(name, 2, argument, scope))
 
 
 def _subtract(argument: Any, scope: dict[str, Any]) -> Any:
@@ -235,14 +241,14 @@ def _abs(argument: Any, scope: dict[str, Any]) -> Any:
 
 def _comparison(accept: Callable[[int], bool]) -> Callable[[Any, dict[str, Any]], Any]:
     def run(argument: Any, scope: dict[str, Any]) -> Any:
-        a, b = (_missing_to_null(v) for v in _args(argument, scope))
+        a, b = (_missing_to_null(v) for v in _exactly("comparison", 2, argument, scope))
         return accept(compare(a, b))
 
     return run
 
 
 def _cmp(argument: Any, scope: dict[str, Any]) -> Any:
-    a, b = (_missing_to_null(v) for v in _args(argument, scope))
+    a, b = (_missing_to_null(v) for v in _exactly("$cmp", 2, argument, scope))
     return compare(a, b)
 
 
@@ -264,14 +270,16 @@ def _cond(argument: Any, scope: dict[str, Any]) -> Any:
     if isinstance(argument, Mapping):
         branches = [argument.get("if"), argument.get("then"), argument.get("else")]
     else:
-        branches = list(argument)
+        branches = list(argument) if isinstance(argument, list) else [argument]
     if len(branches) != 3:
         raise StoreError(16020, "Expression $cond takes exactly 3 arguments.")
     return _eval(branches[1] if truthy(_eval(branches[0], scope)) else branches[2], scope)
 
 
 def _if_null(argument: Any, scope: dict[str, Any]) -> Any:
-    values = list(argument)
+    values = list(argument) if isinstance(argument, list) else []
+    if len(values) < 2:
+        raise StoreError(1257300, "$ifNull needs at least two arguments")
     for expression in values[:-1]:
         value = _eval(expression, scope)
         if not _is_null(value):
@@ -307,19 +315,22 @@ def _size(argument: Any, scope: dict[str, Any]) -> Any:
 
 
 def _array_elem_at(argument: Any, scope: dict[str, Any]) -> Any:
-    array, index = _args(argument, scope)
+    array, index = _exactly("$arrayElemAt", 2, argument, scope)
     if _is_null(array) or _is_null(index):
         return None
     if not isinstance(array, list):
         raise StoreError(28689, "$arrayElemAt's first argument must be an array")
-    position = int(number_value(index))
+    position = integral(index)
+    if position is None:
+        raise StoreError(28691, "$arrayElemAt's second argument must be representable as a "
+                                "32-bit integer")
     if -len(array) <= position < len(array):
         return array[position]
     return MISSING
 
 
 def _in(argument: Any, scope: dict[str, Any]) -> Any:
-    value, array = _args(argument, scope)
+    value, array = _exactly("$in", 2, argument, scope)
     if not isinstance(array, list):
         raise StoreError(40081, "$in requires an array as a second argument")
     return any(compare(_missing_to_null(value), e) == 0 for e in array)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asyncmongo.testing.store import expressions
-from asyncmongo.testing.store.compare import is_number, number_value
+from asyncmongo.testing.store.compare import integral, is_number, number_value
 from asyncmongo.testing.store.errors import StoreError, bad_value
 from asyncmongo.testing.store.matcher import compile_condition, compile_filter
 from asyncmongo.testing.store.paths import MISSING, split_path
@@ -85,6 +85,11 @@ def compile_projection(spec: Mapping[str, Any] | None, *, query: Mapping[str, An
 
 def _add(root: _Node, path: str, value: Any, aggregate: bool) -> str:
     parts = split_path(path)
+    if "" in parts:
+        raise StoreError(40352, "FieldPath cannot be constructed with empty string")
+    if parts[0].startswith("$"):
+        raise StoreError(16410, "FieldPath field names may not start with '$'. Consider using "
+                                "$getField or $setField.")
     if parts[-1] == "$":
         parts = parts[:-1]
         node = _descend(root, parts[:-1])
@@ -123,11 +128,11 @@ def _descend(root: _Node, parts: list[str]) -> _Node:
 
 
 def _parse_slice(argument: Any) -> tuple[int, int | None]:
-    if is_number(argument):
-        return int(number_value(argument)), None
+    if integral(argument) is not None:
+        return integral(argument) or 0, None
     if (isinstance(argument, list) and len(argument) == 2
-            and all(is_number(a) for a in argument)):
-        skip, limit = (int(number_value(a)) for a in argument)
+            and all(integral(a) is not None for a in argument)):
+        skip, limit = (integral(a) or 0 for a in argument)
         if limit <= 0:
             raise bad_value(f"$slice limit must be positive, got {limit}")
         return skip, limit

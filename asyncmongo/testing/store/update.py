@@ -19,6 +19,7 @@ from asyncmongo.testing.store.compare import (
     bson_type_code,
     compare,
     hash_key,
+    integral,
     is_number,
     number_value,
     type_name,
@@ -450,10 +451,11 @@ def _int_clause(spec: Mapping[str, Any], name: str, default: int) -> int:
     if name not in spec:
         return default
     value = spec[name]
-    if not is_number(value) or number_value(value) != int(number_value(value)):
+    whole = integral(value)
+    if whole is None:
         raise bad_value(f"The value for {name} must be an integer value but was given type: "
                         f"{type_name(value)}")
-    return int(number_value(value))
+    return whole
 
 
 def _sort_array(array: list[Any], spec: Any) -> None:
