@@ -18,7 +18,6 @@ from asyncmongo.core.operations.common import (
     Namespace,
     check_document,
     hint_value,
-    put,
     put_concerns,
     sort_document,
 )
@@ -147,9 +146,13 @@ class Find:
         o = self.options
         command: dict[str, Any] = {"find": self.namespace.collection}
         command["filter"] = o.filter if o.filter is not None else {}
-        put(command, "sort", sort_document(o.sort))
-        put(command, "projection", o.projection)
-        put(command, "hint", hint_value(o.hint))
+        # plain ifs rather than put(): this runs for every find and find_one
+        if o.sort is not None:
+            command["sort"] = sort_document(o.sort)
+        if o.projection is not None:
+            command["projection"] = o.projection
+        if o.hint is not None:
+            command["hint"] = hint_value(o.hint)
         if o.skip:
             command["skip"] = o.skip
         limit, batch_size, single_batch = first_batch_size(o.limit, o.batch_size)
@@ -159,23 +162,37 @@ class Find:
             command["batchSize"] = batch_size
         if single_batch or o.single_batch:
             command["singleBatch"] = True
-        put(command, "comment", o.comment)
-        put(command, "maxTimeMS", o.max_time_ms)
+        if o.comment is not None:
+            command["comment"] = o.comment
+        if o.max_time_ms is not None:
+            command["maxTimeMS"] = o.max_time_ms
         put_concerns(command, self.read_concern)
-        put(command, "max", o.max)
-        put(command, "min", o.min)
-        put(command, "returnKey", o.return_key)
-        put(command, "showRecordId", o.show_record_id)
-        if o.tailable:
-            command["tailable"] = True
-        if o.await_data:
-            command["awaitData"] = True
-        put(command, "noCursorTimeout", o.no_cursor_timeout)
-        put(command, "allowPartialResults", o.allow_partial_results)
-        put(command, "collation", o.collation)
-        put(command, "allowDiskUse", o.allow_disk_use)
-        put(command, "let", o.let)
-        return Command(self.namespace.database, with_raw_data(command, o.raw_data, conn))
+        if o.max is not None:
+            command["max"] = o.max
+        if o.min is not None:
+            command["min"] = o.min
+        if o.return_key is not None:
+            command["returnKey"] = o.return_key
+        if o.show_record_id is not None:
+            command["showRecordId"] = o.show_record_id
+        if o.cursor_type is not CursorType.NON_TAILABLE:
+            if o.tailable:
+                command["tailable"] = True
+            if o.await_data:
+                command["awaitData"] = True
+        if o.no_cursor_timeout is not None:
+            command["noCursorTimeout"] = o.no_cursor_timeout
+        if o.allow_partial_results is not None:
+            command["allowPartialResults"] = o.allow_partial_results
+        if o.collation is not None:
+            command["collation"] = o.collation
+        if o.allow_disk_use is not None:
+            command["allowDiskUse"] = o.allow_disk_use
+        if o.let is not None:
+            command["let"] = o.let
+        if o.raw_data is not None:
+            command = with_raw_data(command, o.raw_data, conn)
+        return Command(self.namespace.database, command)
 
     def parse(self, reply: Mapping[str, Any]) -> CursorPage:
         return parse_cursor_page(reply, self.namespace)
