@@ -163,6 +163,13 @@ class _Cursor:
             return self._buffer.popleft()
         raise StopAsyncIteration
 
+    async def try_next(self) -> Any:
+        """The next document, or None when none is available now (at most one getMore):
+        for tailable cursors, which stay alive while empty."""
+        if self._buffer or await self._refresh():
+            return self._buffer.popleft()
+        return None
+
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._iterate()
 
@@ -261,6 +268,13 @@ class AsyncCommandCursor(_Cursor):
 
     async def _first_page(self) -> CursorPage:
         return self._first
+
+    def batch_size(self, batch_size: int) -> AsyncCommandCursor:
+        """The batchSize of the following getMores (0: the server's default)."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 0:
+            raise InvalidArgument(f"batch_size must be a non-negative int, not {batch_size!r}")
+        self._batch_size = batch_size
+        return self
 
     @property
     def session(self) -> None:

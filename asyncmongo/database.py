@@ -14,7 +14,11 @@ from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations import management
 from asyncmongo.core.operations.common import Namespace, check_database_name
 from asyncmongo.core.operations.cursors import CursorPage
-from asyncmongo.core.operations.run_command import command_document, run_command
+from asyncmongo.core.operations.run_command import (
+    command_document,
+    run_command,
+    run_cursor_command,
+)
 from asyncmongo.core.selection import PRIMARY, ReadPreference
 from asyncmongo.cursor import AsyncCommandCursor
 from asyncmongo.errors import (
@@ -184,6 +188,38 @@ class AsyncDatabase:
         )
         reply: Mapping[str, Any] = await self._client._run_operation(op)
         return reply
+
+    async def cursor_command(
+        self,
+        command: str | Mapping[str, Any],
+        value: Any = 1,
+        read_preference: ReadPreference | None = None,
+        codec_options: CodecOptions | None = None,
+        session: Any = None,
+        comment: Any = None,
+        max_await_time_ms: int | None = None,
+        batch_size: int = 0,
+        **kwargs: Any,
+    ) -> AsyncCommandCursor:
+        """Run a command that returns a cursor (run-command: runCursorCommand) and iterate it.
+
+        ``kwargs`` go into the command as in :meth:`command`; ``comment``, ``batch_size`` and
+        ``max_await_time_ms`` only into the getMores (as PyMongo's ``cursor_command``). The
+        getMores go to the server that answered the command.
+        """
+        _no_session(session)
+        document = command_document(command, value, **kwargs)
+        codec = codec_options or self._codec_options
+        op = run_cursor_command(self._name, document, read_preference or PRIMARY, codec)
+        page: CursorPage = await self._client._run_cursor_operation(op)
+        return AsyncCommandCursor(
+            self._client,
+            page,
+            codec,
+            batch_size=batch_size,
+            comment=comment,
+            max_await_time_ms=max_await_time_ms,
+        )
 
     async def run_command(self, command: Mapping[str, Any], **kwargs: Any) -> Mapping[str, Any]:
         """Alias of :meth:`command` for a command document (run-command spec's name)."""

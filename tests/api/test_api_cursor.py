@@ -135,3 +135,11 @@ class _Conn:
     max_bson_object_size = 16 * 1024 * 1024
     max_message_size_bytes = 48_000_000
     max_write_batch_size = 100_000
+
+
+async def test_try_next_returns_none_while_a_tailable_cursor_is_empty() -> None:
+    runner = ScriptedRunner(page(0, []), [page(9, []), page(9, [7])])
+    cursor = AsyncCommandCursor(runner, page(9, []), CodecOptions())
+    assert await cursor.try_next() is None
+    assert cursor.alive
+    assert await cursor.try_next() == 7

@@ -19,6 +19,7 @@ from asyncmongo.errors import (
     CollectionInvalid,
     ConfigurationError,
     InvalidName,
+    InvalidOperation,
     OperationFailure,
 )
 from asyncmongo.testing import Standalone
@@ -151,3 +152,20 @@ async def test_search_index_helpers_send_no_concerns() -> None:
     assert commands[4]["pipeline"] == [{"$listSearchIndexes": {"name": "s"}}]
     for command in commands:
         assert "readConcern" not in command and "writeConcern" not in command
+
+
+async def test_cursor_command() -> None:
+    events: list[Any] = []
+    async with Standalone() as server:
+        async with AsyncMongoClient(server.uri, event_listeners=[events.append]) as client:
+            await client.db.coll.insert_many([{"_id": i} for i in range(5)])
+            cursor = await client.db.cursor_command(
+                {"find": "coll", "batchSize": 2}, comment="c", batch_size=1
+            )
+            assert [d["_id"] async for d in cursor] == [0, 1, 2, 3, 4]
+            with pytest.raises(InvalidOperation):
+                await client.db.cursor_command("ping")
+    get_mores = started(events, "getMore")
+    assert get_mores and all(g.command["batchSize"] == 1 for g in get_mores)
+    assert all(g.command["comment"] == "c" for g in get_mores)
+    assert "comment" not in started(events, "find")[0].command

@@ -12,11 +12,13 @@ from typing import Any
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.core.operations.base import Target
 from asyncmongo.core.operations.command import CommandOperation, checked_reply
-from asyncmongo.core.operations.common import check_document
+from asyncmongo.core.operations.common import Namespace, check_document
+from asyncmongo.core.operations.cursors import CursorPage, parse_cursor_page
+from asyncmongo.core.operations.replies import check_reply
 from asyncmongo.core.selection import ReadPreference
-from asyncmongo.errors import InvalidArgument
+from asyncmongo.errors import InvalidArgument, InvalidOperation
 
-__all__ = ["run_command"]
+__all__ = ["command_document", "run_command", "run_cursor_command"]
 
 
 def command_document(
@@ -49,3 +51,21 @@ def run_command(
 
 def _unchecked(reply: Mapping[str, Any]) -> Mapping[str, Any]:
     return reply
+
+
+def run_cursor_command(
+    database: str,
+    document: dict[str, Any],
+    read_preference: ReadPreference,
+    codec_options: CodecOptions,
+) -> CommandOperation[CursorPage]:
+    """run-command's runCursorCommand: the reply must hold a cursor (else InvalidOperation)."""
+    namespace = Namespace(database, "$cmd")
+
+    def parse(reply: Mapping[str, Any]) -> CursorPage:
+        check_reply(reply)
+        if not isinstance(reply.get("cursor"), Mapping):
+            raise InvalidOperation(f"{next(iter(document))} did not return a cursor")
+        return parse_cursor_page(reply, namespace)
+
+    return CommandOperation(database, document, parse, Target.read(read_preference), codec_options)
