@@ -266,7 +266,7 @@ class AsyncCollection:
         statements = [insert_statement(document) for document in documents]
         await self._bulk(statements, ordered, bypass_document_validation, comment, None, raw_data)
         return InsertManyResult(
-            [document["_id"] for document in documents], self._write_concern.acknowledged
+            [document.get("_id") for document in documents], self._write_concern.acknowledged
         )
 
     async def _update(
