@@ -39,11 +39,16 @@ from asyncmongo.core.sdam.events import SdamEvent, ServerClosedEvent, ServerOpen
 from asyncmongo.core.sdam.server_description import ServerDescription
 from asyncmongo.core.sdam.settings import TopologySettings
 from asyncmongo.core.sdam.topology_description import TopologyDescription
-from asyncmongo.core.sdam.types import ServerType, TopologyType
-from asyncmongo.core.selection import Mode, Operation, Selection, select_server
+from asyncmongo.core.sdam.types import TopologyType
+from asyncmongo.core.selection import Selection, select_server
 from asyncmongo.errors import ConfigurationError, InvalidOperation, ServerSelectionTimeoutError
 from asyncmongo.monitoring import Listeners
 from asyncmongo.runtime import sdam_log
+from asyncmongo.runtime.selection_log import (
+    SelectionLog,
+    describe_selection,
+    selection_timeout_error,
+)
 from asyncmongo.runtime.server import Server
 
 __all__ = ["Topology"]
@@ -293,8 +298,8 @@ class Topology:
         deadline = limit if deadline is None else min(deadline, limit)
         if deprioritized:
             selection = dataclasses.replace(selection, deprioritized=frozenset(deprioritized))
-        selector = _describe_selection(selection)
-        log = _SelectionLog(self, operation, selector, operation_id)
+        selector = describe_selection(selection)
+        log = SelectionLog(self, operation, selector, operation_id)
         log("Server selection started")
         logged_wait = False
         async with self._condition:
@@ -349,7 +354,7 @@ class Topology:
             last = self._last_selection = (description, [])
         last[1].append((selection, server))
 
-    def _try_select(self, selection: Selection, log: _SelectionLog) -> Server | None:
+    def _try_select(self, selection: Selection, log: SelectionLog) -> Server | None:
         if self._closed:
             raise InvalidOperation("the client is closed")
         self.selection_attempts += 1
@@ -370,17 +375,9 @@ class Topology:
         return server
 
     def _selection_timeout(self, selection: Selection) -> ServerSelectionTimeoutError:
-        description = self._description
-        errors = {
-            format_address(a): s.error for a, s in description.servers.items() if s.error
-        }
-        timeout = self.settings.server_selection_timeout_ms
-        message = (
-            f"No server suitable for {_describe_selection(selection)} within {timeout} ms "
-            f"(or the operation's timeout): {_why_none_suits(description, selection)}. "
-            f"Topology: {description!r}"
+        return selection_timeout_error(
+            self._description, selection, self.settings.server_selection_timeout_ms
         )
-        return ServerSelectionTimeoutError(message, errors)
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -458,57 +455,3 @@ class Topology:
     async def _notify(self) -> None:
         async with self._condition:
             self._condition.notify_all()
-
-
-class _SelectionLog:
-    """The server-selection log messages of one selection (DEBUG, "waiting" at INFO)."""
-
-    __slots__ = ("_operation", "_operation_id", "_selector", "_topology")
-
-    def __init__(
-        self, topology: Topology, operation: str, selector: str, operation_id: int | None
-    ) -> None:
-        self._topology = topology
-        self._operation = operation
-        self._selector = selector
-        self._operation_id = operation_id
-
-    def __call__(self, message: str, *, level: int = logging.DEBUG, **details: Any) -> None:
-        logger = sdam_log.SELECTION_LOGGER
-        if logger.isEnabledFor(level):
-            description = repr(self._topology.description)
-            entry = sdam_log.selection(
-                message,
-                self._operation,
-                self._selector,
-                description,
-                operation_id=self._operation_id,
-                **details,
-            )
-            logger.log(level, entry)
-
-
-def _describe_selection(selection: Selection) -> str:
-    if selection.operation is Operation.WRITE:
-        return "a write (the primary or a mongos/standalone)"
-    return f"a read with {selection.read_preference!r}"
-
-
-def _why_none_suits(description: TopologyDescription, selection: Selection) -> str:
-    """The reason, in words, that ``select_server`` found nothing."""
-    servers = list(description.servers.values())
-    if not servers:
-        return "the topology has no servers"
-    known = [s for s in servers if s.is_known]
-    if not known:
-        return "no server is reachable (every server is Unknown)"
-    needs_primary = (
-        selection.operation is Operation.WRITE or selection.read_preference.mode is Mode.PRIMARY
-    )
-    if description.topology_type.is_replica_set and needs_primary:
-        return "the replica set has no primary"
-    kinds = ", ".join(sorted({s.server_type.value for s in known}))
-    if all(s.server_type is ServerType.RS_ARBITER for s in known):
-        return "only arbiters are reachable"
-    return f"no reachable server ({kinds}) matches the read preference"
-
