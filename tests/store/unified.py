@@ -63,7 +63,6 @@ def cases(suite: str) -> list[Any]:
 
 # Arguments the store cannot honour, with the reason a case using them is skipped.
 UNSUPPORTED_ARGUMENTS = {
-    "collation": "the store does not implement collation (simple binary comparison only)",
     "rawData": "rawData is a time-series/sharding option the store does not have",
 }
 UNSUPPORTED_FEATURES = {
@@ -376,7 +375,7 @@ class Runner:
         if ("update" in a) != operators:
             raise ClientError("update documents need operators; replacements must not have them")
         spec: dict[str, Any] = {"q": a["filter"], "u": update, "multi": multi}
-        for key in ("upsert", "arrayFilters", "hint", "sort", "let"):
+        for key in ("upsert", "arrayFilters", "hint", "sort", "let", "collation"):
             if key in a:
                 spec[key] = a[key]
         return spec
@@ -402,7 +401,8 @@ class Runner:
         return self._update(db, name, self._update_spec(a, False))
 
     def _delete(self, db: str, name: str, a: dict[str, Any], limit: int) -> Any:
-        spec = {"q": a["filter"], "limit": limit, **({"hint": a["hint"]} if "hint" in a else {})}
+        spec = {"q": a["filter"], "limit": limit,
+                **{k: a[k] for k in ("hint", "collation") if k in a}}
         reply = self.command(db, {"delete": name, "deletes": [spec],
                                   **({"let": a["let"]} if "let" in a else {})})
         return {"deletedCount": reply["n"]}
@@ -454,7 +454,7 @@ class Runner:
         command: dict[str, Any] = {"findAndModify": name, "query": a["filter"], **extra}
         for key, target in (("sort", "sort"), ("projection", "fields"), ("upsert", "upsert"),
                             ("arrayFilters", "arrayFilters"), ("hint", "hint"),
-                            ("let", "let")):
+                            ("let", "let"), ("collation", "collation")):
             if key in a:
                 command[target] = a[key]
         if a.get("returnDocument") == "After":
@@ -493,7 +493,8 @@ class Runner:
         if "limit" in a:
             pipeline.append({"$limit": a["limit"]})
         pipeline.append({"$group": {"_id": 1, "n": {"$sum": 1}}})
-        found = self._aggregate(db, name, {"pipeline": pipeline})
+        options = {"collation": a["collation"]} if "collation" in a else {}
+        found = self._aggregate(db, name, {"pipeline": pipeline, **options})
         return found[0]["n"] if found else 0
 
     def _estimatedDocumentCount(self, db: str, name: str,
@@ -501,12 +502,14 @@ class Runner:
         return self.command(db, {"count": name})["n"]
 
     def _count(self, db: str, name: str, a: dict[str, Any]) -> Any:
-        options = {k: a[k] for k in ("skip", "limit") if k in a}
+        options = {k: a[k] for k in ("skip", "limit", "collation") if k in a}
         return self.command(db, {"count": name, "query": a.get("filter", {}), **options})["n"]
 
     def _distinct(self, db: str, name: str, a: dict[str, Any]) -> Any:
         return self.command(db, {"distinct": name, "key": a["fieldName"],
-                                 "query": a.get("filter", {})})["values"]
+                                 "query": a.get("filter", {}),
+                                 **({"collation": a["collation"]} if "collation" in a else {})}
+                            )["values"]
 
     def _createIndex(self, db: str, name: str, a: dict[str, Any]) -> Any:
         index = {"key": a["keys"], "name": a.get("name", "_".join(

@@ -8,9 +8,10 @@ Modules: ``compare`` (BSON order), ``paths`` (dotted paths), ``matcher`` (query 
 ``expressions`` (aggregation expressions), ``update`` (update operators), ``projection``,
 ``sorting``, ``aggregate`` (pipelines), ``collection``/``database`` (documents, unique indexes,
 the catalog), ``cursors``, ``crud``/``admin`` (the commands), ``transactions`` (sessions,
-transactions, retryable writes) and ``commands`` (``Store``, the routing).
+transactions, retryable writes), ``collation`` and ``commands`` (``Store``, the routing).
 
-Simplifications (deliberate): no collation (simple binary comparison), no text/geo queries, no
+Simplifications (deliberate): collation approximated (strengths 1-3 by Unicode case folding
+and accent stripping, not ICU tables; no collection default collation), no text/geo queries, no
 ``$where``/``$jsonSchema``/``$bit``, no views or time-series collections, ``$merge`` without
 pipelines, batches cut near 16 MiB by an estimate (not the exact BSON size), no write concern or
 read concern semantics (the server front end handles them), and a plain write to a document that

@@ -7,14 +7,16 @@ how the store detects write conflicts between transactions and plain writes.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from asyncmongo.bson.binary import Binary
 from asyncmongo.bson.types import Regex
+from asyncmongo.testing.store.collation import active, using
 from asyncmongo.testing.store.compare import hash_key, integral
 from asyncmongo.testing.store.errors import StoreError
 from asyncmongo.testing.store.matcher import Predicate, compile_filter
@@ -22,6 +24,8 @@ from asyncmongo.testing.store.paths import MISSING, collect, split_path
 from asyncmongo.testing.store.render import render
 
 Document = dict[str, Any]
+P = ParamSpec("P")
+R = TypeVar("R")
 Guard = Callable[["Collection", Any], None]
 
 ID_INDEX_NAME = "_id_"
@@ -95,6 +99,18 @@ def new_uuid(rng_bytes: bytes) -> Binary:
     return Binary(bytes(data), 4)
 
 
+def _binary_keys(method: Callable[P, R]) -> Callable[P, R]:
+    """Run ``method`` with simple (binary) string comparison: stored keys never depend on the
+    collation of the command that happens to write."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with using(None):
+            return method(*args, **kwargs)
+
+    return wrapper
+
+
 class Collection:
     """The documents and indexes of one namespace."""
 
@@ -137,7 +153,7 @@ class Collection:
 
         The caller still applies the full filter; this only narrows the scan.
         """
-        if isinstance(query, Mapping) and "_id" in query:
+        if isinstance(query, Mapping) and "_id" in query and active() is None:
             wanted = query["_id"]
             if isinstance(wanted, Mapping) and list(wanted) == ["$eq"]:
                 wanted = wanted["$eq"]
@@ -152,6 +168,7 @@ class Collection:
 
     # --- writes ---------------------------------------------------------------------------
 
+    @_binary_keys
     def insert(self, document: Document) -> None:
         """Add a document (it must have ``_id``); duplicate keys fail with 11000."""
         key = id_key(document["_id"])
@@ -163,6 +180,7 @@ class Collection:
         self.documents[key] = document
         self._add_entries(document, key)
 
+    @_binary_keys
     def replace(self, key: Any, document: Document) -> None:
         """Store a new version of the document with the given key."""
         old = self.documents[key]
@@ -173,11 +191,13 @@ class Collection:
         self.documents[key] = document
         self._add_entries(document, key)
 
+    @_binary_keys
     def delete(self, key: Any) -> None:
         if self.guard is not None:
             self.guard(self, key)
         self._remove_entries(self.documents.pop(key))
 
+    @_binary_keys
     def put_raw(self, key: Any, document: Document | None) -> None:
         """Set or remove a document without checks (applying a committed transaction)."""
         old = self.documents.pop(key, None) if document is None else self.documents.get(key)
@@ -222,6 +242,7 @@ class Collection:
             extra={"keyPattern": dict(index.key), "keyValue": key_value},
         )
 
+    @_binary_keys
     def add_index(self, index: Index) -> None:
         """Build ``index`` over the existing documents (duplicates fail with 11000)."""
         if index.unique and index is not self.id_index:

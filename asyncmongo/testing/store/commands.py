@@ -15,6 +15,7 @@ from typing import Any
 
 from asyncmongo.bson.objectid import ObjectId
 from asyncmongo.testing.store import admin, crud
+from asyncmongo.testing.store.collation import parse_collation, using
 from asyncmongo.testing.store.collection import new_uuid
 from asyncmongo.testing.store.context import CommandContext, SessionContext
 from asyncmongo.testing.store.cursors import CursorManager
@@ -161,7 +162,8 @@ class Store:
             lsid_key=lsid_key,
             new_object_id=ObjectId,
         )
-        return self._handlers[name](context, command)
+        with using(parse_collation(command.get("collation"))):
+            return self._handlers[name](context, command)
 
     def _drop_database(self, ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
         for name in list(self.catalog.names(ctx.db_name)):

@@ -37,6 +37,7 @@ from asyncmongo.bson.types import (
     Timestamp,
     Undefined,
 )
+from asyncmongo.testing.store.collation import string_key
 
 RANK_MINKEY = -1
 RANK_UNDEFINED = 0
@@ -257,7 +258,7 @@ _SAME_RANK: dict[int, Any] = {
     RANK_NULL: lambda a, b: 0,
     RANK_MAXKEY: lambda a, b: 0,
     RANK_NUMBER: compare_numbers,
-    RANK_STRING: lambda a, b: _cmp(str(a), str(b)),
+    RANK_STRING: lambda a, b: _cmp(string_key(str(a)), string_key(str(b))),
     RANK_OBJECT: _compare_documents,
     RANK_ARRAY: _compare_arrays,
     RANK_BINARY: lambda a, b: _cmp(_binary_parts(a), _binary_parts(b)),
@@ -297,7 +298,7 @@ def _scalar_key(rank: int, value: Any) -> Any:
     if rank in (RANK_MINKEY, RANK_MAXKEY, RANK_NULL, RANK_UNDEFINED):
         return None
     if rank == RANK_STRING:
-        return str(value)
+        return string_key(str(value))
     if rank == RANK_BINARY:
         return _binary_parts(value)
     if rank == RANK_OBJECTID:

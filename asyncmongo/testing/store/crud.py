@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from asyncmongo.bson.types import Regex
 from asyncmongo.testing.store import expressions
 from asyncmongo.testing.store.aggregate import UPDATE_STAGES, PipelineContext, run_pipeline
+from asyncmongo.testing.store.collation import parse_collation, using
 from asyncmongo.testing.store.collection import Collection, Document, id_key
 from asyncmongo.testing.store.compare import compare, hash_key
 from asyncmongo.testing.store.context import (
@@ -51,6 +53,13 @@ def let_variables(spec: Mapping[str, Any]) -> dict[str, Any] | None:
         raise StoreError(14, "BSON field 'let' is the wrong type, expected type 'object'")
     return {name: expressions.evaluate(expressions.parse(value), {}) for name, value in
             let.items()}
+
+
+def _statement_collation(spec: Any) -> AbstractContextManager[None]:
+    """A statement's own collation, active while it runs (else the command's stays)."""
+    if isinstance(spec, Mapping) and spec.get("collation") is not None:
+        return using(parse_collation(spec["collation"]))
+    return nullcontext()
 
 
 def _with_let(spec: Any, command: Mapping[str, Any]) -> Any:
@@ -224,7 +233,8 @@ def update(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     errors: list[Reply] = []
     for index, spec in enumerate(updates):
         try:
-            _one_update(ctx, name, _with_let(spec, command), index, counts)
+            with _statement_collation(spec):
+                _one_update(ctx, name, _with_let(spec, command), index, counts)
         except StoreError as exc:
             _record_error(exc, index, errors)
             if ordered:
@@ -245,7 +255,8 @@ def delete(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     n, errors = 0, list[Reply]()
     for index, spec in enumerate(deletes):
         try:
-            n += _one_delete(ctx, name, _with_let(spec, command))
+            with _statement_collation(spec):
+                n += _one_delete(ctx, name, _with_let(spec, command))
         except StoreError as exc:
             _record_error(exc, index, errors)
             if ordered:
