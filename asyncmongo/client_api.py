@@ -19,38 +19,28 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.bulk import run_client_bulk
 from asyncmongo.core.address import Address
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations import management
 from asyncmongo.core.operations.base import Operation
-from asyncmongo.core.operations.client_bulk import (
-    ClientBatchReply,
-    ClientBulkOptions,
-    ClientBulkResult,
-    ClientBulkWrite,
-)
-from asyncmongo.core.operations.cursors import CursorPage, GetMore
-from asyncmongo.core.operations.statements import WriteStatement
+from asyncmongo.core.operations.client_bulk import ClientBulkOptions
+from asyncmongo.core.operations.cursors import CursorPage
 from asyncmongo.core.sdam.types import ServerType
 from asyncmongo.core.selection import PRIMARY, ReadPreference
 from asyncmongo.cursor import AsyncCommandCursor
 from asyncmongo.database import AsyncDatabase
 from asyncmongo.errors import (
-    ClientBulkWriteException,
     ConfigurationError,
     InvalidArgument,
-    MongoError,
 )
 from asyncmongo.operations import WriteModel
 from asyncmongo.results import (
     ClientBulkWriteResult,
-    DeleteResult,
-    InsertOneResult,
-    UpdateResult,
 )
 from asyncmongo.runtime.operation_executor import OperationExecutor, next_operation_id
 from asyncmongo.session import sessions_bound
@@ -335,7 +325,7 @@ class ClientApi:
 
     async def bulk_write(
         self,
-        models: Sequence[WriteModel],
+        models: Iterable[WriteModel],
         session: Any = None,
         ordered: bool = True,
         verbose_results: bool = False,
@@ -352,54 +342,11 @@ class ClientApi:
         index in ``models``, ``write_concern_errors``, the top-level ``error`` if one stopped
         the write, and ``partial_result`` when at least one write is known to have happened.
         """
-        statements = [_namespaced(model) for model in models]
-        concern = write_concern or self.write_concern
         options = ClientBulkOptions(
             ordered, verbose_results, bypass_document_validation, comment, let, raw_data
         )
-        command: ClientBulkWrite | None = ClientBulkWrite(
-            statements, options, concern, self._codec_options
-        )
-        result = ClientBulkResult(statements)
-        operation_id = next_operation_id()
-        try:
-            while command is not None:
-                batch = await self._client_bulk_batch(command, result, operation_id)
-                if ordered and result.write_errors:
-                    break
-                command = command.rest(batch.count)
-        except MongoError as exc:
-            if result.any_success or result.write_errors or result.write_concern_errors:
-                raise _client_bulk_error(result, verbose_results, exc) from exc
-            raise
-        if result.write_errors or result.write_concern_errors:
-            raise _client_bulk_error(result, verbose_results, None)
-        if not concern.acknowledged:
-            return ClientBulkWriteResult({}, False, False)
-        return _client_bulk_result(result, verbose_results)
-
-    async def _client_bulk_batch(
-        self, command: ClientBulkWrite, result: ClientBulkResult, operation_id: int
-    ) -> ClientBatchReply:
-        """One bulkWrite command and its whole results cursor (the spec: always drained)."""
-        await self.aconnect()
-        executor = self._operation_executor or self._executor_for_api()
-        deadline = self._deadline()
-        batch, address = await executor.run_with_address(
-            command, deadline=deadline, operation_id=operation_id
-        )
-        page = batch.page
-        if page is None:  # unacknowledged
-            return batch
-        result.add_summary(batch)
-        result.add_results(batch, page.documents)
-        cursor_id = page.cursor_id
-        while cursor_id:
-            get_more = GetMore(cursor_id, page.namespace, address, self._codec_options)
-            page = await executor.run(get_more, deadline=deadline, operation_id=operation_id)
-            result.add_results(batch, page.documents)
-            cursor_id = page.cursor_id
-        return batch
+        concern = write_concern or self.write_concern
+        return await run_client_bulk(self, models, options, concern, self._codec_options)
 
     # -- events -----------------------------------------------------------------------------
 
@@ -467,6 +414,16 @@ class ClientApi:
         executor = self._operation_executor or self._executor_for_api()
         return await executor.run(op, deadline=self._deadline(), operation_id=operation_id)
 
+    async def _run_operation_at(
+        self, op: Operation[T], operation_id: int | None = None
+    ) -> tuple[T, Address]:
+        """Like :meth:`_run_operation`, also saying which server answered."""
+        await self.aconnect()
+        executor = self._operation_executor or self._executor_for_api()
+        return await executor.run_with_address(
+            op, deadline=self._deadline(), operation_id=operation_id
+        )
+
     async def _run_cursor_operation(self, op: Operation[CursorPage]) -> CursorPage:
         """Run a cursor-opening operation; the page remembers the server that owns it."""
         await self.aconnect()
@@ -475,46 +432,6 @@ class ClientApi:
         return CursorPage(
             page.cursor_id, page.namespace, page.documents, page.post_batch_resume_token, address
         )
-
-
-def _namespaced(model: WriteModel) -> tuple[str, WriteStatement]:
-    if not isinstance(model, WriteModel):
-        raise InvalidArgument(f"{model!r} is not a write model")
-    namespace = model.namespace
-    if not isinstance(namespace, str) or "." not in namespace.strip("."):
-        raise InvalidArgument(
-            "client.bulk_write needs a namespace ('db.collection') on every write model"
-        )
-    return namespace, model._statement()
-
-
-def _client_bulk_result(result: ClientBulkResult, verbose: bool) -> ClientBulkWriteResult:
-    document: dict[str, Any] = result.document()
-    if verbose:
-        document["insertResults"] = {
-            i: InsertOneResult(inserted_id, True)
-            for i, inserted_id in result.insert_results.items()
-        }
-        document["updateResults"] = {
-            i: UpdateResult(raw, True) for i, raw in result.update_results.items()
-        }
-        document["deleteResults"] = {
-            i: DeleteResult(raw, True) for i, raw in result.delete_results.items()
-        }
-    return ClientBulkWriteResult(document, True, verbose)
-
-
-def _client_bulk_error(
-    result: ClientBulkResult, verbose: bool, error: BaseException | None
-) -> ClientBulkWriteException:
-    partial = _client_bulk_result(result, verbose) if result.any_success else None
-    return ClientBulkWriteException(
-        "bulk write errors occurred" if error is None else f"bulk write stopped: {error}",
-        error=error,
-        write_errors=result.write_errors,
-        write_concern_errors=result.write_concern_errors,
-        partial_result=partial,
-    )
 
 
 class _EventQueue:

@@ -15,13 +15,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.bulk import run_bulk, run_writes
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations import aggregate as aggregate_ops
 from asyncmongo.core.operations import count as count_ops
 from asyncmongo.core.operations import indexes as index_ops
 from asyncmongo.core.operations import management
 from asyncmongo.core.operations import search_indexes as search_ops
-from asyncmongo.core.operations.bulk import BulkResult, plan_runs
+from asyncmongo.core.operations.bulk import BulkResult
 from asyncmongo.core.operations.command import CommandOperation
 from asyncmongo.core.operations.common import (
     Namespace,
@@ -41,7 +42,7 @@ from asyncmongo.core.operations.statements import (
     insert_statement,
     update_statement,
 )
-from asyncmongo.core.operations.write import WriteCommand, WriteOptions
+from asyncmongo.core.operations.write import WriteOptions
 from asyncmongo.core.selection import ReadPreference
 from asyncmongo.cursor import AsyncCommandCursor, AsyncCursor, find_options
 from asyncmongo.errors import InvalidArgument, InvalidOperation
@@ -211,23 +212,14 @@ class AsyncCollection:
     async def _write(
         self, statements: Sequence[WriteStatement], options: WriteOptions
     ) -> list[Mapping[str, Any]]:
-        """Send statements of one kind in as many batches as needed; the replies."""
-        client = self._client
-        command: WriteCommand | None = WriteCommand(
+        return await run_writes(
+            self._client,
             self._namespace,
-            statements[0].kind,
             statements,
             self._write_concern,
             self._codec_options,
             options,
         )
-        operation_id = client._next_operation_id()
-        replies: list[Mapping[str, Any]] = []
-        while command is not None:
-            batch = await client._run_operation(command, operation_id)
-            replies.append(batch.reply)
-            command = command.rest(batch.count)
-        return replies
 
     async def insert_one(
         self,
@@ -449,30 +441,15 @@ class AsyncCollection:
         let: Mapping[str, Any] | None,
         raw_data: bool | None = None,
     ) -> BulkResult:
-        client = self._client
         options = WriteOptions(ordered, bypass_document_validation, comment, let, raw_data)
-        acknowledged = self._write_concern.acknowledged
-        result = BulkResult()
-        operation_id = client._next_operation_id()
-        for run in plan_runs(statements, ordered):
-            command: WriteCommand | None = WriteCommand(
-                self._namespace,
-                run.kind,
-                run.statements,
-                self._write_concern,
-                self._codec_options,
-                options,
-            )
-            while command is not None:
-                batch = await client._run_operation(command, operation_id)
-                if acknowledged:
-                    result.add(run, batch)
-                    if ordered and result.has_write_errors:
-                        result.raise_if_failed()
-                command = command.rest(batch.count)
-        if acknowledged:
-            result.raise_if_failed()
-        return result
+        return await run_bulk(
+            self._client,
+            self._namespace,
+            statements,
+            self._write_concern,
+            self._codec_options,
+            options,
+        )
 
     # -- reads ------------------------------------------------------------------------------
 
