@@ -195,7 +195,7 @@ def _bind_session(fn: Callable[..., Any], index: int | None) -> Callable[..., An
                 return await fn(*args, **kwargs)
             token = bound_session.set(session)
             try:
-                return await fn(*args, **kwargs)
+                return await fn(*_acknowledged_in_transaction(session, args), **kwargs)
             finally:
                 bound_session.reset(token)
 
@@ -211,6 +211,22 @@ def _bind_session(fn: Callable[..., Any], index: int | None) -> Callable[..., An
         return result
 
     return bound_function
+
+
+def _acknowledged_in_transaction(
+    session: AsyncClientSession, args: tuple[Any, ...]
+) -> tuple[Any, ...]:
+    """Transactions spec: a collection's own write concern is ignored in a transaction, even
+    w:0, so the call runs (and shapes its result) on a copy with the default concern."""
+    if not args or not session.in_transaction:
+        return args
+    owner = args[0]
+    concern = getattr(owner, "write_concern", None)
+    if isinstance(concern, WriteConcern) and not concern.acknowledged:
+        with_options = getattr(owner, "with_options", None)
+        if with_options is not None:
+            return (with_options(write_concern=WriteConcern()), *args[1:])
+    return args
 
 
 class SessionRunner:
@@ -239,6 +255,7 @@ class AsyncClientSession:
         "_cluster_time",
         "_ended",
         "_implicit",
+        "_lsid",
         "_operation_time",
         "_options",
         "_pinned_address",
@@ -261,6 +278,7 @@ class AsyncClientSession:
         self._options = options
         self._implicit = implicit
         self._server_session: ServerSession | None = None
+        self._lsid: Mapping[str, Any] | None = None
         self._ended = False
         self._cluster_time: Mapping[str, Any] | None = None
         self._operation_time: Timestamp | None = None
@@ -288,9 +306,13 @@ class AsyncClientSession:
 
     @property
     def session_id(self) -> Mapping[str, Any]:
-        """The lsid document ``{"id": UUID}`` (takes a server session on first use)."""
-        self._check_not_ended()
-        return self._take_server_session().lsid
+        """The lsid document ``{"id": UUID}`` (takes a server session on first use; still
+        readable after the session ended)."""
+        if self._lsid is None:
+            self._check_not_ended()
+            self._take_server_session()
+        assert self._lsid is not None
+        return self._lsid
 
     @property
     def cluster_time(self) -> Mapping[str, Any] | None:
@@ -504,8 +526,8 @@ class AsyncClientSession:
         if name in ("commitTransaction", "abortTransaction"):
             return SessionStep(in_transaction=True, starting=False)
         if self._txn_state.in_transaction:
-            if not acknowledged:
-                raise InvalidOperation("unacknowledged writes are not allowed in a transaction")
+            # Transactions spec: an operation's own write concern is ignored in a
+            # transaction (even w:0): it runs acknowledged, the commit carries the concern.
             starting = self._txn_state is TxnState.STARTING
             self._txn_state = transition(self._txn_state, TxnAction.OPERATE).state
             return SessionStep(in_transaction=True, starting=starting)
@@ -623,6 +645,7 @@ class AsyncClientSession:
     def _take_server_session(self) -> ServerSession:
         if self._server_session is None:
             self._server_session = self._client._server_sessions_acquire()
+            self._lsid = self._server_session.lsid
         return self._server_session
 
     def _release(self) -> None:

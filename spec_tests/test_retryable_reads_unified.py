@@ -1,21 +1,28 @@
-"""The retryable reads unified tests (spec_tests/data/retryable-reads)
-through the unified runner.
+"""The retryable-reads unified tests (spec_tests/data/retryable-reads) through the unified runner,
+against asyncmongo.testing's simulated deployments.
 
 Every test passes, or is skipped with the reason the runner gives (an unmet runOnRequirement,
-an asyncmongo API not built yet, a server feature asyncmongo.testing lacks).
+a server feature asyncmongo.testing lacks) or the specific reason written in SKIPS below.
+run_case first emulates killAllSessions on the simulator (spec_tests/support/session_suites).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from spec_tests.unified.suite import UnifiedCase, run_unified_case, target_pool, unified_params
+from spec_tests.support.session_suites import run_case, skip_reason
+from spec_tests.unified.suite import UnifiedCase, target_pool, unified_params
 from spec_tests.unified.target import TargetPool
 
 __all__ = ["target_pool"]
+
+SKIPS: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.asyncio(loop_scope="module")
 @pytest.mark.parametrize("case", unified_params("retryable-reads"))
 async def test_retryable_reads_unified(target_pool: TargetPool, case: UnifiedCase) -> None:
-    await run_unified_case(target_pool, case)
+    reason = skip_reason(SKIPS, case)
+    if reason is not None:
+        pytest.skip(reason)
+    await run_case(target_pool, case)

@@ -134,13 +134,19 @@ class SessionOperation(Generic[T]):
         if session is not None:
             self.step = session._prepare(owner, op.name, acknowledged=acknowledged)
             in_transaction = bool(self.step.in_transaction)
+            acknowledged = acknowledged or in_transaction
             if in_transaction and op.name not in _TXN_END:
                 target = session._transaction_target(target)
                 session._check_read_preference(target)
             elif op.name in _TXN_END:
                 target = session._transaction_target(target)
         self._target = target
-        write = retry_writes and acknowledged and is_retryable_write_operation(op)
+        # Transactions spec: commit and abort are retried once whatever retryWrites says.
+        write = (
+            (retry_writes or op.name in _TXN_END)
+            and acknowledged
+            and is_retryable_write_operation(op)
+        )
         self.retry_writes = (
             write and session is not None and (not in_transaction or op.name in _TXN_END)
         )
@@ -165,6 +171,8 @@ class SessionOperation(Generic[T]):
 
     def build(self, conn: ConnectionInfo) -> Command:
         command = self.op.build(conn)
+        if command.unacknowledged and self.step is not None and self.step.in_transaction:
+            command = dataclasses.replace(command, unacknowledged=False)
         hello: Mapping[str, Any] = getattr(conn, "hello", None) or {}
         service_id = getattr(conn, "service_id", None)
         self.max_wire_version = conn.max_wire_version

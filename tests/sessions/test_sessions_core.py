@@ -237,7 +237,8 @@ def test_causal_and_snapshot_reads() -> None:
     causal = SessionFields(lsid=LSID, after_cluster_time=Timestamp(3, 0))
     out = decorate({"find": "c", "readConcern": {"level": "majority"}}, causal)
     assert out["readConcern"] == {"level": "majority", "afterClusterTime": Timestamp(3, 0)}
-    assert "readConcern" not in decorate({"insert": "c"}, causal)
+    assert decorate({"insert": "c"}, causal)["readConcern"] == {"afterClusterTime": Timestamp(3, 0)}
+    assert "readConcern" not in decorate({"ping": 1}, causal)
     snap = SessionFields(lsid=LSID, snapshot=True)
     assert decorate({"find": "c"}, snap)["readConcern"] == {"level": "snapshot"}
     snap = SessionFields(lsid=LSID, snapshot=True, snapshot_time=Timestamp(9, 9))

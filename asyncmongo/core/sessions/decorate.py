@@ -8,7 +8,8 @@ snapshot-reads and retryable-writes specs), as one pure function of a :class:`Se
   in a causally consistent session) on the first one only; no other ``readConcern`` and no
   ``writeConcern`` except on commitTransaction/abortTransaction;
 - a read outside a transaction: ``readConcern.afterClusterTime`` (causal consistency) or
-  ``{level: snapshot, atClusterTime}`` (snapshot session, once the time is known).
+  ``{level: snapshot, atClusterTime}`` (snapshot session, once the time is known); a write
+  that accepts it (read-write-concern spec, "afterClusterTime"): ``{afterClusterTime}``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,22 @@ __all__ = [
 #: snapshot reads apply to these only.
 READ_CONCERN_COMMANDS: Final = frozenset(
     {"find", "aggregate", "distinct", "count", "geoNear", "mapReduce"}
+)
+#: Read-write-concern spec, "afterClusterTime": writes that accept a readConcern carrying only
+#: afterClusterTime (causal consistency orders them too).
+AFTER_CLUSTER_TIME_WRITE_COMMANDS: Final = frozenset(
+    {
+        "insert",
+        "update",
+        "findAndModify",
+        "delete",
+        "bulkWrite",
+        "create",
+        "createIndexes",
+        "drop",
+        "dropDatabase",
+        "dropIndexes",
+    }
 )
 TRANSACTION_END_COMMANDS: Final = frozenset({"commitTransaction", "abortTransaction"})
 #: Transactions spec: a retried commitTransaction uses w: majority and this wtimeout.
@@ -66,6 +83,8 @@ def decorate(command: Mapping[str, Any], fields: SessionFields) -> dict[str, Any
             document["txnNumber"] = fields.txn_number
         if name in READ_CONCERN_COMMANDS:
             _read_concern(document, fields)
+        elif name in AFTER_CLUSTER_TIME_WRITE_COMMANDS and fields.after_cluster_time is not None:
+            document["readConcern"] = {"afterClusterTime": fields.after_cluster_time}
     if fields.cluster_time is not None:
         document["$clusterTime"] = fields.cluster_time
     return document
