@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.core.address import Address
 from asyncmongo.core.operations.base import Operation
+from asyncmongo.core.operations.command import Explain
 from asyncmongo.core.operations.common import Namespace
 from asyncmongo.core.operations.cursors import CursorPage, GetMore, KillCursors
 from asyncmongo.core.operations.find import CursorType, Find, FindOptions, projection_document
@@ -385,6 +386,15 @@ class AsyncCursor(_Cursor):
         self._started = False
         self._retrieved = 0
         return self
+
+    async def explain(self, verbosity: str | None = None) -> Mapping[str, Any]:
+        """The server's explain output for this cursor's ``find`` (the cursor is not used)."""
+        c = self._collection
+        find = Find(
+            self._namespace, self._options, c.read_preference, c.read_concern, c.codec_options
+        )
+        result: Mapping[str, Any] = await self._runner._run_operation(Explain(find, verbosity))
+        return result
 
     async def distinct(self, key: str) -> list[Any]:
         """The distinct values of ``key`` among the documents this cursor would return."""

@@ -169,3 +169,16 @@ async def test_cursor_command() -> None:
     assert get_mores and all(g.command["batchSize"] == 1 for g in get_mores)
     assert all(g.command["comment"] == "c" for g in get_mores)
     assert "comment" not in started(events, "find")[0].command
+
+
+async def test_explain_wraps_the_find_command() -> None:
+    events: list[Any] = []
+    async with Standalone() as server:
+        async with AsyncMongoClient(server.uri, event_listeners=[events.append]) as client:
+            cursor = client.db.coll.find({"a": 1}, limit=2).sort("a")
+            with pytest.raises(OperationFailure):  # the simulator has no explain
+                await cursor.explain("queryPlanner")
+            assert cursor.cursor_id is None  # explaining did not start the cursor
+    explain = started(events, "explain")[0].command
+    assert explain["explain"] == {"find": "coll", "filter": {"a": 1}, "sort": {"a": 1}, "limit": 2}
+    assert explain["verbosity"] == "queryPlanner" and explain["$db"] == "db"

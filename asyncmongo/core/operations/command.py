@@ -13,7 +13,7 @@ from asyncmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
 from asyncmongo.core.operations.base import Command, ConnectionInfo, Target, with_raw_data
 from asyncmongo.core.operations.replies import check_reply
 
-__all__ = ["CommandOperation", "checked_reply"]
+__all__ = ["CommandOperation", "Explain", "checked_reply"]
 
 T = TypeVar("T")
 
@@ -66,3 +66,27 @@ class CommandOperation(Generic[T]):
 
     def parse(self, reply: Mapping[str, Any]) -> T:
         return self._parser(reply or {"ok": 1})  # w:0: the executor hands over {ok: 1}
+
+
+class Explain(Generic[T]):
+    """``explain`` of another operation's command (the command as it would be sent)."""
+
+    __slots__ = ("codec_options", "inner", "name", "target", "verbosity")
+
+    def __init__(self, inner: Any, verbosity: str | None = None) -> None:
+        self.inner = inner
+        self.verbosity = verbosity
+        self.name = "explain"
+        self.target = inner.target
+        self.codec_options = inner.codec_options
+
+    def build(self, conn: ConnectionInfo) -> Command:
+        inner = self.inner.build(conn)
+        document: dict[str, Any] = {"explain": inner.document}
+        if self.verbosity is not None:
+            document["verbosity"] = self.verbosity
+        return Command(inner.database, document)
+
+    def parse(self, reply: Mapping[str, Any]) -> Mapping[str, Any]:
+        check_reply(reply)
+        return reply
