@@ -209,3 +209,21 @@ def test_repr_summarises_state(store: Store) -> None:
     session.start()
     session.run({"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"z": 1}}}]})
     assert "1 open transactions, 1 locked documents" in repr(store)
+
+
+def test_a_transaction_reads_as_of_its_start(store: Store) -> None:
+    session = Session(store)
+    session.start()
+    session.run({"find": "other"})  # the transaction starts here, touching only "other"
+    store.handle("db", {"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {
+        "late": True}}}]})
+    store.handle("db", {"insert": "c", "documents": [{"_id": 3}]})
+    store.handle("db", {"drop": "gone"})
+    seen = session.run({"find": "c"})["cursor"]["firstBatch"]
+    assert seen == [{"_id": 1, "n": 0}, {"_id": 2, "n": 0}]
+    other = Session(store)
+    other.start()
+    other.run({"find": "c"})
+    session.run({"insert": "c", "documents": [{"_id": 4}]})
+    session.commit()
+    assert len(other.run({"find": "c"})["cursor"]["firstBatch"]) == 3  # not the commit

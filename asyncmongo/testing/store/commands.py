@@ -52,6 +52,7 @@ class Store:
         self.catalog = Catalog(lambda: new_uuid(self._rng.randbytes(16)))
         self.transactions = TransactionManager(self.catalog)
         self.catalog.guard = self.transactions.direct_guard
+        self.catalog.before_change = self.transactions.snapshot_open_transactions
         self.cursors = CursorManager()
         self._handlers: dict[str, Handler] = {
             "insert": crud.insert,

@@ -54,6 +54,9 @@ class Catalog:
         self.databases: dict[str, dict[str, Collection]] = {}
         self.new_uuid = new_uuid
         self.guard: Callable[[Collection, Any], None] | None = None
+        #: Called with (db, name) before a collection changes or goes away, so open
+        #: transactions can take their snapshot of it first.
+        self.before_change: Callable[[str, str], None] | None = None
 
     def __repr__(self) -> str:
         count = sum(len(c) for c in self.databases.values())
@@ -74,7 +77,17 @@ class Catalog:
         self.databases.setdefault(db_name, {})[name] = collection
         return collection
 
+    def adopt(self, collection: Collection) -> None:
+        """Install a collection built elsewhere (a committed transaction's new collection)."""
+        collection.guard = self.guard
+        self.databases.setdefault(collection.db_name, {})[collection.name] = collection
+
+    def _changing(self, db_name: str, name: str) -> None:
+        if self.before_change is not None:
+            self.before_change(db_name, name)
+
     def drop(self, db_name: str, name: str) -> Collection | None:
+        self._changing(db_name, name)
         database = self.databases.get(db_name, {})
         dropped = database.pop(name, None)
         if not database:
@@ -82,6 +95,8 @@ class Catalog:
         return dropped
 
     def drop_database(self, db_name: str) -> None:
+        for name in list(self.databases.get(db_name, {})):
+            self._changing(db_name, name)
         self.databases.pop(db_name, None)
 
     def names(self, db_name: str) -> list[str]:

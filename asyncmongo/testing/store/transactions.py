@@ -1,8 +1,9 @@
 """Sessions, multi-document transactions and retryable-write bookkeeping.
 
-A transaction works on a :class:`TransactionView`: collections are cloned on first touch
-(its snapshot) and its writes stay there until commit, which applies them to the catalog in
-one step. Conflicts: a document written by another open transaction, or changed outside since
+A transaction works on a :class:`TransactionView`: it reads the data as of its first command
+(each collection is cloned when the transaction first touches it, or just before anyone else
+changes it, whichever comes first) and its writes stay there until commit, which applies them
+to the catalog in one step. Conflicts: a document written by another open transaction, or changed outside since
 the transaction's snapshot of that collection, fails with 112 WriteConflict (labelled
 TransientTransactionError inside a transaction); a plain write to a document an open
 transaction has written also fails with 112 (a real server would block until the transaction
@@ -77,6 +78,7 @@ class TransactionManager:
         self.locks: dict[DocumentKey, Transaction] = {}
         self.versions: dict[DocumentKey, int] = {}
         self.version = 0
+        self.open_transactions: dict[int, Transaction] = {}
 
     def __repr__(self) -> str:
         open_count = sum(1 for s in self.sessions.values() if s.transaction is not None
@@ -94,8 +96,17 @@ class TransactionManager:
         document_key = (collection.db_name, collection.name, key)
         if document_key in self.locks:
             raise write_conflict()
+        self.snapshot_open_transactions(collection.db_name, collection.name)
         self.version += 1
         self.versions[document_key] = self.version
+
+    def snapshot_open_transactions(self, db_name: str, name: str,
+                                   skip: Transaction | None = None) -> None:
+        """Before a collection changes: every open transaction that has not looked at it yet
+        takes its snapshot now, so it reads the collection as of its own start."""
+        for transaction in list(self.open_transactions.values()):
+            if transaction is not skip:
+                transaction.view.get(db_name, name)
 
     # --- retryable writes -----------------------------------------------------------------
 
@@ -156,6 +167,7 @@ class TransactionManager:
             transaction.snapshot_versions.setdefault(namespace, self.version)
 
         transaction = Transaction(txn_number, TransactionView(self.catalog, guard, on_touch))
+        self.open_transactions[id(transaction)] = transaction
         return transaction
 
     def _transactional_write(self, transaction: Transaction, collection: Collection,
@@ -204,6 +216,7 @@ class TransactionManager:
             self.abort(state.transaction)
 
     def _release(self, transaction: Transaction) -> None:
+        self.open_transactions.pop(id(transaction), None)
         for document_key in [k for k, owner in self.locks.items() if owner is transaction]:
             del self.locks[document_key]
 
@@ -211,12 +224,11 @@ class TransactionManager:
         for (db_name, name), view in transaction.view.views.items():
             if view is None:
                 continue
+            self.snapshot_open_transactions(db_name, name, skip=transaction)
             real = self.catalog.get(db_name, name)
             if real is None:
-                real = self.catalog.create(db_name, name, view.options)
-                real.guard = self.direct_guard
-                for index_name, index in view.indexes.items():
-                    real.indexes[index_name] = index.copy()
+                real = view.clone()
+                self.catalog.adopt(real)
             for key in transaction.written.get((db_name, name), set()):
                 real.put_raw(key, view.documents.get(key))
                 self.version += 1
