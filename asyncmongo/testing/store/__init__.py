@@ -16,8 +16,8 @@ and accent stripping, not ICU tables; no collection default collation), no text/
 pipelines, batches cut near 16 MiB by an estimate (not the exact BSON size), no write concern or
 read concern semantics (the server front end handles them), and a plain write to a document that
 an open transaction has written fails with 112 WriteConflict instead of waiting for the
-transaction to end. Transactions read a snapshot as of their first command. Retryable writes are
-remembered per command (lsid + txnNumber), not per statement.
+transaction to end. Transactions read a snapshot as of their first command. Retryable writes
+are remembered per command (lsid + txnNumber), not per statement.
 
 Differences from jongodb (tests/store/test_store_vs_jongodb.py compares random filters and
 updates; MongoDB's documented behaviour, pinned in tests/store/test_store_semantics.py, is
