@@ -2,10 +2,10 @@
 
 A transaction works on a :class:`TransactionView`: it reads the data as of its first command
 (each collection is cloned when the transaction first touches it, or just before anyone else
-changes it, whichever comes first) and its writes stay there until commit, which applies them
-to the catalog in one step. Conflicts: a document written by another open transaction, or changed outside since
-the transaction's snapshot of that collection, fails with 112 WriteConflict (labelled
-TransientTransactionError inside a transaction); a plain write to a document an open
+changes it, whichever comes first) and its writes stay there until commit, which applies them to
+the catalog in one step. Conflicts: a document written by another open transaction, or changed
+outside since the transaction's snapshot of that collection, fails with 112 WriteConflict
+(labelled TransientTransactionError inside a transaction); a plain write to a document an open
 transaction has written also fails with 112 (a real server would block until the transaction
 ends; a synchronous store cannot wait).
 
