@@ -36,6 +36,8 @@ class ClientEntity:
 
 
 _THREAD_WAIT_SECONDS = 10.0
+#: The smallest heartbeatFrequencyMS the URI options spec allows.
+_FAST_HEARTBEAT_MS = 500
 
 
 class ThreadEntity:
@@ -137,8 +139,9 @@ def write_concern(document: Mapping[str, Any]) -> WriteConcern:
 class EntityMap:
     """Named entities of one test; also the matcher's context ($$matchesEntity, lsids)."""
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, *, fast_heartbeat: bool = False) -> None:
         self._target = target
+        self._fast_heartbeat = fast_heartbeat
         self._entities: dict[str, Any] = {}
         self._kinds: dict[str, str] = {}
 
@@ -202,7 +205,11 @@ class EntityMap:
             uri = direct_uri(uri)  # uri-options: exactly one seed, no replicaSet
         elif options.get("useMultipleMongoses") is False:
             uri = self._target.single_host_uri
-        kwargs = _uri_options(options.get("uriOptions", {}))
+        kwargs = _uri_options(uri_options)
+        if self._fast_heartbeat and not any(k.lower() == "heartbeatfrequencyms" for k in kwargs):
+            # Executing a Test: with fail points the runner MAY lower heartbeatFrequencyMS
+            # (never for a client that sets it) to speed up SDAM recovery.
+            kwargs["heartbeatFrequencyMS"] = _FAST_HEARTBEAT_MS
         if "serverApi" in options:
             api = options["serverApi"]
             kwargs["server_api"] = ServerApi(api["version"], api.get("strict"),

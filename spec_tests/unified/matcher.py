@@ -44,6 +44,7 @@ __all__ = [
     "MatchError",
     "TestFormatError",
     "bson_type_name",
+    "exactly_equal",
     "is_operator",
     "match",
 ]
@@ -246,6 +247,19 @@ _OPERATORS: Final = {
     "$$matchAsDocument": _Matcher.op_match_as_document,
     "$$matchAsRoot": _Matcher.op_match_as_root,
 }
+
+
+def exactly_equal(expected: Any, actual: Any) -> bool:
+    """Exact equality of BSON values (same types and values; key order is free): what a
+    test's outcome documents demand."""
+    if isinstance(expected, Mapping):
+        actual = _as_mapping(actual)
+        return (actual is not None and set(expected) == set(actual)
+                and all(exactly_equal(v, actual[k]) for k, v in expected.items()))
+    if isinstance(expected, list):
+        return (isinstance(actual, list | tuple) and len(expected) == len(actual)
+                and all(exactly_equal(e, a) for e, a in zip(expected, actual, strict=True)))
+    return bson_type_name(expected) == bson_type_name(actual) and _scalar_equal(expected, actual)
 
 
 def _as_mapping(value: Any) -> Mapping[str, Any] | None:

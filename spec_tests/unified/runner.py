@@ -22,7 +22,7 @@ from spec_tests.unified.errors import TestFormatError, Unsupported
 from spec_tests.unified.events import check_expected_events
 from spec_tests.unified.expect_error import check_error
 from spec_tests.unified.gaps import expects_server_error, simulator_gap_reason
-from spec_tests.unified.matcher import MatchError, match
+from spec_tests.unified.matcher import MatchError, exactly_equal, match
 from spec_tests.unified.operations import VERBATIM_OPERATIONS, convert_arguments, find_handler
 from spec_tests.unified.schema import UnifiedFile, requirements_unmet_reason
 from spec_tests.unified.special import find_special
@@ -60,16 +60,16 @@ class UnifiedTestRunner:
     async def run_test(self, test: Mapping[str, Any]) -> None:
         """Run one test; raises Unsupported (skip) or an assertion error (failure)."""
         _check_unsupported_expectations(test)
-        self.entities = EntityMap(self.target)
+        self.entities = EntityMap(self.target, fast_heartbeat=_sets_fail_points(test))
         await self._kill_all_sessions()
         try:
-            for spec in self.file.create_entities:
-                await self.entities.create(spec)
             try:
                 await self._initial_data()
             except OperationFailure as exc:
                 self._excuse(exc)
                 raise
+            for spec in self.file.create_entities:
+                await self.entities.create(spec)
             await self.run_operations(test["operations"])
             self._check_events(test.get("expectEvents", ()))
             await self._check_outcome(test.get("outcome", ()))
@@ -123,8 +123,11 @@ class UnifiedTestRunner:
             if len(actual) != len(data["documents"]):
                 raise MatchError(f"{where}: expected {len(data['documents'])} documents, "
                                  f"found {len(actual)}: {actual!r}")
+            # Outcome documents match exactly (Evaluating Matches does not apply).
             for index, (want, got) in enumerate(zip(data["documents"], actual, strict=True)):
-                match(want, got, self.entities, root=False, path=f"{where}[{index}]")
+                if not exactly_equal(want, got):
+                    raise MatchError(f"{where}[{index}]: expected exactly {want!r}, "
+                                     f"found {got!r}")
 
     # -- operations ------------------------------------------------------------------------
 
@@ -213,6 +216,17 @@ def _saved_kind(operation: str, result: Any) -> str:
     if operation in _KIND_BY_OPERATION:
         return _KIND_BY_OPERATION[operation]
     return _KIND_BY_TYPE.get(type(result).__name__, "result")
+
+
+def _sets_fail_points(value: Any) -> bool:
+    """Whether a test (or any operation nested in it) configures a fail point."""
+    if isinstance(value, Mapping):
+        if value.get("name") in ("failPoint", "targetedFailPoint"):
+            return True
+        return any(_sets_fail_points(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_sets_fail_points(v) for v in value)
+    return False
 
 
 def _check_unsupported_expectations(test: Mapping[str, Any]) -> None:
