@@ -66,6 +66,10 @@ def run(update: Any, document: dict[str, Any] | None = None, **context: Any) -> 
         ({"$currentDate": {"t": {"$type": "timestamp"}}}, "t",
          Timestamp(int(NOW.timestamp()), 1)),
         ({"$set": {"d.b.$[].v": 0}}, "d", {"a": 1, "b": [{"k": 1, "v": 0}, {"k": 2, "v": 0}]}),
+        ({"$bit": {"n": {"and": 4}}}, "n", 4),
+        ({"$bit": {"n": {"or": 2, "xor": 1}}}, "n", 6),
+        ({"$bit": {"n": {"or": Int64(8)}}}, "n", Int64(13)),
+        ({"$bit": {"missing": {"or": 3}}}, "missing", 3),
     ],
 )
 def test_operators(update: dict[str, Any], field: str, expected: Any) -> None:
@@ -149,6 +153,9 @@ def test_replacement_keeps_the_id_first() -> None:
         ({"$set": {"l.$": 1}}, 2, "The positional operator did not find the match needed"),
         ({"$set": {"l.$[q]": 1}}, 2, "No array filter found for identifier 'q'"),
         ({"z": 1, "$set": {"a": 1}}, 52, "The dollar ($) prefixed field '$set'"),
+        ({"$bit": {"f": {"and": 1}}}, 2, "Cannot apply $bit to a value of non-integral type"),
+        ({"$bit": {"n": {"not": 1}}}, 2, "only supports 'and', 'or', and 'xor'"),
+        ({"$bit": {"n": {"and": 1.5}}}, 2, "must be an Integer(32/64 bit)"),
     ],
 )
 def test_errors(update: dict[str, Any], code: int, message: str) -> None:

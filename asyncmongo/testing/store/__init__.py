@@ -12,7 +12,7 @@ transactions, retryable writes), ``collation`` and ``commands`` (``Store``, the 
 
 Simplifications (deliberate): collation approximated (strengths 1-3 by Unicode case folding
 and accent stripping, not ICU tables; no collection default collation), no text/geo queries, no
-``$where``/``$jsonSchema``/``$bit``, no views or time-series collections, ``$merge`` without
+``$where``/``$jsonSchema``, no views or time-series collections, ``$merge`` without
 pipelines, batches cut near 16 MiB by an estimate (not the exact BSON size), no write concern or
 read concern semantics (the server front end handles them), and a plain write to a document that
 an open transaction has written fails with 112 WriteConflict instead of waiting for the

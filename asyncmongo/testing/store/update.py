@@ -557,7 +557,36 @@ def _current_date(document: Document, parts: list[str], argument: Any,
     _set(document, parts, value, context)
 
 
+def _bit(document: Document, parts: list[str], argument: Any, context: UpdateContext) -> None:
+    if not isinstance(argument, Mapping) or not argument:
+        raise bad_value(f"The $bit modifier is not compatible with a {type_name(argument)}. You "
+                        f"must pass in an embedded document: {{$bit: {{field: {{and/or/xor: "
+                        f"#}}}}")
+    parent = _parent(document, parts, create=True)
+    current = _child(parent, parts[-1])
+    if current is MISSING:
+        current = 0
+    if not isinstance(current, int) or isinstance(current, bool):
+        raise bad_value("Cannot apply $bit to a value of non-integral type."
+                        f"{_describe_id(document)} has the field {parts[-1]} of non-integer "
+                        f"type {type_name(current)}")
+    result = int(current)
+    for operation, operand in argument.items():
+        if operation not in ("and", "or", "xor"):
+            raise bad_value(f"The $bit modifier only supports 'and', 'or', and 'xor', not "
+                            f"'{operation}' which is an unknown operator: {{{operation}: "
+                            f"{render(operand)}}}")
+        if not isinstance(operand, int) or isinstance(operand, bool):
+            raise bad_value(f"The $bit modifier field must be an Integer(32/64 bit); a "
+                            f"'{type_name(operand)}' is not supported here: {{{operation}: "
+                            f"{render(operand)}}}")
+        result = {"and": result & operand, "or": result | operand,
+                  "xor": result ^ operand}[operation]
+    _assign(parent, parts[-1], from_number(result, like=[current, *argument.values()]))
+
+
 _OPERATORS: dict[str, Callable[[Document, list[str], Any, UpdateContext], None]] = {
+    "$bit": _bit,
     "$set": _set,
     "$setOnInsert": _set,
     "$unset": _unset,
