@@ -22,6 +22,7 @@ from spec_tests.unified.errors import TestFormatError, Unsupported
 from spec_tests.unified.events import check_expected_events
 from spec_tests.unified.expect_error import check_error
 from spec_tests.unified.gaps import expects_server_error, simulator_gap_reason
+from spec_tests.unified.logs import LogCapture, LogEntry, check_log_messages, messages_for
 from spec_tests.unified.matcher import MatchError, exactly_equal, match
 from spec_tests.unified.operations import VERBATIM_OPERATIONS, convert_arguments, find_handler
 from spec_tests.unified.schema import UnifiedFile, requirements_unmet_reason
@@ -68,10 +69,12 @@ class UnifiedTestRunner:
             except OperationFailure as exc:
                 self._excuse(exc)
                 raise
-            for spec in self.file.create_entities:
-                await self.entities.create(spec)
-            await self.run_operations(test["operations"])
+            with LogCapture() as logs:
+                for spec in self.file.create_entities:
+                    await self.entities.create(spec)
+                await self.run_operations(test["operations"])
             self._check_events(test.get("expectEvents", ()))
+            self._check_logs(test.get("expectLogMessages", ()), logs.entries)
             await self._check_outcome(test.get("outcome", ()))
         finally:
             await self._cleanup()
@@ -195,7 +198,18 @@ class UnifiedTestRunner:
         kwargs = convert_arguments(self, arguments, verbatim=name in VERBATIM_OPERATIONS)
         return await handler(self, obj, kwargs)
 
-    # -- events ----------------------------------------------------------------------------
+    # -- events and log messages -----------------------------------------------------------
+
+    def _check_logs(self, expectations: Sequence[Mapping[str, Any]],
+                    entries: Sequence[LogEntry]) -> None:
+        observers = [e for e in self.entities.clients().values() if e.observe_log_messages]
+        for expected in expectations:
+            entity: ClientEntity = self.entities.get(expected["client"], "client")
+            topology = getattr(entity.client, "_topology", None)
+            ids = {str(topology.topology_id)} if topology is not None else set()
+            observed = messages_for(entries, entity.observe_log_messages, ids,
+                                    only_observer=len(observers) == 1)
+            check_log_messages(expected, observed, self.entities)
 
     def _check_events(self, expectations: Sequence[Mapping[str, Any]]) -> None:
         for expected in expectations:
@@ -230,9 +244,6 @@ def _sets_fail_points(value: Any) -> bool:
 
 
 def _check_unsupported_expectations(test: Mapping[str, Any]) -> None:
-    if "expectLogMessages" in test:
-        raise Unsupported("expectLogMessages: the runner does not capture asyncmongo's "
-                          "log messages per client yet")
     if "expectTracingMessages" in test:
         raise Unsupported("expectTracingMessages: asyncmongo has no OpenTelemetry tracing")
 
