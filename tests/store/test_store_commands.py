@@ -334,3 +334,24 @@ def test_batches_are_cut_near_16_mib(store: Store) -> None:
     assert 10 <= len(first["cursor"]["firstBatch"]) <= 16
     more = run(store, {"getMore": first["cursor"]["id"], "collection": "c"})
     assert len(more["cursor"]["nextBatch"]) <= 16
+
+
+def test_document_validation(store: Store) -> None:
+    assert run(store, {"create": "v", "validator": {"x": {"$type": "int"}}})["ok"] == 1.0
+    bad = run(store, {"insert": "v", "documents": [{"_id": 1, "x": "s"}, {"_id": 2, "x": 1}],
+                      "ordered": False})
+    assert bad["n"] == 1 and bad["writeErrors"][0]["code"] == 121
+    assert bad["writeErrors"][0]["errInfo"]["failingDocumentId"] == 1
+    bypass = run(store, {"insert": "v", "documents": [{"_id": 3, "x": "s"}],
+                         "bypassDocumentValidation": True})
+    assert bypass["n"] == 1
+    update = run(store, {"update": "v", "updates": [{"q": {"_id": 2}, "u": {"$set": {"x": "no"}}}]})
+    assert update["writeErrors"][0]["code"] == 121
+    fam = run(store, {"findAndModify": "v", "query": {"_id": 2}, "update": {"$set": {"x": "s"}}})
+    assert fam["code"] == 121 and fam["errInfo"]["failingDocumentId"] == 2
+    assert run(store, {"collMod": "v", "validationLevel": "moderate"})["ok"] == 1.0
+    moderate = run(store, {"update": "v", "updates": [{"q": {"_id": 3}, "u": {"$set": {
+        "y": 1}}}]})
+    assert moderate["nModified"] == 1  # the old document was already invalid
+    assert run(store, {"collMod": "v", "validator": {"$jsonSchema": {}}})["code"] == 2
+    assert run(store, {"collMod": "missing", "validator": {}})["code"] == 26

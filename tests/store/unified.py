@@ -69,12 +69,12 @@ UNSUPPORTED_FEATURES = {
     "$listLocalSessions": "$listLocalSessions lists the server's sessions, not stored data",
     "viewOn": "the store does not implement views",
     "timeseries": "the store does not implement time-series collections",
+    "prepareUnique": "collMod index conversion (prepareUnique) is not in the store",
 }
 DRIVER_ONLY_OPERATIONS = {
     "clientBulkWrite": "client bulkWrite is the admin bulkWrite command, not in the store",
     "failPoint": "failpoints belong to the simulated server, not the store",
     "targetedFailPoint": "failpoints belong to the simulated server, not the store",
-    "modifyCollection": "collMod is not a store command",
     "createSearchIndex": "Atlas search indexes are not in the store",
     "createSearchIndexes": "Atlas search indexes are not in the store",
     "listSearchIndexes": "Atlas search indexes are not in the store",
@@ -350,6 +350,9 @@ class Runner:
             return self.cursor(db, reply, "$cmd.aggregate")
         if op == "dropCollection":
             return self.command(db, {"drop": arguments["collection"]})
+        if op == "modifyCollection":
+            name = arguments.pop("collection")
+            return self.command(db, {"collMod": name, **arguments})
         if op == "createCollection":
             name = arguments.pop("collection")
             return self.command(db, {"create": name, **arguments})

@@ -8,7 +8,8 @@ Modules: ``compare`` (BSON order), ``paths`` (dotted paths), ``matcher`` (query 
 ``expressions`` (aggregation expressions), ``update`` (update operators), ``projection``,
 ``sorting``, ``aggregate`` (pipelines), ``collection``/``database`` (documents, unique indexes,
 the catalog), ``cursors``, ``crud``/``admin`` (the commands), ``transactions`` (sessions,
-transactions, retryable writes), ``collation`` and ``commands`` (``Store``, the routing).
+transactions, retryable writes), ``collation``, ``validation`` (validators) and ``commands``
+(``Store``, the routing).
 
 Simplifications (deliberate): collation approximated (strengths 1-3 by Unicode case folding
 and accent stripping, not ICU tables; no collection default collation), no text/geo queries, no

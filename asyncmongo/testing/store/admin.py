@@ -17,6 +17,7 @@ from asyncmongo.testing.store.context import (
 from asyncmongo.testing.store.errors import StoreError, bad_value
 from asyncmongo.testing.store.matcher import compile_filter
 from asyncmongo.testing.store.update import strict_key
+from asyncmongo.testing.store.validation import check_validator_options
 
 Reply = dict[str, Any]
 _CREATE_IGNORED = frozenset({"create", "lsid", "txnNumber", "autocommit", "startTransaction",
@@ -37,6 +38,7 @@ def create(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
         if strict_key(existing.options) == strict_key(options):
             return _reply()
         raise StoreError(48, f"Collection {ctx.db_name}.{name} already exists.")
+    check_validator_options(options)
     clustered = options.get("clusteredIndex")
     if clustered is not None:
         options["clusteredIndex"] = _clustered_spec(clustered)
@@ -46,6 +48,26 @@ def create(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
         index.name = options["clusteredIndex"]["name"]
         index.spec = {**options["clusteredIndex"], "clustered": True}
         collection.indexes = {index.name: index, **collection.indexes}
+    return _reply()
+
+
+_COLL_MOD_OPTIONS = frozenset({"validator", "validationLevel", "validationAction",
+                               "expireAfterSeconds", "changeStreamPreAndPostImages"})
+
+
+def coll_mod(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
+    """collMod: change a collection's validation options (others are refused clearly)."""
+    name = collection_name(command, "collMod", ctx.db_name)
+    collection = ctx.namespaces.get(ctx.db_name, name)
+    if collection is None:
+        raise StoreError(26, f"ns does not exist: {ctx.db_name}.{name}")
+    changes = {k: v for k, v in command.items() if k not in _CREATE_IGNORED and k != "collMod"}
+    for key in changes:
+        if key not in _COLL_MOD_OPTIONS:
+            raise bad_value(f"collMod option '{key}' is not supported by the asyncmongo store")
+    options = {**collection.options, **changes}
+    check_validator_options(options)
+    collection.options = options
     return _reply()
 
 

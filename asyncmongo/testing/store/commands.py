@@ -67,6 +67,7 @@ class Store:
             "distinct": crud.distinct,
             "aggregate": crud.aggregate,
             "create": admin.create,
+            "collMod": admin.coll_mod,
             "drop": admin.drop,
             "dropDatabase": self._drop_database,
             "listCollections": admin.list_collections,

@@ -35,6 +35,7 @@ from asyncmongo.testing.store.update import (
     upsert_seed,
     validate_replacement,
 )
+from asyncmongo.testing.store.validation import check_document
 from asyncmongo.testing.store.values import copy_document, deep_copy, same_bson
 
 Reply = dict[str, Any]
@@ -107,7 +108,9 @@ def insert(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     n, errors = 0, list[Reply]()
     for index, document in enumerate(documents):
         try:
-            collection.insert(prepare_insert(ctx, document))
+            prepared = prepare_insert(ctx, document)
+            check_document(collection, prepared, None, command)
+            collection.insert(prepared)
             n += 1
         except StoreError as exc:
             _record_error(exc, index, errors)
@@ -199,7 +202,7 @@ def _matching(collection: Collection | None, query: Any, spec: Mapping[str, Any]
 
 
 def _one_update(ctx: CommandContext, name: str, spec: Any, index: int,
-                counts: dict[str, Any]) -> None:
+                counts: dict[str, Any], command: Mapping[str, Any]) -> None:
     if not isinstance(spec, Mapping) or "u" not in spec:
         raise StoreError(40414, "BSON field 'update.updates.u' is missing but a required field")
     query, update = spec.get("q", {}), spec["u"]
@@ -211,6 +214,7 @@ def _one_update(ctx: CommandContext, name: str, spec: Any, index: int,
     if not matched and spec.get("upsert"):
         target = ctx.namespaces.get_or_create(ctx.db_name, name)
         new = _upsert_document(ctx, query, update, spec)
+        check_document(target, new, None, command)
         target.insert(new)
         counts["n"] += 1
         counts["upserted"].append({"index": index, "_id": new["_id"]})
@@ -221,6 +225,7 @@ def _one_update(ctx: CommandContext, name: str, spec: Any, index: int,
         counts["n"] += 1
         if not same_bson(new, document):
             assert collection is not None
+            check_document(collection, new, document, command)
             collection.replace(id_key(document["_id"]), new)
             counts["nModified"] += 1
 
@@ -234,7 +239,7 @@ def update(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     for index, spec in enumerate(updates):
         try:
             with _statement_collation(spec):
-                _one_update(ctx, name, _with_let(spec, command), index, counts)
+                _one_update(ctx, name, _with_let(spec, command), index, counts, command)
         except StoreError as exc:
             _record_error(exc, index, errors)
             if ordered:
@@ -308,12 +313,15 @@ def find_and_modify(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
         old = matched[0]
         new = compute_update(ctx, old, update_spec, spec)
         if not same_bson(new, old):
+            check_document(collection, new, old, command)
             collection.replace(id_key(old["_id"]), new)
         value = new if return_new else old
         last_error = {"n": 1, "updatedExisting": True}
     elif upsert:
         new = _upsert_document(ctx, query, update_spec, spec)
-        ctx.namespaces.get_or_create(ctx.db_name, name).insert(new)
+        target = ctx.namespaces.get_or_create(ctx.db_name, name)
+        check_document(target, new, None, command)
+        target.insert(new)
         value = new if return_new else None
         last_error = {"n": 1, "updatedExisting": False, "upserted": new["_id"]}
     else:

@@ -33,6 +33,7 @@ CODE_NAMES: dict[int, str] = {
     85: "IndexOptionsConflict",
     86: "IndexKeySpecsConflict",
     112: "WriteConflict",
+    121: "DocumentValidationFailure",
     115: "CommandNotSupported",
     168: "InvalidPipelineOperator",
     225: "TransactionTooOld",

@@ -1,0 +1,54 @@
+"""Document validation: a collection's ``validator`` (a query filter) checked on every insert
+and update, as the server does (``validationLevel`` strict/moderate/off, ``validationAction``
+error/warn, ``bypassDocumentValidation``). ``$jsonSchema`` validators are not supported and are
+refused when the collection is created or modified, rather than silently not enforced."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from asyncmongo.testing.store.collection import Collection, Document
+from asyncmongo.testing.store.errors import StoreError, bad_value
+from asyncmongo.testing.store.matcher import compile_filter
+
+
+def check_validator_options(options: Mapping[str, Any]) -> None:
+    """Refuse what the store cannot enforce; compile the validator so bad ones fail now."""
+    validator = options.get("validator")
+    if validator is None:
+        return
+    if not isinstance(validator, Mapping):
+        raise StoreError(14, "'validator' must be an object")
+    if "$jsonSchema" in str(validator):
+        raise bad_value("$jsonSchema validators are not supported by the asyncmongo store")
+    compile_filter(validator)
+    level = options.get("validationLevel", "strict")
+    action = options.get("validationAction", "error")
+    if level not in ("strict", "moderate", "off"):
+        raise bad_value(f"Enumeration value '{level}' for field 'validationLevel' is not a valid "
+                        "value.")
+    if action not in ("error", "warn", "errorAndLog"):
+        raise bad_value(f"Enumeration value '{action}' for field 'validationAction' is not a "
+                        "valid value.")
+
+
+def check_document(collection: Collection, document: Document, old: Document | None,
+                   command: Mapping[str, Any]) -> None:
+    """Fail with 121 DocumentValidationFailure if ``document`` breaks the validator."""
+    options = collection.options
+    validator = options.get("validator")
+    if not validator or command.get("bypassDocumentValidation") is True:
+        return
+    level = options.get("validationLevel", "strict")
+    if level == "off" or options.get("validationAction", "error") == "warn":
+        return
+    predicate = compile_filter(validator)
+    if old is not None and level == "moderate" and not predicate(old):
+        return
+    if not predicate(document):
+        raise StoreError(121, "Document failed validation", extra={"errInfo": {
+            "failingDocumentId": document.get("_id"),
+            "details": {"operatorName": "$and", "specifiedAs": dict(validator),
+                        "reason": "the document does not match the collection's validator"},
+        }})
