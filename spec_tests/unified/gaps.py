@@ -102,6 +102,8 @@ def simulator_gap_reason(exc: BaseException) -> str | None:
         return (f"asyncmongo.testing lacks this {_SIMULATOR_CODES[exc.code]}: {message}")
     if "unknown fail point" in message:
         return f"asyncmongo.testing lacks this fail point: {message}"
+    if "not supported by the asyncmongo store" in message:
+        return f"asyncmongo.testing's store lacks this: {message}"
     return None
 
 
@@ -123,6 +125,7 @@ _SIMULATOR_CONTENT_GAPS: Final = (
     ("timeseries", "asyncmongo.testing has no time series collections"),
     ("changeStreamPreAndPostImages", "asyncmongo.testing has no change streams"),
     ("returnKey", "asyncmongo.testing ignores returnKey and showRecordId"),
+    ("tailable", "asyncmongo.testing has no tailable cursors"),
 )
 
 

@@ -223,6 +223,8 @@ async def _create_command_cursor(ctx: OperationContext, obj: Any,
         # run-command: runCursorCommand's maxTimeMS is for the getMores (PyMongo's
         # cursor_command calls it max_await_time_ms).
         kwargs["max_await_time_ms"] = kwargs.pop("max_time_ms")
+    # The command itself says tailable/awaitData; PyMongo's cursor_command has no cursorType.
+    kwargs.pop("cursor_type", None)
     if "timeout_mode" in kwargs:
         raise Unsupported("timeoutMode (client-side operation timeout) is not in "
                           "asyncmongo's API yet")

@@ -45,6 +45,7 @@ class UnifiedTestRunner:
         self.internal = internal
         self.entities = EntityMap(target)
         self._fail_points: list[tuple[AsyncMongoClient, str]] = []
+        self._owned_clients: list[AsyncMongoClient] = []
 
     # -- the test loop ---------------------------------------------------------------------
 
@@ -90,6 +91,9 @@ class UnifiedTestRunner:
                                       {"configureFailPoint": name, "mode": "off"})
         finally:
             self._fail_points.clear()
+            for client in self._owned_clients:
+                await client.close()
+            self._owned_clients.clear()
             await self.entities.close()
 
     async def _kill_all_sessions(self) -> None:
@@ -101,8 +105,11 @@ class UnifiedTestRunner:
         except OperationFailure:
             pass  # Interrupted (11601) is the expected answer on some servers
 
-    def remember_fail_point(self, client: AsyncMongoClient, name: str) -> None:
+    def remember_fail_point(self, client: AsyncMongoClient, name: str, *,
+                            owned: bool = False) -> None:
         self._fail_points.append((client, name))
+        if owned:
+            self._owned_clients.append(client)
 
     # -- data ------------------------------------------------------------------------------
 

@@ -13,11 +13,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from asyncmongo.client import AsyncMongoClient
+from asyncmongo.core.address import format_address
 from spec_tests.unified.entities import ClientEntity, EntityMap, ThreadEntity
 from spec_tests.unified.errors import ApiMissing, TestFormatError, UnknownOperation, Unsupported
 from spec_tests.unified.events import event_name
 from spec_tests.unified.matcher import MatchError
-from spec_tests.unified.target import run_command
+from spec_tests.unified.target import Target, run_command, uri_for_host
 
 __all__ = ["SPECIAL_OPERATIONS", "SpecialContext"]
 
@@ -28,8 +29,12 @@ class SpecialContext(Protocol):
     entities: EntityMap
     internal: AsyncMongoClient
 
-    def remember_fail_point(self, client: AsyncMongoClient, name: str) -> None:
-        """Turn this fail point off on this client after the test."""
+    target: Target
+
+    def remember_fail_point(self, client: AsyncMongoClient, name: str, *,
+                            owned: bool = False) -> None:
+        """Turn this fail point off on this client after the test (and close the client
+        if the runner made it for the fail point)."""
         ...
 
     async def run_operation(self, operation: Mapping[str, Any]) -> None:
@@ -48,10 +53,15 @@ async def _fail_point(ctx: SpecialContext, args: Mapping[str, Any]) -> None:
 
 
 async def _targeted_fail_point(ctx: SpecialContext, args: Mapping[str, Any]) -> None:
+    """Set the fail point on the mongos the session is pinned to, through a direct client
+    of the runner's own (turned off and closed after the test)."""
     session = ctx.entities.get(args["session"], "session")
-    if not hasattr(session, "_pinned_address"):
-        raise ApiMissing("AsyncClientSession pinned server (targetedFailPoint)")
-    raise Unsupported("targetedFailPoint needs a command path to one given mongos")
+    address = _session_attr(session, "_pinned_address")
+    if address is None:
+        raise MatchError("targetedFailPoint: the session is not pinned to a mongos")
+    client = AsyncMongoClient(uri_for_host(ctx.target.uri, format_address(address)))
+    ctx.remember_fail_point(client, args["failPoint"]["configureFailPoint"], owned=True)
+    await run_command(client, "admin", args["failPoint"])
 
 
 def _session_attr(session: Any, name: str) -> Any:

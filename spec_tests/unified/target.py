@@ -27,6 +27,7 @@ __all__ = [
     "choose_topology",
     "direct_uri",
     "run_command",
+    "uri_for_host",
 ]
 
 #: Simulated topologies in the order we prefer them when several would do.
@@ -75,6 +76,17 @@ def _single_host(uri: str) -> str:
     first = parts.netloc.rsplit("@", 1)[-1].split(",")[0]
     userinfo = parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else ""
     return urllib.parse.urlunsplit(parts._replace(netloc=userinfo + first))
+
+
+def uri_for_host(uri: str, host: str) -> str:
+    """``uri`` (credentials and options kept) pointed straight at ``host`` alone."""
+    parts = urllib.parse.urlsplit(uri)
+    userinfo = parts.netloc.rsplit("@", 1)[0] + "@" if "@" in parts.netloc else ""
+    query = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query)
+             if k.lower() not in ("replicaset", "loadbalanced", "directconnection")]
+    query.append(("directConnection", "true"))
+    return urllib.parse.urlunsplit(parts._replace(netloc=userinfo + host,
+                                                  query=urllib.parse.urlencode(query)))
 
 
 def direct_uri(uri: str) -> str:
