@@ -84,10 +84,10 @@ def type_rank(value: Any) -> int:
         return RANK_CODE if value.scope is None else RANK_CODE_W_SCOPE
     if isinstance(value, str):
         return RANK_STRING
-    return _OTHER_RANKS(value)
+    return _structured_rank(value)
 
 
-def _OTHER_RANKS(value: Any) -> int:
+def _structured_rank(value: Any) -> int:
     if isinstance(value, Mapping | DBRef):
         return RANK_OBJECT
     if isinstance(value, list | tuple):

@@ -323,17 +323,21 @@ def _all(argument: Any, condition: Mapping[str, Any]) -> CandidatesTest:
     return lambda values: all(t(values) for t in tests)
 
 
+def compile_element_test(condition: Mapping[str, Any]) -> ValueTest:
+    """A test for one array element, as $elemMatch, $pull and the $elemMatch projection use:
+    ``{$gt: 1}`` tests the element itself, ``{a: 1}`` queries an embedded document."""
+    first = next(iter(condition), "")
+    if first.startswith("$") and first not in ("$and", "$or", "$nor", "$expr"):
+        value_test = compile_condition(condition)
+        return lambda element: value_test([element])
+    document_test = _compile_document(condition)
+    return lambda element: isinstance(element, Mapping) and document_test(element)
+
+
 def _elem_match(argument: Any, condition: Mapping[str, Any]) -> CandidatesTest:
     if not isinstance(argument, Mapping):
         raise bad_value("$elemMatch needs an Object")
-    element_test: ValueTest
-    first = next(iter(argument), "")
-    if first.startswith("$") and first not in ("$and", "$or", "$nor", "$expr"):
-        value_test = compile_condition(argument)
-        element_test = lambda e: value_test([e])  # noqa: E731
-    else:
-        document_test = _compile_document(argument)
-        element_test = lambda e: isinstance(e, Mapping) and document_test(e)  # noqa: E731
+    element_test = compile_element_test(argument)
     return lambda values: any(
         isinstance(v, list) and any(element_test(e) for e in v) for v in values
     )

@@ -14,7 +14,7 @@ from typing import Any
 from asyncmongo.testing.store import expressions
 from asyncmongo.testing.store.compare import integral, is_number, number_value
 from asyncmongo.testing.store.errors import StoreError, bad_value
-from asyncmongo.testing.store.matcher import compile_condition, compile_filter
+from asyncmongo.testing.store.matcher import compile_element_test
 from asyncmongo.testing.store.paths import MISSING, split_path
 from asyncmongo.testing.store.values import deep_copy
 
@@ -109,7 +109,7 @@ def _add(root: _Node, path: str, value: Any, aggregate: bool) -> str:
         condition = value["$elemMatch"]
         if not isinstance(condition, Mapping):
             raise bad_value("elemMatch: Invalid argument, object required.")
-        node.elem_matches[name] = _elem_test(condition)
+        node.elem_matches[name] = compile_element_test(condition)
         node.flags[name] = True
         return "elemMatch"
     if isinstance(value, Mapping) and value and not next(iter(value)).startswith("$"):
@@ -137,15 +137,6 @@ def _parse_slice(argument: Any) -> tuple[int, int | None]:
             raise bad_value(f"$slice limit must be positive, got {limit}")
         return skip, limit
     raise bad_value("$slice only supports numbers and [skip, limit] arrays")
-
-
-def _elem_test(condition: Mapping[str, Any]) -> Callable[[Any], bool]:
-    first = next(iter(condition), "")
-    if first.startswith("$") and first not in ("$and", "$or", "$nor", "$expr"):
-        test = compile_condition(condition)
-        return lambda e: test([e])
-    predicate = compile_filter(condition)
-    return lambda e: isinstance(e, Mapping) and predicate(e)
 
 
 @dataclass(frozen=True, slots=True)

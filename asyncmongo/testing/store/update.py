@@ -27,7 +27,12 @@ from asyncmongo.testing.store.compare import (
 )
 from asyncmongo.testing.store.errors import StoreError, bad_value
 from asyncmongo.testing.store.expressions import from_number
-from asyncmongo.testing.store.matcher import compile_condition, compile_filter, matches
+from asyncmongo.testing.store.matcher import (
+    compile_condition,
+    compile_element_test,
+    compile_filter,
+    matches,
+)
 from asyncmongo.testing.store.paths import MISSING, get_path, split_path
 from asyncmongo.testing.store.render import render
 from asyncmongo.testing.store.values import copy_document, deep_copy, same_bson
@@ -249,13 +254,9 @@ def _clauses_under(query: Mapping[str, Any], prefix: list[str]) -> list[Callable
 def _element_test(rest: str, condition: Any) -> Callable[[Any], bool]:
     if rest:
         return lambda e: isinstance(e, Mapping) and matches({rest: condition}, e)
-    if isinstance(condition, Mapping) and list(condition) == ["$elemMatch"]:
-        inner = condition["$elemMatch"]
-        first = next(iter(inner), "")
-        if first.startswith("$") and first not in ("$and", "$or", "$nor"):
-            value_test = compile_condition(inner)
-            return lambda e: value_test([e])
-        return lambda e: isinstance(e, Mapping) and matches(inner, e)
+    if isinstance(condition, Mapping) and list(condition) == ["$elemMatch"] and isinstance(
+            condition["$elemMatch"], Mapping):
+        return compile_element_test(condition["$elemMatch"])
     test = compile_condition(condition)
     return lambda e: test([e])
 
@@ -443,8 +444,7 @@ def _push_each(array: list[Any], spec: Mapping[str, Any]) -> None:
         _sort_array(array, spec["$sort"])
     if "$slice" in spec:
         size = _int_clause(spec, "$slice", 0)
-        array[:] = array[:size] if size >= 0 else array[len(array) + size:] if -size < len(
-            array) else array
+        array[:] = array[:size] if size >= 0 else array[max(0, len(array) + size):]
 
 
 def _int_clause(spec: Mapping[str, Any], name: str, default: int) -> int:
@@ -511,12 +511,7 @@ def _pull(document: Document, parts: list[str], argument: Any, context: UpdateCo
 
 def _pull_test(argument: Any) -> Callable[[Any], bool]:
     if isinstance(argument, Mapping):
-        first = next(iter(argument), "")
-        if first.startswith("$") and first not in ("$and", "$or", "$nor", "$expr"):
-            condition = compile_condition(argument)
-            return lambda e: condition([e])
-        predicate = compile_filter(argument)
-        return lambda e: isinstance(e, Mapping) and predicate(e)
+        return compile_element_test(argument)
     if isinstance(argument, Regex):
         condition = compile_condition(argument)
         return lambda e: condition([e])
