@@ -19,6 +19,7 @@ import asyncio
 import contextvars
 import functools
 import inspect
+import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -444,13 +445,22 @@ class AsyncClientSession:
         max_commit_time_ms: int | None = None,
     ) -> T:
         """Run ``callback(session)`` in a transaction and commit, retrying within 120 s
-        (convenient transactions API)."""
+        (convenient transactions API: TransientTransactionError restarts the transaction after
+        an exponential backoff with jitter; UnknownTransactionCommitResult retries the commit).
+
+        Cancelled inside the callback, the transaction is abandoned without a round trip
+        (the server ends it when the session starts its next one) and the session stays
+        usable."""
         start = monotonic()
+        attempt = 0
         while True:
+            if attempt:
+                await _backoff(attempt, start)
             self.start_transaction(read_concern, write_concern, read_preference, max_commit_time_ms)
+            attempt += 1
             try:
                 result = await callback(self)
-            except BaseException as exc:
+            except Exception as exc:
                 if self.in_transaction:
                     await self.abort_transaction()
                 if (
@@ -460,12 +470,19 @@ class AsyncClientSession:
                 ):
                     continue
                 raise
-            if self._txn_state in (TxnState.NONE, TxnState.COMMITTED, TxnState.ABORTED):
-                return result  # the callback ended the transaction itself
-            if self._txn_state is TxnState.COMMITTED_EMPTY:
-                return result
+            except BaseException:
+                self._abandon_transaction()
+                raise
+            if self._txn_state is not TxnState.IN_PROGRESS:
+                return result  # ended by the callback itself, or nothing ran (empty commit)
             if await self._commit_with_retries(start):
                 return result
+
+    def _abandon_transaction(self) -> None:
+        """Cancelled mid-transaction: forget it locally (no await while being cancelled)."""
+        if self._txn_state.in_transaction:
+            self._txn_state = TxnState.ABORTED
+        self._unpin()
 
     async def _commit_with_retries(self, start: float) -> bool:
         """True once committed; False to restart the whole transaction (transient error)."""
@@ -701,10 +718,25 @@ class _TransactionContext:
         session = self._session
         if not session.in_transaction:
             return
+        if exc is not None and not isinstance(exc, Exception):
+            session._abandon_transaction()  # cancelled: no round trip while unwinding
+            return
         if exc_type is None:
             await session.commit_transaction()
         else:
             await session.abort_transaction()
+
+
+#: Convenient transactions API: backoff before retrying a transaction (seconds).
+BACKOFF_INITIAL_S: Final = 0.005
+BACKOFF_MAX_S: Final = 0.5
+
+
+async def _backoff(attempt: int, start: float) -> None:
+    """Sleep ``jitter * min(5 ms * 1.5**attempt, 500 ms)`` (convenient transactions API)."""
+    delay = random.random() * min(BACKOFF_INITIAL_S * 1.5**attempt, BACKOFF_MAX_S)
+    if monotonic() + delay - start < WITH_TRANSACTION_TIMEOUT_S:
+        await asyncio.sleep(delay)
 
 
 def _check_finish(reply: Mapping[str, Any]) -> Mapping[str, Any]:
