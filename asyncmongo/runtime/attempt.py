@@ -196,7 +196,8 @@ class SessionOperation(Generic[T]):
         document = decorate(command.document, fields)
         if self.op.name == "commitTransaction" and self.attempt > 1:
             document = _majority(document)
-        return dataclasses.replace(command, document=document)
+        # the constructor, not dataclasses.replace (field introspection on every operation)
+        return Command(command.database, document, command.sequences, command.unacknowledged)
 
     def parse(self, reply: Mapping[str, Any]) -> T:
         self.clock.advance(reply)
