@@ -488,7 +488,15 @@ class Connection:
         exhaust: bool,
     ) -> dict[str, Any]:
         try:
-            message = await self._guard(self._protocol.wait_reply(), deadline, "read")
+            if deadline is None and self._settings.socket_timeout is None:
+                # the usual case: nothing to time, so no _guard frame (same failure handling)
+                try:
+                    message = await self._protocol.wait_reply()
+                except (ConnectionFailure, ProtocolError):
+                    self.close()
+                    raise
+            else:
+                message = await self._guard(self._protocol.wait_reply(), deadline, "read")
         except asyncio.CancelledError:
             if exhaust or self._streaming:
                 # OP_MSG: consume every moreToCome reply or close; a stream may never end
