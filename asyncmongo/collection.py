@@ -714,6 +714,12 @@ class AsyncCollection:
         page: CursorPage = await self._client._run_cursor_operation(_raw(op, raw_data))
         return AsyncCommandCursor(self._client, page, self._codec_options, comment=comment)
 
+    async def index_names(self, session: Any = None, comment: Any = None) -> list[str]:
+        """The names of the collection's indexes (index-management's listIndexNames; not in
+        PyMongo, whose index_information() gives the names as keys)."""
+        cursor = await self.list_indexes(session=session, comment=comment)
+        return [index["name"] for index in await cursor.to_list()]
+
     async def index_information(
         self, session: Any = None, comment: Any = None
     ) -> dict[str, dict[str, Any]]:

@@ -314,6 +314,7 @@ async def indexes(coll: AsyncCollection, events: list[Any]) -> None:
     names = await coll.create_indexes([IndexModel("b", name="by_b", unique=True)])
     assert names == ["by_b"]
     info = await coll.index_information()
+    assert sorted(await coll.index_names()) == sorted(info) == ["_id_", "a_1_b_-1", "by_b"]
     assert info["a_1_b_-1"]["key"] == [("a", 1), ("b", -1)]
     assert info["by_b"]["unique"] is True
     await coll.drop_index([("a", 1), ("b", -1)])
