@@ -12,11 +12,11 @@ or fail point), and only against the simulator: with ``MONGODB_URI`` nothing is 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from asyncmongo.errors import OperationFailure
 
@@ -26,6 +26,7 @@ __all__ = [
     "driver_gap_reason",
     "expects_server_error",
     "simulator_content_gap",
+    "simulator_error_gap",
     "simulator_gap_reason",
 ]
 
@@ -126,6 +127,7 @@ _SIMULATOR_CONTENT_GAPS: Final = (
     ("changeStreamPreAndPostImages", "asyncmongo.testing has no change streams"),
     ("returnKey", "asyncmongo.testing ignores returnKey and showRecordId"),
     ("tailable", "asyncmongo.testing has no tailable cursors"),
+    ("recoveryToken", "asyncmongo.testing's mongos returns no recoveryToken"),
 )
 
 
@@ -141,3 +143,25 @@ def expects_server_error(expected: dict[str, object]) -> bool:
     """An expectedError that only a server reply can satisfy."""
     return expected.get("isClientError") is False or any(
         key in expected for key in ("errorCode", "errorCodeName", "errorResponse"))
+
+
+def simulator_error_gap(expected: Mapping[str, Any], exc: BaseException) -> str | None:
+    """Why a server error from the simulator misses what the test expects of a real one.
+
+    mongod and mongos label errors inside a transaction TransientTransactionError
+    themselves (the driver only labels network and selection errors), and name every code
+    ("Interrupted" for 11601); asyncmongo.testing's failCommand does neither.
+    """
+    reply = getattr(exc, "details", None) or getattr(exc, "errors", None)
+    if not isinstance(reply, Mapping) or "failCommand" not in str(reply.get("errmsg", "")):
+        return None
+    labels: frozenset[str] = getattr(exc, "error_labels", frozenset())
+    if ("TransientTransactionError" in expected.get("errorLabelsContain", ())
+            and "TransientTransactionError" not in labels):
+        return ("asyncmongo.testing's failCommand does not add the TransientTransactionError "
+                "label mongod/mongos add to this error inside a transaction")
+    name = str(reply.get("codeName", ""))
+    if "errorCodeName" in expected and name.startswith("Location"):
+        return (f"asyncmongo.testing's failCommand names code {reply.get('code')} {name!r}, "
+                f"not {expected['errorCodeName']!r}")
+    return None
