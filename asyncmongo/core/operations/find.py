@@ -65,6 +65,19 @@ class FindOptions:
     raw_data: bool | None = None
 
     def __post_init__(self) -> None:
+        if (  # the usual options (every find_one): nothing to check but the filter
+            type(self.skip) is int
+            and type(self.limit) is int
+            and type(self.batch_size) is int
+            and self.skip >= 0
+            and self.batch_size >= 0
+            and self.max_time_ms is None
+            and self.max_await_time_ms is None
+            and self.cursor_type is CursorType.NON_TAILABLE
+        ):
+            if self.filter is not None:
+                check_document(self.filter, "filter")
+            return
         for name in ("skip", "limit", "batch_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
