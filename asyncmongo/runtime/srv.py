@@ -8,14 +8,20 @@ failed (seedlist spec: "The error SHALL include the reason why they could not be
 creator, rescanning every rescanSRVIntervalMS (the lowest SRV TTL, at least 60 s; the heartbeat
 frequency after a failed or empty rescan), only while ``should_poll()`` says the topology is
 Sharded or Unknown, and ended by ``await poller.close()``.
+
+Test hook (internal, not API): ``with dns_nameservers_for_tests(["127.0.0.1"], port):`` makes
+every ``DnspythonResolver()`` built without nameservers, so the client's SRV/TXT lookups and
+its SRV poller, ask that DNS server instead of the system's (the seedlist spec tests serve the
+records from a local dnsmasq). Nothing else reads it; it is process-wide while the block runs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -34,6 +40,7 @@ __all__ = [
     "DnspythonResolver",
     "SrvAnswer",
     "SrvPoller",
+    "dns_nameservers_for_tests",
     "resolve_srv_options",
 ]
 
@@ -41,6 +48,22 @@ _log = logging.getLogger("asyncmongo.srv")
 
 #: Polling spec: rescanSRVIntervalMS "MUST NOT be lower than 60 seconds".
 MIN_RESCAN_INTERVAL_S = 60.0
+
+#: Set only by ``dns_nameservers_for_tests``: (nameservers, port) for default resolvers.
+_test_nameservers: tuple[tuple[str, ...], int] | None = None
+
+
+@contextlib.contextmanager
+def dns_nameservers_for_tests(nameservers: Sequence[str], port: int = 53) -> Iterator[None]:
+    """Internal test hook: inside the block, ``DnspythonResolver()`` without explicit
+    nameservers (what AsyncMongoClient builds for mongodb+srv://) asks ``nameservers`` on
+    ``port`` instead of the system's DNS configuration. Not thread- or loop-local."""
+    global _test_nameservers
+    previous, _test_nameservers = _test_nameservers, (tuple(nameservers), port)
+    try:
+        yield
+    finally:
+        _test_nameservers = previous
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +92,8 @@ class DnspythonResolver:
         port: int = 53,
         timeout_s: float = 5.0,
     ) -> None:
+        if nameservers is None and _test_nameservers is not None:
+            nameservers, port = _test_nameservers
         try:
             self._resolver = dns.asyncresolver.Resolver(configure=nameservers is None)
         except dns.exception.DNSException as exc:  # e.g. no /etc/resolv.conf

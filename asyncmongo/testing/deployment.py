@@ -47,8 +47,11 @@ class _Deployment:
     """What every deployment shares: a store, users, TLS, the servers, ``async with``."""
 
     def __init__(self, *, users: Users = None, tls: ssl.SSLContext | None = None,
-                 streaming: bool = True, store: Store | None = None) -> None:
+                 streaming: bool = True, store: Store | None = None,
+                 host_name: str = "127.0.0.1") -> None:
         self.store = store if store is not None else Store()
+        #: How the members name themselves (they always listen on 127.0.0.1).
+        self.host_name = host_name
         self.users = user_directory(users)
         self.tls = tls
         self.streaming = streaming
@@ -74,7 +77,7 @@ class _Deployment:
 
     def _server(self, role: Role, **kwargs: Any) -> SimServer:
         return SimServer(role, store=self.store, users=self.users, ssl_context=self.tls,
-                         streaming=self.streaming, **kwargs)
+                         streaming=self.streaming, host_name=self.host_name, **kwargs)
 
     def _uri(self, hosts: Iterable[str], options: Mapping[str, str]) -> str:
         query = dict(options)
@@ -93,8 +96,10 @@ class Standalone(_Deployment):
     """One standalone mongod."""
 
     def __init__(self, *, port: int = 0, users: Users = None, tls: ssl.SSLContext | None = None,
-                 streaming: bool = True, store: Store | None = None) -> None:
-        super().__init__(users=users, tls=tls, streaming=streaming, store=store)
+                 streaming: bool = True, store: Store | None = None,
+                 host_name: str = "127.0.0.1") -> None:
+        super().__init__(users=users, tls=tls, streaming=streaming, store=store,
+                         host_name=host_name)
         self.members = [self._server(Role.STANDALONE, port=port)]
 
     def __repr__(self) -> str:
@@ -120,7 +125,11 @@ class ReplicaSet(_Deployment):
     With ``election_timeout_ms`` set, a primary that stops or is partitioned is replaced as a
     real set does it: after that many milliseconds, if it is still unreachable, the next
     electable reachable member wins an election. Without it, elections happen only when the
-    test calls :meth:`step_down` or :meth:`elect`."""
+    test calls :meth:`step_down` or :meth:`elect`.
+
+    ``ports`` fixes the members' ports in order (0 or missing entries: a free port), and
+    ``host_name`` how they name themselves (``ReplicaSet(ports=[27017, 27018, 27019],
+    host_name="localhost")`` is the set the DNS seedlist tests expect)."""
 
     def __init__(
         self,
@@ -137,9 +146,13 @@ class ReplicaSet(_Deployment):
         replication_lag_ms: float = 0,
         election_timeout_ms: float | None = None,
         store: Store | None = None,
+        ports: Sequence[int] = (),
+        host_name: str = "127.0.0.1",
     ) -> None:
-        super().__init__(users=users, tls=tls, streaming=streaming, store=store)
+        super().__init__(users=users, tls=tls, streaming=streaming, store=store,
+                         host_name=host_name)
         self.election_timeout_ms = election_timeout_ms
+        self._ports = tuple(ports)
         self._closing = False
         self._elections: set[asyncio.Task[None]] = set()
         if members < 1 or hidden >= members or arbiters < 0 or hidden < 0:
@@ -184,8 +197,9 @@ class ReplicaSet(_Deployment):
 
     async def start(self) -> None:
         configs = []
-        for arbiter, hidden, priority, tags in self._plan:
-            server = self._new_member(Role.ARBITER if arbiter else Role.SECONDARY)
+        for index, (arbiter, hidden, priority, tags) in enumerate(self._plan):
+            port = self._ports[index] if index < len(self._ports) else 0
+            server = self._new_member(Role.ARBITER if arbiter else Role.SECONDARY, port=port)
             await server.start()
             configs.append(MemberConfig(server.host, arbiter=arbiter, hidden=hidden,
                                         priority=0.0 if hidden else priority, tags=tags))
@@ -195,8 +209,9 @@ class ReplicaSet(_Deployment):
             raise ConfigurationError("no member can be elected primary")
         self._elect(self.member(first))
 
-    def _new_member(self, role: Role) -> SimServer:
-        server = self._server(role, replica_set=self.group, on_step_down=self._step_down_hook,
+    def _new_member(self, role: Role, port: int = 0) -> SimServer:
+        server = self._server(role, port=port, replica_set=self.group,
+                              on_step_down=self._step_down_hook,
                               on_unreachable=self._unreachable_hook,
                               count_acknowledgers=self._count_acknowledgers)
         self.members.append(server)
@@ -305,15 +320,19 @@ class ReplicaSet(_Deployment):
 
 
 class ShardedCluster(_Deployment):
-    """``mongos`` routers over one store (the shards are not simulated)."""
+    """``mongos`` routers over one store (the shards are not simulated); ``ports`` fixes
+    their ports in order (0 or missing entries: a free port)."""
 
     def __init__(self, mongos: int = 2, *, users: Users = None,
                  tls: ssl.SSLContext | None = None, streaming: bool = True,
-                 store: Store | None = None) -> None:
-        super().__init__(users=users, tls=tls, streaming=streaming, store=store)
+                 store: Store | None = None, ports: Sequence[int] = (),
+                 host_name: str = "127.0.0.1") -> None:
+        super().__init__(users=users, tls=tls, streaming=streaming, store=store,
+                         host_name=host_name)
         if mongos < 1:
             raise ConfigurationError("a sharded cluster needs at least one mongos")
-        self.members = [self._server(Role.MONGOS) for _ in range(mongos)]
+        self.members = [self._server(Role.MONGOS, port=ports[i] if i < len(ports) else 0)
+                        for i in range(mongos)]
 
     def __repr__(self) -> str:
         return f"<ShardedCluster {len(self.members)} mongos>"
@@ -337,11 +356,14 @@ class LoadBalanced(_Deployment):
     (round robin over the connections); the URI carries ``loadBalanced=true``."""
 
     def __init__(self, *, services: int = 1, users: Users = None,
-                 tls: ssl.SSLContext | None = None, store: Store | None = None) -> None:
-        super().__init__(users=users, tls=tls, streaming=False, store=store)
+                 tls: ssl.SSLContext | None = None, store: Store | None = None,
+                 port: int = 0, host_name: str = "127.0.0.1") -> None:
+        super().__init__(users=users, tls=tls, streaming=False, store=store,
+                         host_name=host_name)
         if services < 1:
             raise ConfigurationError("a load balancer needs at least one service")
-        self.members = [self._server(Role.MONGOS, load_balanced=True, services=services)]
+        self.members = [self._server(Role.MONGOS, load_balanced=True, services=services,
+                                     port=port)]
 
     def __repr__(self) -> str:
         return f"<LoadBalanced {self.members[0]!r}>"

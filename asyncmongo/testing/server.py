@@ -138,8 +138,13 @@ class SimServer:
         on_step_down: StepDownHook | None = None,
         on_unreachable: Callable[[SimServer], None] | None = None,
         count_acknowledgers: Callable[[], int] | None = None,
+        host_name: str = "127.0.0.1",
     ) -> None:
         self.role = role
+        #: The name the member gives itself in hello's ``me``/``hosts`` (it always listens on
+        #: 127.0.0.1): e.g. ``"localhost"`` for the DNS seedlist tests, whose replica set is
+        #: named ``localhost:27017``... while the SRV records point at another name.
+        self.host_name = host_name
         self.store = store if store is not None else Store()
         self.users = users if users is not None else UserDirectory()
         self.ssl_context = ssl_context
@@ -184,8 +189,9 @@ class SimServer:
 
     @property
     def host(self) -> str:
-        """``"127.0.0.1:<port>"``: how the member names itself in hello's ``me``/``hosts``."""
-        return f"127.0.0.1:{self._port}"
+        """``"<host_name>:<port>"`` (``127.0.0.1:<port>`` by default): how the member names
+        itself in hello's ``me``/``hosts``."""
+        return f"{self.host_name}:{self._port}"
 
     @property
     def running(self) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import ssl
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,10 +109,16 @@ def _pem(
     return out
 
 
-def generate(directory: Path) -> CertFiles:
+def generate(directory: Path, extra_server_names: Sequence[str] = ()) -> CertFiles:
+    """Write the certificates under ``directory``; the server certificate is for localhost,
+    127.0.0.1 and ``extra_server_names`` (e.g. the DNS seedlist tests' SRV targets)."""
     ca_key, ca_cert = _ca("asyncmongo test CA")
     _, other_cert = _ca("some other CA")
-    local = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    local: list[x509.GeneralName] = [
+        x509.DNSName("localhost"),
+        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+        *(x509.DNSName(name) for name in extra_server_names),
+    ]
     server = _leaf("localhost", ca_key, ca_cert, local, ExtendedKeyUsageOID.SERVER_AUTH)
     wrong = _leaf(
         "otherhost.example",
