@@ -21,6 +21,15 @@ from asyncmongo.testing.codes import code_name
 #: writes spec, "Determining Retryable Errors").
 RETRYABLE_WRITE_CODES = frozenset({6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435,
                                    13436, 134})
+#: Codes mongod labels ``TransientTransactionError`` inside a transaction, whatever the
+#: command (mongod's ``isTransientTransactionError``): WriteConflict, LockTimeout,
+#: PreparedTransactionInProgress, the snapshot errors (SnapshotTooOld, SnapshotUnavailable,
+#: StaleChunkHistory) and the re-targeting ones (StaleShardVersion, StaleEpoch, StaleConfig,
+#: StaleDbVersion).
+TRANSIENT_TRANSACTION_CODES = frozenset({112, 24, 267, 239, 246, 250, 63, 150, 13388, 249})
+#: NoSuchTransaction: transient for any command of a transaction, and for commit/abort too
+#: unless a write concern error says the outcome may be rolled back.
+NO_SUCH_TRANSACTION = 251
 #: Commands a retryable write can be (with ``txnNumber`` outside a transaction).
 _RETRYABLE_WRITE_COMMANDS = frozenset({"insert", "update", "delete", "findAndModify",
                                        "findandmodify"})
@@ -83,7 +92,7 @@ class FailCommand:
             "code": self.error_code,
             "codeName": code_name(self.error_code),
         }
-        labels = self._labels(self.error_code, command)
+        labels = self._labels(command, self.error_code)
         if labels:
             reply["errorLabels"] = labels
         return reply
@@ -95,29 +104,62 @@ class FailCommand:
         wce = dict(self.write_concern_error)
         reply["writeConcernError"] = wce
         code = wce.get("code")
-        labels = self._labels(int(code), command) if isinstance(code, int) else []
+        labels = self._labels(command, None, code if isinstance(code, int) else None)
         if self.error_labels is None and "errorLabels" in wce:
             labels = list(wce.pop("errorLabels"))
         if labels:
             reply["errorLabels"] = labels
         return reply
 
-    def _labels(self, code: int, command: Mapping[str, Any]) -> list[str]:
-        # Given labels replace the server's own; otherwise mongod (4.4+) labels a retryable
-        # code on a retryable write or a commit/abort as RetryableWriteError.
+    def _labels(self, command: Mapping[str, Any], code: int | None,
+                wc_code: int | None = None) -> list[str]:
+        # Given labels replace the server's own (as mongod's failCommand does).
         if self.error_labels is not None:
             return list(self.error_labels)
-        if code in RETRYABLE_WRITE_CODES and is_retryable_write(command):
-            return ["RetryableWriteError"]
-        return []
+        return server_error_labels(command, code, wc_code)
+
+
+def server_error_labels(command: Mapping[str, Any], code: int | None,
+                        wc_code: int | None = None) -> list[str]:
+    """The labels mongod (4.4+) attaches to an error reply: ``code`` is the command's error
+    code (None when it succeeded), ``wc_code`` its ``writeConcernError``'s.
+
+    Inside a transaction a transient code earns ``TransientTransactionError`` (and then never
+    ``RetryableWriteError``); otherwise a retryable code on a retryable write or a
+    commit/abort earns ``RetryableWriteError``. A network error has no reply, so its labels
+    are the driver's business (transactions spec, error-labels tests)."""
+    if code is not None and is_transient_transaction_error(command, code, wc_code is not None):
+        return ["TransientTransactionError"]
+    retryable = (code in RETRYABLE_WRITE_CODES) or (wc_code in RETRYABLE_WRITE_CODES)
+    if retryable and is_retryable_write(command):
+        return ["RetryableWriteError"]
+    return []
+
+
+def is_transient_transaction_error(command: Mapping[str, Any], code: int,
+                                   has_write_concern_error: bool = False) -> bool:
+    """mongod's rule: only a command of a transaction (``txnNumber`` and ``autocommit``); any
+    transient code; NoSuchTransaction on commit/abort only without a write concern error; a
+    retryable code (a step-down, a shutdown) on any other command of the transaction."""
+    if "txnNumber" not in command or "autocommit" not in command:
+        return False
+    if code in TRANSIENT_TRANSACTION_CODES:
+        return True
+    if _is_commit_or_abort(command):
+        return code == NO_SUCH_TRANSACTION and not has_write_concern_error
+    return code == NO_SUCH_TRANSACTION or code in RETRYABLE_WRITE_CODES
+
+
+def _is_commit_or_abort(command: Mapping[str, Any]) -> bool:
+    return next(iter(command), "") in ("commitTransaction", "abortTransaction")
 
 
 def is_retryable_write(command: Mapping[str, Any]) -> bool:
     """A write the server treats as retryable: ``txnNumber`` outside a transaction, or the
     transaction's commit/abort."""
-    name = next(iter(command), "")
-    if name in ("commitTransaction", "abortTransaction"):
+    if _is_commit_or_abort(command):
         return True
+    name = next(iter(command), "")
     return (name in _RETRYABLE_WRITE_COMMANDS and "txnNumber" in command
             and "autocommit" not in command)
 

@@ -144,7 +144,9 @@ def test_fail_point_error_labels() -> None:
     fail = FailCommand.from_document({"failCommands": ["insert"], "errorCode": 91})
     assert fail.error_reply(retryable_write)["errorLabels"] == ["RetryableWriteError"]
     assert "errorLabels" not in fail.error_reply({"insert": "c"})
-    assert "errorLabels" not in fail.error_reply({**retryable_write, "autocommit": False})
+    # inside a transaction a retryable code is transient instead (mongod's rule)
+    in_transaction = fail.error_reply({**retryable_write, "autocommit": False})
+    assert in_transaction["errorLabels"] == ["TransientTransactionError"]
     given = FailCommand.from_document({"failCommands": ["insert"], "errorCode": 91,
                                        "errorLabels": [], "errmsg": "custom"})
     reply = given.error_reply(retryable_write)
