@@ -43,7 +43,8 @@ from asyncmongo.testing.tls import peer_subject
 HELLO_NAMES = frozenset({"hello", "isMaster", "ismaster"})
 WRITE_COMMANDS = frozenset({"insert", "update", "delete", "findAndModify", "findandmodify",
                             "create", "drop", "dropDatabase", "createIndexes", "dropIndexes",
-                            "deleteIndexes", "commitTransaction", "abortTransaction"})
+                            "deleteIndexes", "collMod", "commitTransaction",
+                            "abortTransaction"})
 READ_COMMANDS = frozenset({"find", "aggregate", "count", "distinct", "listCollections",
                            "listIndexes", "listDatabases"})
 #: Commands an unauthenticated connection may run when the server has users.
