@@ -1,0 +1,206 @@
+"""The executor's retry loop over scripted attempts (no network): one retry for retryable
+reads and writes, the original error when the retry finds no server or says
+NoWritesPerformed, deprioritized mongos on sharded retries, retryWrites/retryReads off."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from asyncmongo.core.address import Address
+from asyncmongo.core.operations.base import Target
+from asyncmongo.core.sdam.types import TopologyType
+from asyncmongo.core.selection import Selection
+from asyncmongo.errors import (
+    AutoReconnect,
+    OperationFailure,
+    ServerSelectionTimeoutError,
+)
+from asyncmongo.runtime.executor import Executor
+
+A: Address = ("a", 1)
+B: Address = ("b", 2)
+
+
+class FakeSession:
+    """Just enough of AsyncClientSession for the executor."""
+
+    _implicit = True
+
+    def __init__(self) -> None:
+        self.errors: list[BaseException] = []
+        self.released = False
+        self.txn_number = 0
+
+    def _prepare(self, owner: object, name: str, *, acknowledged: bool) -> Any:
+        return SimpleNamespace(in_transaction=False, starting=False)
+
+    def _next_txn_number(self) -> int:
+        self.txn_number += 1
+        return self.txn_number
+
+    def _on_error(self, exc: BaseException, step: Any, name: str) -> None:
+        self.errors.append(exc)
+
+    def _release(self) -> None:
+        self.released = True
+
+    def _observe(self, reply: Any, address: Any, sharded: bool) -> None:
+        pass
+
+
+class ScriptedExecutor(Executor):
+    """Selection and attempts follow a script (an outcome per attempt)."""
+
+    def __init__(self, outcomes: list[Any], topology_type: TopologyType, **options: bool) -> None:
+        topology = SimpleNamespace(description=SimpleNamespace(topology_type=topology_type))
+        super().__init__(topology)  # type: ignore[arg-type]
+        self.outcomes = outcomes
+        self.selected: list[list[Address]] = []
+        self.session = FakeSession()
+        session = self.session
+        self.sessions = SimpleNamespace(
+            options=SimpleNamespace(
+                retry_writes=options.get("retry_writes", True),
+                retry_reads=options.get("retry_reads", True),
+            ),
+            _implicit_session=lambda: session,
+        )
+
+    async def _server_for(
+        self, target: Target, deadline: float | None, name: str, deprioritized: Any = ()
+    ) -> Any:
+        self.selected.append(list(deprioritized))
+        if len(self.selected) > 1 and isinstance(self.outcomes[0], ServerSelectionTimeoutError):
+            raise self.outcomes.pop(0)
+        return SimpleNamespace(address=A if len(self.selected) == 1 else B, operation_count=0)
+
+    async def _check_out(self, server: Any, deadline: float | None) -> Any:
+        return object()
+
+    async def _run_operation(
+        self, server: Any, conn: Any, op: Any, deadline: Any, operation_id: Any
+    ) -> Any:
+        outcome = self.outcomes.pop(0)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+
+def _insert() -> Any:
+    return SimpleNamespace(
+        name="insert",
+        target=Target.write(),
+        statements=[SimpleNamespace(multi=False)],
+        start=0,
+        acknowledged=True,
+    )
+
+
+def _find() -> Any:
+    return SimpleNamespace(name="find", target=Target(Selection.read()), acknowledged=True)
+
+
+def _failure(code: int, *labels: str) -> OperationFailure:
+    return OperationFailure("failed", code, {"code": code, "errorLabels": list(labels)})
+
+
+async def test_a_network_error_is_retried_once() -> None:
+    executor = ScriptedExecutor(
+        [AutoReconnect("reset"), "ok"], TopologyType.REPLICA_SET_WITH_PRIMARY
+    )
+    result, address = await executor.run_operation(_insert())
+    assert (result, address) == ("ok", B)
+    assert executor.session.txn_number == 1  # the retry reuses the transaction number
+    assert executor.session.released
+    assert executor.selected == [[], []]  # not sharded: nothing deprioritized
+
+
+async def test_the_second_error_is_raised() -> None:
+    second = _failure(262, "RetryableWriteError")
+    executor = ScriptedExecutor(
+        [AutoReconnect("reset"), second], TopologyType.REPLICA_SET_WITH_PRIMARY
+    )
+    with pytest.raises(OperationFailure) as raised:
+        await executor.run_operation(_insert())
+    assert raised.value is second
+
+
+async def test_no_writes_performed_raises_the_first_error() -> None:
+    first = AutoReconnect("reset")
+    second = _failure(262, "RetryableWriteError", "NoWritesPerformed")
+    executor = ScriptedExecutor([first, second], TopologyType.REPLICA_SET_WITH_PRIMARY)
+    with pytest.raises(AutoReconnect) as raised:
+        await executor.run_operation(_insert())
+    assert raised.value is first
+    assert first.has_error_label("RetryableWriteError")
+
+
+async def test_no_server_for_the_retry_raises_the_first_error() -> None:
+    first = AutoReconnect("reset")
+    executor = ScriptedExecutor(
+        [first, ServerSelectionTimeoutError("none")], TopologyType.REPLICA_SET_WITH_PRIMARY
+    )
+    with pytest.raises(AutoReconnect) as raised:
+        await executor.run_operation(_insert())
+    assert raised.value is first
+
+
+async def test_non_retryable_errors_are_not_retried() -> None:
+    error = _failure(11000)
+    executor = ScriptedExecutor([error, "never"], TopologyType.REPLICA_SET_WITH_PRIMARY)
+    with pytest.raises(OperationFailure):
+        await executor.run_operation(_insert())
+    assert executor.outcomes == ["never"]
+
+
+async def test_sharded_retry_deprioritizes_the_failed_mongos() -> None:
+    executor = ScriptedExecutor([AutoReconnect("reset"), "ok"], TopologyType.SHARDED)
+    await executor.run_operation(_insert())
+    assert executor.selected == [[], [A]]
+
+
+async def test_retry_writes_false() -> None:
+    executor = ScriptedExecutor(
+        [AutoReconnect("reset"), "ok"], TopologyType.REPLICA_SET_WITH_PRIMARY, retry_writes=False
+    )
+    with pytest.raises(AutoReconnect):
+        await executor.run_operation(_insert())
+    assert executor.session.txn_number == 0  # no txnNumber without retryable writes
+
+
+async def test_multi_document_writes_are_not_retried() -> None:
+    op = _insert()
+    op.name = "update"
+    op.statements = [SimpleNamespace(multi=True)]
+    executor = ScriptedExecutor(
+        [AutoReconnect("reset"), "ok"], TopologyType.REPLICA_SET_WITH_PRIMARY
+    )
+    with pytest.raises(AutoReconnect):
+        await executor.run_operation(op)
+
+
+async def test_reads_retry_once_and_respect_retry_reads() -> None:
+    executor = ScriptedExecutor(
+        [AutoReconnect("reset"), "ok"], TopologyType.REPLICA_SET_WITH_PRIMARY
+    )
+    assert (await executor.run_operation(_find()))[0] == "ok"
+    executor = ScriptedExecutor(
+        [AutoReconnect("reset"), "ok"], TopologyType.REPLICA_SET_WITH_PRIMARY, retry_reads=False
+    )
+    with pytest.raises(AutoReconnect):
+        await executor.run_operation(_find())
+    executor = ScriptedExecutor([_failure(2), "ok"], TopologyType.REPLICA_SET_WITH_PRIMARY)
+    with pytest.raises(OperationFailure):
+        await executor.run_operation(_find())
+
+
+async def test_get_more_is_not_retried() -> None:
+    op = SimpleNamespace(name="getMore", target=Target.pinned(A), cursor_id=5, acknowledged=True)
+    executor = ScriptedExecutor(
+        [AutoReconnect("reset"), "ok"], TopologyType.REPLICA_SET_WITH_PRIMARY
+    )
+    with pytest.raises(AutoReconnect):
+        await executor.run_operation(op)
