@@ -842,6 +842,11 @@ class ClientSessions:
         if pool is None or not len(pool):
             return
         ids = pool.drain()
+        description = self.topology_description
+        if description.topology_type is not TopologyType.LOAD_BALANCED and not any(
+            server.is_data_bearing for server in description.known_servers
+        ):
+            return  # nobody to tell: closing must not wait for a server selection
         preference = ReadPreference(Mode.PRIMARY_PREFERRED)
         for start in range(0, len(ids), END_SESSIONS_BATCH):
             batch = ids[start : start + END_SESSIONS_BATCH]
