@@ -105,3 +105,10 @@ async def test_simulator_labels_a_fail_point_error_inside_a_transaction() -> Non
             assert plain["code"] == 112 and "errorLabels" not in plain
         finally:
             await client.close()
+
+
+def test_error_code_names_the_transaction_suites_match() -> None:
+    for code, name in ((11601, "Interrupted"), (246, "SnapshotUnavailable"),
+                       (267, "PreparedTransactionInProgress")):
+        fail = FailCommand.from_document({"failCommands": ["insert"], "errorCode": code})
+        assert fail.error_reply(_command("insert"))["codeName"] == name
