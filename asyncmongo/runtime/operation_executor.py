@@ -39,7 +39,7 @@ from asyncmongo.core.operations.replies import is_ok
 from asyncmongo.core.sdam.types import ServerType, TopologyType
 from asyncmongo.core.selection import Mode, write_stage_read_preference
 from asyncmongo.core.selection.suitability import Operation as SelectionKind
-from asyncmongo.errors import AutoReconnect
+from asyncmongo.errors import AutoReconnect, OperationFailure
 from asyncmongo.runtime.connection import Connection
 from asyncmongo.runtime.executor import Executor
 from asyncmongo.runtime.server import Server
@@ -273,8 +273,8 @@ class OperationExecutor(Executor):
         exc: BaseException | None,
     ) -> None:
         micros = int((time.perf_counter() - begin) * 1_000_000)
-        if _was_redacted(started):
-            failure = redacted_failure(failure)
+        if _was_redacted(started) and (exc is None or isinstance(exc, OperationFailure)):
+            failure = redacted_failure(failure)  # only a server's error is redacted (spec)
         event = CommandFailedEvent(
             started.command_name,
             started.database_name,

@@ -251,3 +251,21 @@ async def test_events_backlog_drops_the_oldest_and_unsubscribes_on_close() -> No
             assert not client._event_queues
             executor = client._operation_executor
             assert executor is not None and executor._publish is None
+
+
+async def test_network_error_of_a_sensitive_command_is_not_redacted() -> None:
+    events: list[Any] = []
+    async with Standalone() as server:
+        async with AsyncMongoClient(server.uri, event_listeners=[events.append]) as client:
+            with server.fail_point({"times": 1}, failCommands=["createUser"], closeConnection=True):
+                with pytest.raises(AutoReconnect):
+                    await client.db.command({"createUser": "u", "pwd": "p", "roles": []})
+            with server.fail_point({"times": 1}, failCommands=["createUser"], errorCode=11):
+                with pytest.raises(OperationFailure):
+                    await client.db.command({"createUser": "u", "pwd": "p", "roles": []})
+    started = [e for e in events if isinstance(e, CommandStartedEvent)]
+    assert all(e.command == {} for e in started if e.command_name == "createUser")
+    network, server_error = [e for e in events if isinstance(e, CommandFailedEvent)]
+    assert network.failure.get("errtype") and network.failure.get("errmsg")  # kept
+    assert set(server_error.failure) <= {"code", "codeName", "errorLabels"}  # redacted
+    assert server_error.failure["code"] == 11
