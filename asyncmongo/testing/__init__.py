@@ -29,6 +29,12 @@ against real wire traffic with faults on cue::
   ``isMaster`` too), the streaming (awaitable, exhaust) hello, OP_COMPRESSED with snappy, zlib
   and zstd, ``configureFailPoint``/``failCommand`` (also as a command from any driver),
   exhaust cursors, and the refusals of its role (NotWritablePrimary, NotPrimaryNoSecondaryOk).
+- The data: :class:`Store`, the in-memory document store every member of a deployment
+  shares (``deployment.store``; pass ``store=`` to share or pre-fill one). It is plain Python
+  and usable alone: ``Store().handle("db", {"insert": "c", "documents": [...]})`` returns the
+  reply document mongod would send, a :class:`SessionContext` passing the server's clock for
+  the command; :class:`StoreError` is a server error (``code``, ``errmsg``, labels) that
+  ``handle`` turns into an ``ok: 0`` reply.
 - ``python -m asyncmongo.testing [standalone|replset N|sharded N|lb]`` runs one until Ctrl-C;
   the pytest plugin (:mod:`asyncmongo.testing.pytest_plugin`) offers ``mongo_standalone``,
   ``mongo_replica_set``, ``mongo_sharded`` and ``mongo_load_balanced`` fixtures.
@@ -47,6 +53,7 @@ waits, or fails after ``wtimeout`` with WriteConcernFailed (64).
 from asyncmongo.testing.deployment import LoadBalanced, ReplicaSet, ShardedCluster, Standalone
 from asyncmongo.testing.member import MemberConfig, Role
 from asyncmongo.testing.server import FailPointHandle, ServerStatistics, SimServer
+from asyncmongo.testing.store import SessionContext, Store, StoreError
 
 __all__ = [
     "FailPointHandle",
@@ -55,7 +62,10 @@ __all__ = [
     "ReplicaSet",
     "Role",
     "ServerStatistics",
+    "SessionContext",
     "ShardedCluster",
     "SimServer",
     "Standalone",
+    "Store",
+    "StoreError",
 ]
