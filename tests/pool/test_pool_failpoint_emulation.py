@@ -1,12 +1,11 @@
 """The CMAP integration tests with their hello failpoint emulated in the establish factory.
 
-spec_tests/test_cmap.py skips these files: they need a server with failpoints and will run
-for real against the simulated deployment (issue #7). Meanwhile this runs them over fake
-connections whose establishment does what the failpoint does to the handshake's ``hello``
-(``blockConnection``/``blockTimeMS``: a delay; ``errorCode``: a failed hello), so the pool's
-side of each scenario (maxConnecting, waiting, minPoolSize, interrupting pending connections,
-clearing on a background error) is checked now. The times are the spec's, so this file takes
-a few seconds.
+spec_tests/test_cmap.py runs these files against the simulated deployment; this file keeps a
+fast fake-connection version of each scenario. Its connections' establishment does what the
+failpoint does to the handshake's ``hello`` (``blockConnection``/``blockTimeMS``: a delay;
+``errorCode``: a failed hello), so the pool's side of each scenario (maxConnecting, waiting,
+minPoolSize, interrupting pending connections, clearing on a background error) is checked
+without a server. The times are the spec's, so this file takes a few seconds.
 """
 
 from __future__ import annotations
