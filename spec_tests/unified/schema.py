@@ -138,11 +138,8 @@ def requirement_unmet_reason(requirement: Mapping[str, Any], server: ServerInfo)
     """None if ``server`` meets this runOnRequirement, else why not (for the skip message)."""
     checks = (_version_reason, _topology_reason, _serverless_reason, _auth_reason,
               _parameters_reason, _csfle_reason)
-    for check in checks:
-        reason = check(requirement, server)
-        if reason is not None:
-            return reason
-    return None
+    reasons = [r for r in (check(requirement, server) for check in checks) if r is not None]
+    return " and ".join(reasons) if reasons else None
 
 
 def requirements_unmet_reason(requirements: Sequence[Mapping[str, Any]],

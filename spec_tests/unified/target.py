@@ -53,12 +53,15 @@ class Target:
 def choose_topology(file_requirements: Sequence[Mapping[str, Any]],
                     tests: Sequence[Mapping[str, Any]]) -> str:
     """The simulated topology under which the most tests of a file can run."""
-    def runnable(topology: str) -> int:
+    def runnable(topology: str) -> tuple[int, bool]:
         info = ServerInfo(SIMULATED_VERSION, topology)
-        if requirements_unmet_reason(file_requirements, info) is not None:
-            return -1
+        unmet = requirements_unmet_reason(file_requirements, info)
+        if unmet is not None:
+            # Nothing runs; still prefer a topology the file accepts, so the skip reason
+            # names what is really missing (auth, a server version, ...).
+            return -1, f"topology {topology} not in" not in unmet
         return sum(requirements_unmet_reason(t.get("runOnRequirements", ()), info) is None
-                   for t in tests)
+                   for t in tests), True
 
     return max(SIMULATED_TOPOLOGIES, key=runnable)
 

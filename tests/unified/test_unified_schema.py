@@ -121,3 +121,13 @@ def test_any_requirement_suffices() -> None:
     reason = requirements_unmet_reason(
         [{"topologies": ["single"]}, {"minServerVersion": "8.0"}], _SERVER)
     assert reason is not None and "single" in reason and "8.0" in reason
+
+
+def test_choose_topology_runs_the_most_tests() -> None:
+    from spec_tests.unified.target import choose_topology
+
+    tests = [{"runOnRequirements": [{"topologies": ["replicaset"]}]}, {}, {}]
+    assert choose_topology([], tests) == "replicaset"
+    assert choose_topology([{"topologies": ["sharded", "load-balanced"]}], [{}]) == "sharded"
+    # Nothing can run (auth): still a topology the file accepts, so the reason says "auth".
+    assert choose_topology([{"topologies": ["replicaset"], "auth": True}], [{}]) == "replicaset"
