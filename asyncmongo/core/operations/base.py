@@ -75,15 +75,31 @@ class Target:
 
     @classmethod
     def read(cls, read_preference: ReadPreference) -> Target:
-        return cls(Selection.read(read_preference))
+        if cls is not Target:
+            return cls(Selection.read(read_preference))
+        # Every read builds one: a collection's read preference is one object, and targets
+        # are frozen, so one target per read preference object serves all its reads.
+        remembered = _READ_TARGETS.get(id(read_preference))
+        if remembered is not None and remembered[0] is read_preference:
+            return remembered[1]
+        target = cls(Selection.read(read_preference))
+        if len(_READ_TARGETS) >= _READ_TARGETS_LIMIT:
+            _READ_TARGETS.clear()
+        _READ_TARGETS[id(read_preference)] = (read_preference, target)  # keeps the id in use
+        return target
 
     @classmethod
     def write(cls) -> Target:
-        return cls(Selection.write())
+        return _WRITE if cls is Target else cls(Selection.write())
 
     @classmethod
     def pinned(cls, address: Address) -> Target:
         return cls(Selection.write(), address)
+
+
+_WRITE = Target(Selection.write())
+_READ_TARGETS: dict[int, tuple[ReadPreference, Target]] = {}
+_READ_TARGETS_LIMIT = 64
 
 
 class Operation(Protocol[T_co]):
