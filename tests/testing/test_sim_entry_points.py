@@ -11,8 +11,9 @@ from pymongo import AsyncMongoClient
 
 from asyncmongo.testing import LoadBalanced, ReplicaSet, ShardedCluster, Standalone
 from asyncmongo.testing.__main__ import build, parse_args
+from tests.support.pymongo_peer import PYMONGO_PEER_MARKS, collect_pymongo_leaks  # noqa: F401
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = [pytest.mark.timeout(30), *PYMONGO_PEER_MARKS]
 
 
 def test_arguments_choose_the_deployment() -> None:

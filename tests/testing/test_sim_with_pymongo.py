@@ -32,9 +32,10 @@ from asyncmongo.testing.deployment import LoadBalanced, ReplicaSet, ShardedClust
 from asyncmongo.testing.member import Role
 from asyncmongo.testing.scram import UserDirectory
 from tests.support.certs import KEY_PASSWORD, generate
+from tests.support.pymongo_peer import PYMONGO_PEER_MARKS, collect_pymongo_leaks  # noqa: F401
 from tests.testing.raw_client import wait_until
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), *PYMONGO_PEER_MARKS]
 
 
 class Heartbeats(monitoring.ServerHeartbeatListener):
