@@ -37,8 +37,6 @@ import asyncio
 import functools
 import itertools
 import os
-import socket
-import ssl
 from collections import deque
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -87,7 +85,12 @@ from asyncmongo.errors import (
     OperationFailure,
     ProtocolError,
 )
-from asyncmongo.runtime.network import TlsSettings, open_transport, translate_error
+from asyncmongo.runtime.network import (
+    TlsSettings,
+    is_backpressure_candidate,
+    open_transport,
+    translate_error,
+)
 
 __all__ = [
     "BACKPRESSURE_LABELS",
@@ -621,7 +624,7 @@ async def connect(
             deadline=_earliest(deadline, loop, settings.connect_timeout),
         )
     except ConnectionFailure as exc:
-        if not _never_overload(exc.__cause__):
+        if is_backpressure_candidate(exc.__cause__):
             add_backpressure_labels(exc)
         raise
     conn = Connection(id, address, transport, protocol, settings)
@@ -640,26 +643,10 @@ async def connect(
 #: socket/TLS or in the hello gets, so SDAM keeps the pool and the operation may be retried.
 BACKPRESSURE_LABELS = ("SystemOverloadedError", "RetryableError")
 
-#: TLS failures that are I/O (the peer hung up mid-handshake): possibly an overloaded server.
-_TLS_IO_ERRORS = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError)
-
-
 def add_backpressure_labels(error: ConnectionFailure) -> None:
     """Label ``error`` SystemOverloadedError + RetryableError (CMAP: Establishing a Connection)."""
     for label in BACKPRESSURE_LABELS:
         error._add_error_label(label)
-
-
-def _never_overload(cause: BaseException | None) -> bool:
-    """A connect failure an overloaded server cannot cause (CMAP "backpressure-enabled").
-
-    DNS lookup failures and non-I/O TLS errors (certificate validation, hostname mismatch,
-    protocol refusals) are not labelled; refused/reset connections, timeouts and EOF during
-    the TLS handshake are.
-    """
-    if isinstance(cause, socket.gaierror):
-        return True
-    return isinstance(cause, ssl.SSLError) and not isinstance(cause, _TLS_IO_ERRORS)
 
 
 def _earliest(

@@ -102,6 +102,24 @@ def _tune_socket(transport: asyncio.BaseTransport) -> None:
         pass  # best effort: a socket that refuses options still works
 
 
+#: TLS failures that are I/O (the peer hung up mid-handshake): possibly an overloaded server.
+_TLS_IO_ERRORS = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError)
+
+
+def is_backpressure_candidate(cause: BaseException | None) -> bool:
+    """Whether a failure to open a connection (``cause``: the outside exception behind the
+    driver's error, None if there was none) may come from an overloaded server, so it earns
+    the CMAP "backpressure-enabled" labels.
+
+    Refused/reset connections, timeouts and EOF during the TLS handshake may; DNS lookup
+    failures and non-I/O TLS errors (certificate validation, hostname mismatch, protocol
+    refusals) cannot.
+    """
+    if isinstance(cause, socket.gaierror):
+        return False
+    return not (isinstance(cause, ssl.SSLError) and not isinstance(cause, _TLS_IO_ERRORS))
+
+
 def translate_error(exc: BaseException | None, address: Address, action: str) -> ConnectionFailure:
     """The driver's error for an outside failure while ``action``-ing with ``address``.
 

@@ -19,10 +19,9 @@ from asyncmongo.runtime.auth import CredentialAuthenticator
 from asyncmongo.runtime.connection import (
     BACKPRESSURE_LABELS,
     ConnectionSettings,
-    _never_overload,
     connect,
 )
-from asyncmongo.runtime.network import TlsSettings
+from asyncmongo.runtime.network import TlsSettings, is_backpressure_candidate
 from asyncmongo.testing import SimServer
 from asyncmongo.testing.scram import UserDirectory
 from tests.support import certs
@@ -86,14 +85,31 @@ async def test_dns_failure_is_not_labelled(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_classification_of_connect_causes() -> None:
-    assert _never_overload(socket.gaierror(socket.EAI_NONAME, "unknown host"))
-    assert _never_overload(ssl.SSLCertVerificationError(1, "certificate verify failed"))
-    assert _never_overload(ssl.SSLError(1, "wrong version number"))
-    assert not _never_overload(ssl.SSLEOFError(8, "EOF occurred in violation of protocol"))
-    assert not _never_overload(ConnectionResetError(104, "Connection reset by peer"))
-    assert not _never_overload(ConnectionRefusedError(111, "Connection refused"))
-    assert not _never_overload(TimeoutError())
-    assert not _never_overload(None)
+    assert not is_backpressure_candidate(socket.gaierror(socket.EAI_NONAME, "unknown host"))
+    assert not is_backpressure_candidate(
+        ssl.SSLCertVerificationError(1, "certificate verify failed"))
+    assert not is_backpressure_candidate(ssl.SSLError(1, "wrong version number"))
+    assert is_backpressure_candidate(ssl.SSLEOFError(8, "EOF occurred in violation of protocol"))
+    assert is_backpressure_candidate(ssl.SSLZeroReturnError(6, "TLS/SSL connection closed"))
+    assert is_backpressure_candidate(ConnectionResetError(104, "Connection reset by peer"))
+    assert is_backpressure_candidate(ConnectionRefusedError(111, "Connection refused"))
+    assert is_backpressure_candidate(TimeoutError())
+    assert is_backpressure_candidate(None)
+
+
+def test_connection_module_has_no_socket_or_ssl_code() -> None:
+    # DESIGN: runtime/network.py is the only module with socket/ssl code.
+    import ast
+    from pathlib import Path
+
+    import asyncmongo.runtime.connection as connection
+
+    tree = ast.parse(Path(connection.__file__).read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom)}
+    assert not imported & {"socket", "ssl"}
 
 
 # -- TLS --------------------------------------------------------------------------------------
