@@ -4,10 +4,13 @@ listCollections, listIndexes, listDatabases).
 Iterate with ``async for`` or read with ``await cursor.to_list(length)`` / ``await
 cursor.next()``. A batch is fetched only when the buffer is empty (getMore on the server that
 owns the cursor). The server-side cursor is killed when the cursor is closed: by ``await
-cursor.close()``, leaving ``async with cursor``, or leaving an ``async for`` early (its
-iterator is an async generator, whose ``aclose`` kills the cursor); an exhausted cursor
-(id 0) needs nothing. ``find`` with ``limit`` stops at the limit and kills what remains, per
-find_getmore_killcursors_commands.
+cursor.close()`` or leaving ``async with cursor`` (both deterministic), or leaving an
+``async for`` early: its iterator is an async generator, and asyncio runs the abandoned
+generator's ``aclose`` (which kills the cursor) as a task right after the loop is left, so
+the killCursors goes out a loop turn later. An exhausted cursor (id 0) needs nothing; one
+dropped without any of these is left to the server's idle-cursor timeout (no killCursors
+from ``__del__``: nothing may be awaited there). ``find`` with ``limit`` stops at the limit
+and kills what remains, per find_getmore_killcursors_commands.
 """
 
 from __future__ import annotations
