@@ -32,6 +32,7 @@ from asyncmongo.operations import (
     IndexModel,
     InsertOne,
     ReplaceOne,
+    SearchIndexModel,
     UpdateMany,
     UpdateOne,
 )
@@ -43,6 +44,7 @@ from asyncmongo.results import (
     InsertOneResult,
     UpdateResult,
 )
+from asyncmongo.session import AsyncClientSession
 
 __version__ = "0.1.0.dev0"
 
@@ -53,6 +55,7 @@ __all__ = [
     "GEOSPHERE",
     "HASHED",
     "TEXT",
+    "AsyncClientSession",
     "AsyncCollection",
     "AsyncCommandCursor",
     "AsyncCursor",
@@ -75,6 +78,7 @@ __all__ = [
     "ReadPreference",
     "ReplaceOne",
     "ReturnDocument",
+    "SearchIndexModel",
     "UpdateMany",
     "UpdateOne",
     "UpdateResult",
