@@ -31,7 +31,7 @@ from spec_tests.unified.gaps import driver_gap_reason, simulator_content_gap
 from spec_tests.unified.matcher import TestFormatError
 from spec_tests.unified.runner import UnifiedTestRunner
 from spec_tests.unified.schema import InvalidTestFile, UnifiedFile, load_unified_file
-from spec_tests.unified.target import TargetPool, choose_topology
+from spec_tests.unified.target import TargetPool, choose_deployment
 
 __all__ = ["DATA", "UnifiedCase", "run_unified_case", "target_pool", "unified_params"]
 
@@ -107,8 +107,8 @@ async def run_unified_case(pool: TargetPool, case: UnifiedCase) -> None:
 async def _run(pool: TargetPool, case: UnifiedCase) -> None:
     file = _load(case.path)
     test = file.tests[case.index]
-    topology = choose_topology(file.run_on_requirements, file.tests)
-    target, internal = await pool.get(topology)
+    topology, auth = choose_deployment(file.run_on_requirements, file.tests)
+    target, internal = await pool.get(topology, auth)
     # A valid-fail test is meant to fail: nothing it hits is excused as a simulator gap.
     runner = UnifiedTestRunner(file, target, internal,
                                excuse_simulator_gaps=not case.expect_failure)

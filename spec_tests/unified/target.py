@@ -24,16 +24,21 @@ __all__ = [
     "SIMULATED_TOPOLOGIES",
     "Target",
     "TargetPool",
+    "choose_deployment",
     "choose_topology",
     "direct_uri",
     "run_command",
+    "simulated_info",
     "uri_for_host",
 ]
 
 #: Simulated topologies in the order we prefer them when several would do.
 SIMULATED_TOPOLOGIES: Final = ("single", "replicaset", "sharded", "load-balanced")
-#: What asyncmongo.testing reports (buildInfo versionArray 7.0.0, no auth, no CSFLE).
+#: What asyncmongo.testing reports (buildInfo versionArray 7.0.0, no CSFLE).
 SIMULATED_VERSION: Final = (7, 0, 0)
+#: With auth on, the simulated deployments have this user (SCRAM-SHA-1 and -256).
+SIMULATED_USER: Final = ("unified-user", "unified-pencil")
+_SIMULATED_MECHANISMS: Final = ("SCRAM-SHA-1", "SCRAM-SHA-256")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,20 +55,33 @@ class Target:
     simulated: bool
 
 
-def choose_topology(file_requirements: Sequence[Mapping[str, Any]],
-                    tests: Sequence[Mapping[str, Any]]) -> str:
-    """The simulated topology under which the most tests of a file can run."""
-    def runnable(topology: str) -> tuple[int, bool]:
-        info = ServerInfo(SIMULATED_VERSION, topology)
+def simulated_info(topology: str, auth: bool = False) -> ServerInfo:
+    """What runOnRequirements see of a simulated deployment."""
+    mechanisms = _SIMULATED_MECHANISMS if auth else ()
+    return ServerInfo(SIMULATED_VERSION, topology, auth=auth, auth_mechanisms=mechanisms)
+
+
+def choose_deployment(file_requirements: Sequence[Mapping[str, Any]],
+                      tests: Sequence[Mapping[str, Any]]) -> tuple[str, bool]:
+    """The simulated (topology, auth) under which the most tests of a file can run."""
+    def runnable(choice: tuple[str, bool]) -> tuple[int, bool]:
+        info = simulated_info(*choice)
         unmet = requirements_unmet_reason(file_requirements, info)
         if unmet is not None:
             # Nothing runs; still prefer a topology the file accepts, so the skip reason
-            # names what is really missing (auth, a server version, ...).
-            return -1, f"topology {topology} not in" not in unmet
+            # names what is really missing (a server version, CSFLE, ...).
+            return -1, f"topology {choice[0]} not in" not in unmet
         return sum(requirements_unmet_reason(t.get("runOnRequirements", ()), info) is None
                    for t in tests), True
 
-    return max(SIMULATED_TOPOLOGIES, key=runnable)
+    choices = [(t, auth) for auth in (False, True) for t in SIMULATED_TOPOLOGIES]
+    return max(choices, key=runnable)
+
+
+def choose_topology(file_requirements: Sequence[Mapping[str, Any]],
+                    tests: Sequence[Mapping[str, Any]]) -> str:
+    """The simulated topology under which the most tests of a file can run."""
+    return choose_deployment(file_requirements, tests)[0]
 
 
 def _add_options(uri: str, options: Mapping[str, str]) -> str:
@@ -72,6 +90,12 @@ def _add_options(uri: str, options: Mapping[str, str]) -> str:
     query.update(options)
     return urllib.parse.urlunsplit(parts._replace(path=parts.path or "/",
                                                   query=urllib.parse.urlencode(query)))
+
+
+def _with_user(uri: str, user: str, password: str) -> str:
+    parts = urllib.parse.urlsplit(uri)
+    userinfo = f"{urllib.parse.quote(user)}:{urllib.parse.quote(password)}@"
+    return urllib.parse.urlunsplit(parts._replace(netloc=userinfo + parts.netloc))
 
 
 def _single_host(uri: str) -> str:
@@ -123,30 +147,32 @@ class TargetPool:
         self._targets: dict[str, Target] = {}
         self._clients: dict[str, AsyncMongoClient] = {}
 
-    async def get(self, topology: str) -> tuple[Target, AsyncMongoClient]:
-        """The target for ``topology`` (ignored with MONGODB_URI) and its internal client."""
-        key = "uri" if os.environ.get("MONGODB_URI") else topology
+    async def get(self, topology: str, auth: bool = False) -> tuple[Target, AsyncMongoClient]:
+        """The target for ``topology`` (with authentication on if ``auth``; both ignored
+        with MONGODB_URI) and its internal client."""
+        key = "uri" if os.environ.get("MONGODB_URI") else f"{topology}{'+auth' if auth else ''}"
         if key not in self._targets:
-            target = await (self._external() if key == "uri" else self._simulated(topology))
+            target = await (self._external() if key == "uri"
+                            else self._simulated(key, topology, auth))
             self._targets[key] = target
             self._clients[key] = AsyncMongoClient(target.uri)
         return self._targets[key], self._clients[key]
 
-    async def _simulated(self, topology: str) -> Target:
+    async def _simulated(self, key: str, topology: str, auth: bool) -> Target:
         deployment: Any
+        users = dict([SIMULATED_USER]) if auth else None
         if topology == "single":
-            deployment = sim.Standalone()
+            deployment = sim.Standalone(users=users)
         elif topology == "replicaset":
-            deployment = sim.ReplicaSet(3)
+            deployment = sim.ReplicaSet(3, users=users)
         elif topology == "sharded":
-            deployment = sim.ShardedCluster(2)
+            deployment = sim.ShardedCluster(2, users=users)
         else:
-            deployment = sim.LoadBalanced()
+            deployment = sim.LoadBalanced(users=users)
         await deployment.start()
-        self._deployments[topology] = deployment
-        uri = deployment.uri
-        info = ServerInfo(SIMULATED_VERSION, topology)
-        return Target(uri, _single_host(uri), info, simulated=True)
+        self._deployments[key] = deployment
+        uri = _with_user(deployment.uri, *SIMULATED_USER) if auth else deployment.uri
+        return Target(uri, _single_host(uri), simulated_info(topology, auth), simulated=True)
 
     async def _external(self) -> Target:
         uri = os.environ["MONGODB_URI"]

@@ -131,3 +131,12 @@ def test_choose_topology_runs_the_most_tests() -> None:
     assert choose_topology([{"topologies": ["sharded", "load-balanced"]}], [{}]) == "sharded"
     # Nothing can run (auth): still a topology the file accepts, so the reason says "auth".
     assert choose_topology([{"topologies": ["replicaset"], "auth": True}], [{}]) == "replicaset"
+
+
+def test_choose_deployment_turns_auth_on_only_when_asked() -> None:
+    from spec_tests.unified.target import choose_deployment
+
+    assert choose_deployment([], [{}]) == ("single", False)
+    assert choose_deployment([{"auth": True, "topologies": ["replicaset"]}], [{}]) == (
+        "replicaset", True)
+    assert choose_deployment([{"auth": False}], [{}]) == ("single", False)
