@@ -1,13 +1,15 @@
 """Executing a Test (unified test format): entities, initialData, operations, outcome.
 
-For each test: skip it when skipReason is set or its runOnRequirements are unmet; create the
-file's entities; write initialData with the internal client (drop, then insert or create,
-majority write concern); run the operations, checking each one's expectResult /
-expectError / saveResultAsEntity / ignoreResultAndError; check expectEvents and the
-outcome; finally turn off the fail points it set and close every entity.
+For each test, in the spec's order: skip it when skipReason is set or its runOnRequirements
+are unmet; killAllSessions; write initialData with the internal client (drop, then insert or
+create, majority write concern); create the file's entities; run the operations, checking
+each one's expectResult / expectError / saveResultAsEntity / ignoreResultAndError (log
+messages are captured meanwhile); check expectEvents, expectLogMessages and the outcome;
+finally turn off the fail points it set and close every entity.
 
-:class:`Unsupported` from anywhere becomes a skip with its reason; every other exception is a
-failure of the test.
+:class:`Unsupported` from anywhere becomes a skip with its reason; so does a failure that
+:mod:`spec_tests.unified.gaps` traces to something asyncmongo.testing does not simulate
+(against the simulator only). Every other exception is a failure of the test.
 """
 
 from __future__ import annotations
