@@ -62,6 +62,7 @@ from asyncmongo.errors import (
     ServerSelectionTimeoutError,
     WriteConcernError,
 )
+from asyncmongo.runtime.attempt import generic_command
 from asyncmongo.runtime.executor import bound_session
 
 if TYPE_CHECKING:
@@ -155,6 +156,9 @@ def session_scope(session: AsyncClientSession | None) -> Iterator[None]:
 
 
 C = TypeVar("C", bound=type)
+#: API methods that run the user's own command document (read-write-concern and causal
+#: consistency specs: no readConcern/afterClusterTime is added; its read preference is its own).
+_GENERIC_COMMANDS: Final = frozenset({"command", "cursor_command"})
 
 
 def sessions_bound(cls: C) -> C:
@@ -195,9 +199,13 @@ def _bind_session(fn: Callable[..., Any], index: int | None) -> Callable[..., An
             if session is None:
                 return await fn(*args, **kwargs)
             token = bound_session.set(session)
+            generic = generic_command.set(
+                (fn.__name__ in _GENERIC_COMMANDS, kwargs.get("read_preference") is not None)
+            )
             try:
                 return await fn(*_acknowledged_in_transaction(session, args), **kwargs)
             finally:
+                generic_command.reset(generic)
                 bound_session.reset(token)
 
         return bound_coroutine
@@ -557,20 +565,22 @@ class AsyncClientSession:
             self._unpin()
         return SessionStep(in_transaction=False, starting=False)
 
-    def _transaction_target(self, target: Target) -> Target:
-        """In a transaction: the transaction's read preference, and the pinned mongos."""
+    def _transaction_target(self, target: Target, *, own_preference: bool = False) -> Target:
+        """In a transaction: the transaction's read preference (unless the operation's own
+        was given explicitly: a generic command), and the pinned mongos."""
         if self._pinned_address is not None:
             return Target(target.selection, self._pinned_address)
-        preference = self._txn_options.read_preference
+        preference = None if own_preference else self._txn_options.read_preference
         if preference is not None and target.address is None:
             if target.selection.read_preference is not preference:
                 selection = replace(target.selection, read_preference=preference)
                 return replace(target, selection=selection)
         return target
 
-    def _check_read_preference(self, target: Target) -> None:
+    def _check_read_preference(self, target: Target, *, own_preference: bool = False) -> None:
+        """Transactions spec: a read in a transaction must go to the primary."""
         selection = target.selection
-        preference = self._txn_options.read_preference
+        preference = None if own_preference else self._txn_options.read_preference
         effective = preference if preference is not None else selection.read_preference
         if effective.mode is not Mode.PRIMARY and selection.operation.name == "READ":
             raise InvalidOperation(
@@ -582,12 +592,17 @@ class AsyncClientSession:
         step: SessionStep,
         txn_number: int | None,
         client_cluster_time: Mapping[str, Any] | None,
+        *,
+        generic: bool = False,
     ) -> SessionFields:
-        """The session fields of one attempt."""
+        """The session fields of one attempt (causal consistency: a generic runCommand gets
+        no afterClusterTime outside a transaction)."""
         server_session = self._take_server_session()
         server_session.last_use = monotonic()
         cluster_time = greater_cluster_time(client_cluster_time, self._cluster_time)
         causal = self._options.causally_consistent and not self._implicit
+        if generic and not step.in_transaction:
+            causal = False
         after = self._operation_time if causal else None
         if step.in_transaction:
             concern = self._txn_options.read_concern

@@ -34,12 +34,6 @@ _CODE_NAME = (
     "asyncmongo.testing's failCommand names error 11601 'Location11601', not 'Interrupted', "
     "and the test matches the code name"
 )
-_RUN_COMMAND_PREFERENCE = (
-    "inside a transaction asyncmongo applies the transaction's read preference to every read, "
-    "so db.command(..., read_preference=secondary) runs on the primary instead of failing: "
-    "the operation does not say that its read preference was given explicitly"
-)
-
 SKIPS: dict[tuple[str, str], str] = {
     ("backpressure-retryable-abort.json", "*"): _BACKPRESSURE,
     ("backpressure-retryable-commit.json", "*"): _BACKPRESSURE,
@@ -55,9 +49,6 @@ SKIPS: dict[tuple[str, str], str] = {
         _NO_RECOVERY_TOKEN
     ),
     ("retryable-commit.json", "commitTransaction fails after Interrupted"): _CODE_NAME,
-    ("run-command.json", "run command fails with explicit secondary read preference"): (
-        _RUN_COMMAND_PREFERENCE
-    ),
 }
 
 

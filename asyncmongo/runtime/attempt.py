@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any, Generic, Protocol, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions
@@ -32,11 +33,18 @@ __all__ = [
     "ClusterTimeKeeper",
     "OperationSession",
     "SessionOperation",
+    "generic_command",
     "is_retryable_write_operation",
 ]
 
 T = TypeVar("T")
 
+#: Set by the API around a generic command (``db.command``): (generic, read preference given).
+#: The user's document gets no afterClusterTime, and in a transaction an explicitly given read
+#: preference is checked rather than replaced by the transaction's.
+generic_command: ContextVar[tuple[bool, bool]] = ContextVar(
+    "asyncmongo_generic_command", default=(False, False)
+)
 #: Sessions spec: $clusterTime is gossiped to servers of wire version 6 (3.6) and later.
 CLUSTER_TIME_WIRE_VERSION = 6
 _TXN_END = frozenset({"commitTransaction", "abortTransaction"})
@@ -49,12 +57,17 @@ class OperationSession(Protocol):
 
     def _prepare(self, owner: object, name: str, *, acknowledged: bool) -> Any: ...
 
-    def _transaction_target(self, target: Target) -> Target: ...
+    def _transaction_target(self, target: Target, *, own_preference: bool = False) -> Target: ...
 
-    def _check_read_preference(self, target: Target) -> None: ...
+    def _check_read_preference(self, target: Target, *, own_preference: bool = False) -> None: ...
 
     def _fields(
-        self, step: Any, txn_number: int | None, client_cluster_time: Mapping[str, Any] | None
+        self,
+        step: Any,
+        txn_number: int | None,
+        client_cluster_time: Mapping[str, Any] | None,
+        *,
+        generic: bool = False,
     ) -> SessionFields: ...
 
     def _next_txn_number(self) -> int: ...
@@ -95,6 +108,7 @@ class SessionOperation(Generic[T]):
         "address",
         "attempt",
         "clock",
+        "generic",
         "max_wire_version",
         "op",
         "retry_reads",
@@ -126,6 +140,7 @@ class SessionOperation(Generic[T]):
         self.supports_retryable_writes = True
         self.step: Any = None
         self.txn_number: int | None = None
+        self.generic, own_preference = generic_command.get()
         acknowledged = getattr(op, "acknowledged", True) and not getattr(
             op, "unacknowledged", False
         )
@@ -136,8 +151,8 @@ class SessionOperation(Generic[T]):
             in_transaction = bool(self.step.in_transaction)
             acknowledged = acknowledged or in_transaction
             if in_transaction and op.name not in _TXN_END:
-                target = session._transaction_target(target)
-                session._check_read_preference(target)
+                target = session._transaction_target(target, own_preference=own_preference)
+                session._check_read_preference(target, own_preference=own_preference)
             elif op.name in _TXN_END:
                 target = session._transaction_target(target)
         self._target = target
@@ -190,7 +205,7 @@ class SessionOperation(Generic[T]):
             and not (command.unacknowledged and session._implicit)
         ):
             txn = self.txn_number if self.supports_retryable_writes else None
-            fields = session._fields(self.step, txn, clock_time)
+            fields = session._fields(self.step, txn, clock_time, generic=self.generic)
         else:
             fields = SessionFields(cluster_time=clock_time)
         document = decorate(command.document, fields)
