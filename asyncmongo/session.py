@@ -33,7 +33,7 @@ from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.base import Target
 from asyncmongo.core.operations.command import CommandOperation
 from asyncmongo.core.sdam.types import TopologyType
-from asyncmongo.core.selection import ReadPreference, Selection
+from asyncmongo.core.selection import ReadPreference
 from asyncmongo.core.selection.read_preference import Mode
 from asyncmongo.core.sessions import (
     ServerSession,
@@ -523,9 +523,7 @@ class AsyncClientSession:
             )
         else:
             document = abort_command(write_concern, self._recovery_token)
-        target = Target.write()
-        if self._pinned_address is not None:
-            target = Target(Selection.write(), self._pinned_address)
+        target = Target.write()  # the executor pins it (_transaction_target) per attempt
         op: CommandOperation[Mapping[str, Any]] = CommandOperation(
             "admin", document, _check_finish, target
         )
@@ -664,9 +662,14 @@ class AsyncClientSession:
         ):
             exc._add_error_label(TRANSIENT_TRANSACTION_ERROR)
         if exc.has_error_label(TRANSIENT_TRANSACTION_ERROR) or (
-            name == "commitTransaction" and exc.has_error_label(UNKNOWN_COMMIT_RESULT)
+            name == "commitTransaction"
+            and (
+                exc.has_error_label(UNKNOWN_COMMIT_RESULT)
+                or is_retryable_write_error(exc)
+                or _is_network(exc)
+            )
         ):
-            self._unpin()
+            self._unpin()  # a commit is retried on any mongos, with the recovery token
 
     # -- internals ----------------------------------------------------------------------
 

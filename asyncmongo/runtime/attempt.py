@@ -153,8 +153,6 @@ class SessionOperation(Generic[T]):
             if in_transaction and op.name not in _TXN_END:
                 target = session._transaction_target(target, own_preference=own_preference)
                 session._check_read_preference(target, own_preference=own_preference)
-            elif op.name in _TXN_END:
-                target = session._transaction_target(target)
         self._target = target
         # Transactions spec: commit and abort are retried once whatever retryWrites says.
         write = (
@@ -178,6 +176,10 @@ class SessionOperation(Generic[T]):
 
     @property
     def target(self) -> Target:
+        if self.session is not None and self.op.name in _TXN_END:
+            # Transactions spec: commit/abort go to the pinned mongos; a failed commit
+            # unpinned the session, so its retry selects any mongos.
+            return self.session._transaction_target(self.op.target)
         return self._target
 
     @property
