@@ -1,5 +1,12 @@
-"""The onion's inner ring is pure: nothing under asyncmongo/bson or asyncmongo/core imports
-asyncio, socket, ssl, selectors or time (time and randomness come in as arguments)."""
+"""The onion's rings, checked on the source:
+
+- the inner ring is pure: nothing under asyncmongo/bson or asyncmongo/core imports asyncio,
+  socket, ssl, selectors or time (time and randomness come in as arguments);
+- the inner ring points inwards only: asyncmongo/bson imports only itself, asyncmongo/core
+  only itself, asyncmongo.bson and the (pure) asyncmongo.errors;
+- no module of the package imports PyMongo or its ``bson``/``gridfs`` (PyMongo is a peer in
+  tests and benchmarks only), neither by ``import`` nor through ``importlib``/``__import__``.
+"""
 
 from __future__ import annotations
 
@@ -10,30 +17,84 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "asyncmongo"
 FORBIDDEN = {"asyncio", "socket", "ssl", "selectors", "time"}
+PEER_PACKAGES = {"pymongo", "bson", "gridfs", "motor"}
 PURE_FILES = sorted(
     p for ring in ("bson", "core") for p in (PACKAGE / ring).rglob("*.py")
 )
+ALL_FILES = sorted(PACKAGE.rglob("*.py"))
+#: What each inner ring may import from the package (module prefixes).
+ALLOWED_INWARD = {
+    "bson": ("asyncmongo.bson",),
+    "core": ("asyncmongo.core", "asyncmongo.bson", "asyncmongo.errors"),
+}
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(PACKAGE))
+
+
+def imported_modules(source: str) -> set[str]:
+    """Absolute module names imported by ``source`` (statements and constant dynamic imports)."""
+    modules: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules.add(node.module)
+        elif isinstance(node, ast.Call) and _is_dynamic_import(node.func) and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                modules.add(first.value)
+    return modules
+
+
+def _is_dynamic_import(func: ast.expr) -> bool:
+    if isinstance(func, ast.Name):
+        return func.id in {"__import__", "import_module"}
+    return isinstance(func, ast.Attribute) and func.attr == "import_module"
 
 
 def imported_roots(source: str) -> set[str]:
-    roots: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            roots.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            roots.add(node.module.split(".")[0])
-    return roots
+    return {name.split(".")[0] for name in imported_modules(source)}
 
 
 def test_there_are_pure_files() -> None:
-    assert PURE_FILES
+    assert len(PURE_FILES) > 20
+    assert len(ALL_FILES) > len(PURE_FILES)
 
 
-@pytest.mark.parametrize("path", PURE_FILES, ids=lambda p: str(p.relative_to(PACKAGE)))
+@pytest.mark.parametrize("path", PURE_FILES, ids=_rel)
 def test_pure_module_does_no_io(path: Path) -> None:
     bad = imported_roots(path.read_text()) & FORBIDDEN
     assert not bad, f"{path} imports {sorted(bad)}"
 
 
+@pytest.mark.parametrize("path", PURE_FILES, ids=_rel)
+def test_inner_ring_imports_only_inwards(path: Path) -> None:
+    allowed = ALLOWED_INWARD[path.relative_to(PACKAGE).parts[0]]
+    own = {m for m in imported_modules(path.read_text()) if m.split(".")[0] == "asyncmongo"}
+    bad = sorted(m for m in own if not any(m == a or m.startswith(a + ".") for a in allowed))
+    assert not bad, f"{path} reaches outwards to {bad}"
+
+
+@pytest.mark.parametrize("path", ALL_FILES, ids=_rel)
+def test_package_never_imports_pymongo(path: Path) -> None:
+    bad = imported_roots(path.read_text()) & PEER_PACKAGES
+    assert not bad, f"{path} imports {sorted(bad)} (PyMongo is a test/benchmark peer only)"
+
+
 def test_the_checker_sees_imports() -> None:
     assert imported_roots("import asyncio\nfrom time import monotonic\n") == {"asyncio", "time"}
+
+
+def test_the_checker_sees_peer_and_dynamic_imports() -> None:
+    source = (
+        "import bson.json_util\nfrom pymongo import MongoClient\n"
+        "import importlib\nimportlib.import_module('gridfs')\n__import__('motor.core')\n"
+        "from . import bson as ours\n"
+    )
+    assert imported_roots(source) & PEER_PACKAGES == {"bson", "pymongo", "gridfs", "motor"}
+
+
+def test_the_checker_ignores_relative_imports() -> None:
+    assert imported_modules("from .bson import encode\nfrom ..errors import X\n") == set()
