@@ -268,6 +268,8 @@ class AsyncClientSession:
         "_operation_time",
         "_options",
         "_pinned_address",
+        "_pinned_connection",
+        "_pinned_pool",
         "_recovery_token",
         "_server_session",
         "_snapshot_time",
@@ -295,6 +297,9 @@ class AsyncClientSession:
         self._txn_state = TxnState.NONE
         self._txn_options = TransactionOptions()
         self._pinned_address: Any = None
+        #: Load-balanced mode: the connection a transaction runs on, and its pool.
+        self._pinned_connection: Any = None
+        self._pinned_pool: Any = None
         self._recovery_token: Mapping[str, Any] | None = None
         self._txn_writes_unacknowledged = False
 
@@ -694,7 +699,22 @@ class AsyncClientSession:
             self._client._server_sessions_release(server_session)
 
     def _unpin(self) -> None:
+        """Forget the pinned mongos; give a pinned connection back to its pool."""
         self._pinned_address = None
+        conn, pool = self._pinned_connection, self._pinned_pool
+        self._pinned_connection = self._pinned_pool = None
+        if conn is not None and pool is not None:
+            pool.check_in(conn)
+
+    def _pin_connection(self, conn: Any, pool: Any, address: Any) -> None:
+        """Load balancers spec: a transaction keeps its first connection until it ends."""
+        self._pinned_connection = conn
+        self._pinned_pool = pool
+        self._pinned_address = address
+
+    def _drop_pinned_connection(self) -> None:
+        """The pinned connection broke and its pool discarded it."""
+        self._pinned_connection = self._pinned_pool = None
 
     def _client_transaction_defaults(self) -> TransactionOptions:
         client = self._client

@@ -78,6 +78,12 @@ class OperationSession(Protocol):
 
     def _release(self) -> None: ...
 
+    _pinned_connection: Any
+
+    def _pin_connection(self, conn: Any, pool: Any, address: Any) -> None: ...
+
+    def _drop_pinned_connection(self) -> None: ...
+
 
 def is_retryable_write_operation(op: Any) -> bool:
     """Retryable writes spec, "Supported Write Operations": insert, single-document update
@@ -247,6 +253,10 @@ class SessionOperation(Generic[T]):
         if self.retry_reads:
             return is_retryable_read_error(exc)
         return False
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.step is not None and bool(self.step.in_transaction)
 
     def failed(self, exc: BaseException) -> None:
         """Label a retryable write's error; tell the session (dirty server session,

@@ -28,13 +28,12 @@ from asyncmongo.bson import CodecOptions
 from asyncmongo.core.address import Address
 from asyncmongo.core.error_policy import (
     ApplicationError,
-    ErrorPhase,
     is_state_change_error,
 )
 from asyncmongo.core.operations.base import Operation, Target
 from asyncmongo.core.sdam.types import TopologyType
 from asyncmongo.core.selection import Selection
-from asyncmongo.errors import MongoError, NotPrimaryError, OperationFailure, PoolClosedError
+from asyncmongo.errors import MongoError, NotPrimaryError, OperationFailure
 from asyncmongo.runtime.attempt import ClusterTimeKeeper, OperationSession, SessionOperation
 from asyncmongo.runtime.connection import Connection
 from asyncmongo.runtime.server import Server
@@ -164,8 +163,8 @@ class Executor:
             attempt.sharded = sharded
             server.operation_count += 1
             try:
-                conn = await self._check_out(server, deadline)
-                result = await self._run_operation(server, conn, attempt, deadline, operation_id)
+                conn, runs_on = await self._connection_for(attempt, server, deadline)
+                result = await self._run_operation(runs_on, conn, attempt, deadline, operation_id)
                 return result, server.address
             except Exception as exc:
                 attempt.failed(exc)
@@ -183,6 +182,24 @@ class Executor:
                 raise
             finally:
                 server.operation_count -= 1
+
+    async def _connection_for(
+        self, attempt: SessionOperation[Any], server: Server, deadline: float | None
+    ) -> tuple[Connection, Any]:
+        """A checked-out connection and the server to run on: in load-balanced mode a
+        transaction runs on the connection its session pinned (load balancers spec), which
+        ``_PinnedServer`` keeps out of the pool until the session unpins it."""
+        session = attempt.session
+        if session is None or not attempt.in_transaction:
+            return await self._check_out(server, deadline), server
+        pinned = session._pinned_connection
+        if pinned is not None:
+            return pinned, _PinnedServer(server, session)
+        conn = await self._check_out(server, deadline)
+        if self._topology.description.topology_type is not TopologyType.LOAD_BALANCED:
+            return conn, server
+        session._pin_connection(conn, server.pool, server.address)
+        return conn, _PinnedServer(server, session)
 
     async def _server_for(
         self,
@@ -254,21 +271,9 @@ class Executor:
             server.operation_count -= 1
 
     async def _check_out(self, server: Server, deadline: float | None) -> Connection:
-        """A connection; an establishment error goes to SDAM first (a network error before
-        the handshake completes changes nothing, an authentication error marks Unknown)."""
-        pool = server.pool
-        generation = pool.generation
-        try:
-            return await pool.check_out(deadline)
-        except PoolClosedError:
-            raise
-        except Exception as exc:
-            failed_auth = isinstance(exc, OperationFailure)
-            phase = ErrorPhase.AUTHENTICATING if failed_auth else ErrorPhase.CONNECTING
-            await self._topology.handle_application_error(
-                server.address, exc, generation, phase=phase
-            )
-            raise
+        """A connection from the server's pool. Establishment errors already went to SDAM
+        (``runtime.establish``: it alone knows whether authentication had begun)."""
+        return await server.pool.check_out(deadline)
 
     async def _run(
         self,
@@ -314,6 +319,38 @@ class Executor:
             pool.check_in(conn)
         _raise_for_reply(reply)
         return reply
+
+
+class _PinnedPool:
+    """The pool as a pinned connection sees it: check-in keeps it pinned to the session;
+    a discard (broken or cancelled) also unpins it."""
+
+    __slots__ = ("_pool", "_session")
+
+    def __init__(self, pool: Any, session: OperationSession) -> None:
+        self._pool = pool
+        self._session = session
+
+    @property
+    def generation(self) -> int:
+        return int(self._pool.generation)
+
+    def check_in(self, conn: Connection) -> None:
+        """Stays with the session (given back when the transaction ends)."""
+
+    def discard(self, conn: Connection, exc: BaseException | None = None) -> None:
+        self._session._drop_pinned_connection()
+        self._pool.discard(conn, exc)
+
+
+class _PinnedServer:
+    """A server whose pool is the session's pinned connection (see _PinnedPool)."""
+
+    __slots__ = ("address", "pool")
+
+    def __init__(self, server: Server, session: OperationSession) -> None:
+        self.address = server.address
+        self.pool = _PinnedPool(server.pool, session)
 
 
 def _raise_for_reply(reply: Mapping[str, Any]) -> None:

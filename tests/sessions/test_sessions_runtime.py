@@ -389,3 +389,35 @@ async def test_cancelled_with_transaction_leaves_the_session_usable(rs: ReplicaS
         await session.with_transaction(quick)
     assert [d["_id"] for d in await coll.find({}).to_list()] == [2]
     await client.close()
+
+
+async def test_load_balanced_transaction_pins_one_connection() -> None:
+    from asyncmongo.testing import LoadBalanced
+
+    async with LoadBalanced() as lb:
+        recorder = Recorder()
+        client = AsyncMongoClient(lb.uri, event_listeners=[recorder])
+        coll = client.db.c
+        await coll.insert_one({"_id": 0})
+        recorder.clear()
+        async with client.start_session() as session:
+            session.start_transaction()
+            others = [asyncio.create_task(coll.find_one({"_id": 0})) for _ in range(3)]
+            await coll.insert_one({"_id": 1}, session=session)
+            await asyncio.gather(*others)
+            await coll.insert_one({"_id": 2}, session=session)
+            assert session._pinned_address is not None
+            assert _in_use(client) == 1  # the transaction's connection stays checked out
+            await session.commit_transaction()
+            in_transaction = [
+                e.driver_connection_id
+                for e in recorder.events
+                if type(e).__name__ == "CommandStartedEvent"
+                and e.command_name in ("insert", "commitTransaction")
+            ]
+            assert len(in_transaction) == 3 and len(set(in_transaction)) == 1
+            await coll.find_one({"_id": 1}, session=session)  # outside: unpinned
+            assert session._pinned_address is None
+        assert _in_use(client) == 0
+        assert await coll.count_documents({}) == 3
+        await client.close()
