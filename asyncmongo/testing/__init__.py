@@ -45,7 +45,9 @@ a cursor opened on one member can be continued on another; a stopped primary sta
 in the other members' hello until :meth:`ReplicaSet.step_down` or :meth:`ReplicaSet.elect`
 unless ``ReplicaSet(election_timeout_ms=...)`` asks for automatic elections; a removed member
 is stopped rather than left running with "no valid replica set config"; ``maxTimeMS`` is
-enforced only against a fail point's ``blockConnection`` (MaxTimeMSExpired, 50). Write
+enforced only against a fail point's ``blockConnection`` (MaxTimeMSExpired, 50); a plain
+write to a document an open transaction holds waits at most 0.3 s for the transaction to end
+(mongod waits until ``maxTimeMS``), then fails with WriteConflict (112). Write
 concern counts reachable data-bearing members: stop enough of them and ``w: "majority"``
 waits, or fails after ``wtimeout`` with WriteConcernFailed (64).
 """

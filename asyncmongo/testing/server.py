@@ -54,6 +54,11 @@ NO_AUTH_COMMANDS = HELLO_NAMES | {"saslStart", "saslContinue", "authenticate", "
 _ENVELOPE = frozenset({"$db", "$readPreference", "$clusterTime", "apiVersion", "apiStrict",
                        "apiDeprecationErrors", "$audit", "maxTimeMS"})
 
+#: Pauses (seconds) between tries of a plain write an open transaction's document lock refused:
+#: mongod blocks the write until the transaction ends, the synchronous store answers
+#: WriteConflict at once, so the front end waits a little (0.3 s in all) before giving up.
+LOCK_WAIT_PAUSES = (0.005, 0.01, 0.02, 0.04, 0.08, 0.145)
+
 StepDownHook = Callable[["SimServer"], Awaitable[None]]
 
 
@@ -582,11 +587,24 @@ class SimServer:
             refused = write_concern.standalone_refusal(command.get("writeConcern"))
             if refused is not None:
                 return refused
-        reply = self.store.handle(db, body)
+        reply = await self._handle_in_store(name, db, body)
         if name in WRITE_COMMANDS and self.replica_set is not None and reply.get("ok"):
             self.replica_set.record_write(_now())
             return await self._wait_for_write_concern(command.get("writeConcern"), reply)
         return reply
+
+    async def _handle_in_store(self, name: str, db: str, body: Mapping[str, Any]
+                               ) -> dict[str, Any]:
+        """Run the command in the store. A plain write refused because an open transaction
+        holds its document (112 without labels) that wrote nothing is tried again after
+        short pauses, as mongod waits for the lock; then the 112 goes out as it came."""
+        for pause in LOCK_WAIT_PAUSES:
+            version = self.store.transactions.version
+            reply = self.store.handle(db, body)
+            if not _locked_out(name, body, reply) or self.store.transactions.version != version:
+                return reply
+            await asyncio.sleep(pause)
+        return self.store.handle(db, body)
 
     async def _wait_for_write_concern(self, concern: Any, reply: dict[str, Any]
                                       ) -> dict[str, Any]:
@@ -663,6 +681,13 @@ class FailPointHandle:
 
 def _strip(command: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in command.items() if key not in _ENVELOPE}
+
+
+def _locked_out(name: str, command: Mapping[str, Any], reply: Mapping[str, Any]) -> bool:
+    """A plain (non-transaction) write the store refused with an unlabelled WriteConflict:
+    an open transaction holds a document it writes."""
+    return (name in WRITE_COMMANDS and "autocommit" not in command and reply.get("code") == 112
+            and "errorLabels" not in reply)
 
 
 def _secondary_ok(command: Mapping[str, Any]) -> bool:
