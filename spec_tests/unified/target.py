@@ -39,6 +39,9 @@ SIMULATED_VERSION: Final = (7, 0, 0)
 #: With auth on, the simulated deployments have this user (SCRAM-SHA-1 and -256).
 SIMULATED_USER: Final = ("unified-user", "unified-pencil")
 _SIMULATED_MECHANISMS: Final = ("SCRAM-SHA-1", "SCRAM-SHA-256")
+#: The simulator has the test commands (configureFailPoint), like mongod with
+#: enableTestCommands; it answers getParameter with no values, so they are stated here.
+_SIMULATED_PARAMETERS: Final = {"enableTestCommands": True}
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +61,8 @@ class Target:
 def simulated_info(topology: str, auth: bool = False) -> ServerInfo:
     """What runOnRequirements see of a simulated deployment."""
     mechanisms = _SIMULATED_MECHANISMS if auth else ()
-    return ServerInfo(SIMULATED_VERSION, topology, auth=auth, auth_mechanisms=mechanisms)
+    return ServerInfo(SIMULATED_VERSION, topology, auth=auth, auth_mechanisms=mechanisms,
+                      server_parameters=_SIMULATED_PARAMETERS)
 
 
 def choose_deployment(file_requirements: Sequence[Mapping[str, Any]],
