@@ -34,10 +34,11 @@ from asyncmongo.core.selection import PRIMARY, ReadPreference, Selection
 from asyncmongo.core.uri import ClientOptions
 from asyncmongo.core.uri.parse import parse
 from asyncmongo.core.wire.compression import CompressionSettings
-from asyncmongo.errors import InvalidOperation, OperationFailure
+from asyncmongo.errors import InvalidOperation
 from asyncmongo.monitoring import Listeners
 from asyncmongo.runtime.auth import CredentialAuthenticator
-from asyncmongo.runtime.connection import Connection, ConnectionSettings, connect
+from asyncmongo.runtime.connection import Connection, ConnectionSettings
+from asyncmongo.runtime.establish import Establisher
 from asyncmongo.runtime.executor import Executor
 from asyncmongo.runtime.monitor import Monitor, MonitorSettings, streaming_enabled
 from asyncmongo.runtime.network import TlsSettings
@@ -241,19 +242,10 @@ class AsyncMongoClient(ClientSessions, ClientApi):
             else None
         )
 
-        async def establish(connection_id: int) -> Connection:
-            return await connect(
-                address, settings, id=connection_id, authenticator=authenticator
-            )
+        async def report(exc: BaseException, generation: int, phase: ErrorPhase) -> None:
+            await topology.handle_application_error(address, exc, generation, phase=phase)
 
-        def background_error(exc: BaseException) -> None:
-            # The minPoolSize filler failed to establish: SDAM as for a checkout's failure.
-            failed_auth = isinstance(exc, OperationFailure)
-            phase = ErrorPhase.AUTHENTICATING if failed_auth else ErrorPhase.CONNECTING
-            tasks.spawn_unless_closed(
-                topology.handle_application_error(address, exc, pool.generation, phase=phase),
-                "asyncmongo-sdam-error",
-            )
+        establish = Establisher(address, settings, authenticator, lambda: pool.generation, report)
 
         pool: Pool[Connection] = Pool(
             address,
@@ -261,7 +253,6 @@ class AsyncMongoClient(ClientSessions, ClientApi):
             establish,
             listener=self._listeners.publish if self._listeners else None,
             spawn=lambda coro: tasks.spawn(coro, "asyncmongo-pool-maintenance"),
-            on_background_error=background_error,
         )
         server = Server(address, pool, None)
         if not options.load_balanced:

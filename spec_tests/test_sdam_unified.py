@@ -40,6 +40,10 @@ SKIPS: dict[tuple[str, str], str] = {
     ("insert-shutdown-error.json", "Concurrent shutdown error on insert"): _SHUTDOWN_TV,
     ("minPoolSize-error.json", "Server error on minPoolSize background creation"): _SHUTDOWN_TV,
     (
+        "auth-shutdown-error.json",
+        "Reset server and pool after shutdown error during authentication",
+    ): _SHUTDOWN_TV,
+    (
         "pool-clear-application-error.json",
         "Pool is cleared before application connection is checked into the pool",
     ): _CHECK_IN_ORDER,

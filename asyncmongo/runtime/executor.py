@@ -20,7 +20,8 @@ error is (retryable writes spec).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import functools
+from collections.abc import Callable, Collection, Mapping
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
@@ -47,6 +48,10 @@ T = TypeVar("T")
 bound_session: ContextVar[Any] = ContextVar("asyncmongo_bound_session", default=None)
 NO_WRITES_PERFORMED = "NoWritesPerformed"
 _CURSOR_OPS = frozenset({"getMore", "killCursors"})
+_TXN_END = frozenset({"commitTransaction", "abortTransaction"})
+#: Commands that may leave a server cursor open (pinned to its connection behind a load
+#: balancer).
+_CURSOR_OPENERS = frozenset({"find", "aggregate", "listCollections", "listIndexes"})
 #: Sessions spec: commands that never take a session (endSessions names the ones to end).
 _SESSIONLESS = frozenset(
     {
@@ -70,7 +75,7 @@ class Executor:
     topology alone) operations run without sessions and without retries.
     """
 
-    __slots__ = ("_topology", "clock", "cursor_sessions", "sessions")
+    __slots__ = ("_topology", "clock", "cursor_connections", "cursor_sessions", "sessions")
 
     def __init__(self, topology: Topology) -> None:
         self._topology = topology
@@ -78,6 +83,8 @@ class Executor:
         self.sessions: Any = None
         #: (server, cursor id) -> the session its getMore/killCursors must use.
         self.cursor_sessions: dict[tuple[Address, int], OperationSession] = {}
+        #: Load-balanced mode: (server, cursor id) -> (its pinned connection, that pool).
+        self.cursor_connections: dict[tuple[Address, int], tuple[Connection, Any]] = {}
 
     async def run_operation(
         self,
@@ -162,11 +169,14 @@ class Executor:
             sharded = self._topology.description.topology_type is TopologyType.SHARDED
             attempt.sharded = sharded
             server.operation_count += 1
+            runs_on: Any = None
             try:
                 conn, runs_on = await self._connection_for(attempt, server, deadline)
                 result = await self._run_operation(runs_on, conn, attempt, deadline, operation_id)
+                self._settle_cursor_connection(attempt, server, runs_on, result)
                 return result, server.address
             except Exception as exc:
+                self._settle_cursor_connection(attempt, server, runs_on, None)
                 attempt.failed(exc)
                 if first_error is None and attempt.may_retry(exc):
                     first_error = exc
@@ -183,6 +193,27 @@ class Executor:
             finally:
                 server.operation_count -= 1
 
+    def _settle_cursor_connection(
+        self, attempt: SessionOperation[Any], server: Server, runs_on: Any, result: Any
+    ) -> None:
+        """Load balancers spec: a cursor keeps the connection that opened it until it is
+        exhausted or killed (``result`` None: the command failed)."""
+        pool = getattr(runs_on, "pool", None)
+        cursor_id = getattr(result, "cursor_id", 0) if result is not None else 0
+        if isinstance(pool, _HeldPool):
+            if pool.held is not None and isinstance(cursor_id, int) and cursor_id:
+                self.cursor_connections[(server.address, cursor_id)] = (pool.held, server.pool)
+                pool.held = None
+            pool.release()
+            return
+        if attempt.name not in _CURSOR_OPS or not isinstance(pool, _PinnedPool):
+            return
+        key = (server.address, getattr(attempt.op, "cursor_id", 0))
+        if attempt.name == "killCursors" or (result is not None and cursor_id == 0):
+            pin = self.cursor_connections.pop(key, None)
+            if pin is not None:
+                pin[1].check_in(pin[0])
+
     async def _connection_for(
         self, attempt: SessionOperation[Any], server: Server, deadline: float | None
     ) -> tuple[Connection, Any]:
@@ -190,16 +221,36 @@ class Executor:
         transaction runs on the connection its session pinned (load balancers spec), which
         ``_PinnedServer`` keeps out of the pool until the session unpins it."""
         session = attempt.session
+        if attempt.name in _CURSOR_OPS:
+            key = (server.address, getattr(attempt.op, "cursor_id", 0))
+            pin = self.cursor_connections.get(key)
+            if pin is not None:
+                conn, pool = pin
+                unpin: Callable[[], object] = functools.partial(
+                    self.cursor_connections.pop, key, None
+                )
+                return conn, _PinnedServer(server.address, _PinnedPool(pool, unpin))
         if session is None or not attempt.in_transaction:
-            return await self._check_out(server, deadline), server
+            conn = await self._check_out(server, deadline)
+            if (
+                attempt.name in _CURSOR_OPENERS
+                and self._topology.description.topology_type is TopologyType.LOAD_BALANCED
+            ):
+                return conn, _PinnedServer(server.address, _HeldPool(server.pool))
+            return conn, server
         pinned = session._pinned_connection
         if pinned is not None:
-            return pinned, _PinnedServer(server, session)
+            unpin = session._drop_pinned_connection
+            return pinned, _PinnedServer(server.address, _PinnedPool(server.pool, unpin))
         conn = await self._check_out(server, deadline)
-        if self._topology.description.topology_type is not TopologyType.LOAD_BALANCED:
+        if (
+            self._topology.description.topology_type is not TopologyType.LOAD_BALANCED
+            or attempt.name in _TXN_END  # a retried commit after an unpinning pins nothing
+        ):
             return conn, server
         session._pin_connection(conn, server.pool, server.address)
-        return conn, _PinnedServer(server, session)
+        unpin = session._drop_pinned_connection
+        return conn, _PinnedServer(server.address, _PinnedPool(server.pool, unpin))
 
     async def _server_for(
         self,
@@ -322,35 +373,63 @@ class Executor:
 
 
 class _PinnedPool:
-    """The pool as a pinned connection sees it: check-in keeps it pinned to the session;
-    a discard (broken or cancelled) also unpins it."""
+    """The pool as a pinned connection sees it: check-in keeps it pinned (to a session's
+    transaction or a cursor); a discard (broken or cancelled) also unpins it."""
 
-    __slots__ = ("_pool", "_session")
+    __slots__ = ("_pool", "_unpin")
 
-    def __init__(self, pool: Any, session: OperationSession) -> None:
+    def __init__(self, pool: Any, unpin: Callable[[], object]) -> None:
         self._pool = pool
-        self._session = session
+        self._unpin = unpin
 
     @property
     def generation(self) -> int:
         return int(self._pool.generation)
 
     def check_in(self, conn: Connection) -> None:
-        """Stays with the session (given back when the transaction ends)."""
+        """Stays pinned (given back when its transaction or cursor ends)."""
 
     def discard(self, conn: Connection, exc: BaseException | None = None) -> None:
-        self._session._drop_pinned_connection()
+        self._unpin()
         self._pool.discard(conn, exc)
 
 
+class _HeldPool:
+    """A cursor-opening command's pool in load-balanced mode: the check-in is held until the
+    reply says whether a cursor stays open (then the connection is pinned to it)."""
+
+    __slots__ = ("_pool", "held")
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+        self.held: Connection | None = None
+
+    @property
+    def generation(self) -> int:
+        return int(self._pool.generation)
+
+    def check_in(self, conn: Connection) -> None:
+        self.held = conn
+
+    def discard(self, conn: Connection, exc: BaseException | None = None) -> None:
+        self.held = None
+        self._pool.discard(conn, exc)
+
+    def release(self) -> None:
+        """Give a held connection back (no cursor, or the command failed)."""
+        conn, self.held = self.held, None
+        if conn is not None:
+            self._pool.check_in(conn)
+
+
 class _PinnedServer:
-    """A server whose pool is the session's pinned connection (see _PinnedPool)."""
+    """A server whose pool is a _PinnedPool or a _HeldPool."""
 
     __slots__ = ("address", "pool")
 
-    def __init__(self, server: Server, session: OperationSession) -> None:
-        self.address = server.address
-        self.pool = _PinnedPool(server.pool, session)
+    def __init__(self, address: Address, pool: _PinnedPool | _HeldPool) -> None:
+        self.address = address
+        self.pool = pool
 
 
 def _raise_for_reply(reply: Mapping[str, Any]) -> None:

@@ -39,7 +39,6 @@ from asyncmongo.core.sdam.events import SdamEvent, ServerClosedEvent, ServerOpen
 from asyncmongo.core.sdam.server_description import ServerDescription
 from asyncmongo.core.sdam.settings import TopologySettings
 from asyncmongo.core.sdam.topology_description import TopologyDescription
-from asyncmongo.core.sdam.types import TopologyType
 from asyncmongo.core.selection import Selection, select_server
 from asyncmongo.errors import ConfigurationError, InvalidOperation, ServerSelectionTimeoutError
 from asyncmongo.monitoring import Listeners
@@ -429,8 +428,6 @@ class Topology:
 
     def _log_server_monitoring(self, event: SdamEvent, log: bool) -> None:
         if not log or not isinstance(event, ServerOpeningEvent | ServerClosedEvent):
-            return
-        if self._description.topology_type is TopologyType.LOAD_BALANCED:
             return
         started = isinstance(event, ServerOpeningEvent)
         sdam_log.SDAM_LOGGER.debug(

@@ -1,0 +1,85 @@
+"""Opening a pooled connection, with SDAM told about a failure before the pool reacts to it.
+
+SDAM "Network error when reading or writing" distinguishes where establishment failed: a
+network error or timeout while connecting or in the hello changes nothing, one during the
+authentication step marks the server Unknown and clears the pool, and a command error in
+either (a failing hello, a refused authentication, a shutdown error) does too. Only the code
+that drives the handshake knows which step failed, so the pool's ``establish`` factory is this
+object: it records when authentication starts and hands the error, with its phase and the
+pool generation the connection was made in, to the topology before re-raising it. The pool
+then closes the half-made connection and fails the checkout, so events come out in the order
+the spec tests expect (PoolCleared before ConnectionClosed and ConnectionCheckOutFailed), for
+checkouts and for the minPoolSize filler alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from asyncmongo.core.address import Address
+from asyncmongo.core.error_policy import ErrorPhase
+from asyncmongo.runtime.connection import Authenticator, Connection, ConnectionSettings, connect
+
+__all__ = ["Establisher"]
+
+ReportError = Callable[[BaseException, int, ErrorPhase], Awaitable[None]]
+
+
+class _PhaseRecorder:
+    """An Authenticator that notes when the authentication step begins."""
+
+    __slots__ = ("_inner", "authenticating")
+
+    def __init__(self, inner: Authenticator) -> None:
+        self._inner = inner
+        self.authenticating = False
+
+    @property
+    def sasl_supported_mechs(self) -> str | None:
+        return self._inner.sasl_supported_mechs
+
+    def speculative_document(self) -> Mapping[str, Any] | None:
+        return self._inner.speculative_document()
+
+    async def authenticate(
+        self, conn: Connection, hello_reply: Mapping[str, Any], *, deadline: float | None = None
+    ) -> None:
+        self.authenticating = True
+        await self._inner.authenticate(conn, hello_reply, deadline=deadline)
+
+
+class Establisher:
+    """The pool's ``establish(connection_id)`` for one server."""
+
+    __slots__ = ("_address", "_authenticator", "_generation", "_report", "_settings")
+
+    def __init__(
+        self,
+        address: Address,
+        settings: ConnectionSettings,
+        authenticator: Authenticator | None,
+        generation: Callable[[], int],
+        report: ReportError,
+    ) -> None:
+        self._address = address
+        self._settings = settings
+        self._authenticator = authenticator
+        self._generation = generation
+        self._report = report
+
+    def __repr__(self) -> str:
+        return f"<Establisher {self._address}>"
+
+    async def __call__(self, connection_id: int) -> Connection:
+        generation = self._generation()
+        recorder = _PhaseRecorder(self._authenticator) if self._authenticator else None
+        try:
+            return await connect(
+                self._address, self._settings, id=connection_id, authenticator=recorder
+            )
+        except Exception as exc:
+            authenticating = recorder is not None and recorder.authenticating
+            phase = ErrorPhase.AUTHENTICATING if authenticating else ErrorPhase.CONNECTING
+            await self._report(exc, generation, phase)
+            raise
