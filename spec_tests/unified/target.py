@@ -216,8 +216,7 @@ async def _probe(client: AsyncMongoClient) -> ServerInfo:
                       shards_are_replica_sets=topology in ("sharded", "load-balanced"),
                       server_parameters=params)
     mechanisms = params.get("authenticationMechanisms", ())
-    auth = client.options.credential is not None if hasattr(client.options, "credential") \
-        else False
+    auth = client.options.credential is not None
     return replace(info, auth=auth, auth_mechanisms=tuple(mechanisms))
 
 
