@@ -372,6 +372,13 @@ async def _drop_database(ctx: OperationContext, obj: Any, kwargs: dict[str, Any]
     return None
 
 
+async def _append_metadata(ctx: OperationContext, obj: Any, kwargs: dict[str, Any]) -> Any:
+    """mongodb-handshake: appendMetadata(driverInfoOptions) is PyMongo's append_metadata."""
+    info = _pop(kwargs, "driver_info_options")
+    await call_api(obj, "append_metadata", dict(info))
+    return None
+
+
 for _name, _handler in {
     "listDatabases": _method("list_databases", iterate=True),
     # listDatabaseObjects / listCollectionObjects: the spec's optional model-object
@@ -381,6 +388,7 @@ for _name, _handler in {
     "listDatabaseNames": _method("list_database_names"),
     "clientBulkWrite": _client_bulk_write,
     "close": _close,
+    "appendMetadata": _append_metadata,
 }.items():
     _register(_CLIENT, _name, _handler)
 
