@@ -295,7 +295,7 @@ class AsyncClientSession:
         self._operation_time: Timestamp | None = None
         self._snapshot_time: Timestamp | None = None
         self._txn_state = TxnState.NONE
-        self._txn_options = TransactionOptions()
+        self._txn_options = _NO_TRANSACTION_OPTIONS
         self._pinned_address: Any = None
         #: Load-balanced mode: the connection a transaction runs on, and its pool.
         self._pinned_connection: Any = None
@@ -552,7 +552,7 @@ class AsyncClientSession:
             )
         self._check_not_ended()
         if name in ("commitTransaction", "abortTransaction"):
-            return SessionStep(in_transaction=True, starting=False)
+            return _STEP_ENDING_TRANSACTION
         if self._txn_state.in_transaction:
             # Transactions spec: an operation's own write concern is ignored in a
             # transaction (even w:0): it runs acknowledged, the commit carries the concern.
@@ -566,7 +566,7 @@ class AsyncClientSession:
         if self._txn_state is not TxnState.NONE:
             self._txn_state = transition(self._txn_state, TxnAction.OPERATE).state
             self._unpin()
-        return SessionStep(in_transaction=False, starting=False)
+        return _STEP_OUTSIDE_TRANSACTION
 
     def _transaction_target(self, target: Target, *, own_preference: bool = False) -> Target:
         """In a transaction: the transaction's read preference (unless the operation's own
@@ -736,6 +736,13 @@ class SessionStep:
     starting: bool
 
 
+# Frozen, so shared: every operation's implicit session and step used to build these anew.
+_IMPLICIT_OPTIONS = SessionOptions()
+_NO_TRANSACTION_OPTIONS = TransactionOptions()
+_STEP_OUTSIDE_TRANSACTION = SessionStep(in_transaction=False, starting=False)
+_STEP_ENDING_TRANSACTION = SessionStep(in_transaction=True, starting=False)
+
+
 class _TransactionContext:
     """``async with session.start_transaction():`` commits on success, aborts on error."""
 
@@ -852,7 +859,7 @@ class ClientSessions:
         return AsyncClientSession(cast("AsyncMongoClient", self), options)
 
     def _implicit_session(self) -> AsyncClientSession:
-        return AsyncClientSession(cast("AsyncMongoClient", self), SessionOptions(), implicit=True)
+        return AsyncClientSession(cast("AsyncMongoClient", self), _IMPLICIT_OPTIONS, implicit=True)
 
     def _session_pool(self) -> ServerSessionPool:
         pool = self._server_session_pool
