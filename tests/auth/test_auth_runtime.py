@@ -97,7 +97,7 @@ async def handshake(
     if speculative is not None:
         hello["speculativeAuthenticate"] = speculative
     reply = server.hello(hello)
-    await authenticator.authenticate(server, reply, deadline=deadline)  # type: ignore[arg-type]
+    await authenticator.authenticate(server, reply, deadline=deadline)
     return hello
 
 
@@ -271,8 +271,8 @@ async def test_shared_authenticator_matches_speculative_replies_by_nonce(
     reply_1 = first.hello({"speculativeAuthenticate": authenticator.speculative_document()})
     reply_2 = second.hello({"speculativeAuthenticate": authenticator.speculative_document()})
     assert "2 speculative pending" in repr(authenticator)
-    await authenticator.authenticate(second, reply_2)  # type: ignore[arg-type]
-    await authenticator.authenticate(first, reply_1)  # type: ignore[arg-type]
+    await authenticator.authenticate(second, reply_2)
+    await authenticator.authenticate(first, reply_1)
     assert names(first) == names(second) == ["saslContinue"]
     assert "0 speculative pending" in repr(authenticator)
     for server in (first, second):
@@ -286,7 +286,7 @@ async def test_unmatched_speculative_reply_falls_back_to_a_full_conversation(
     stranger = CredentialAuthenticator(negotiate("both", "both"))
     reply = server.hello({"speculativeAuthenticate": stranger.speculative_document()})
     authenticator = CredentialAuthenticator(negotiate("both", "both"))
-    await authenticator.authenticate(server, reply)  # type: ignore[arg-type]
+    await authenticator.authenticate(server, reply)
     assert names(server) == ["saslStart", "saslContinue"]
 
 
@@ -319,7 +319,7 @@ async def test_reauthenticate_runs_a_fresh_conversation_without_hello(
     server = FakeMongod(users)
     authenticator = CredentialAuthenticator(negotiate(user, user))
     hello = {"saslSupportedMechs": users.sasl_supported_mechs(f"admin.{user}")}
-    await authenticator.reauthenticate(server, hello)  # type: ignore[arg-type]
+    await authenticator.reauthenticate(server, hello)
     assert names(server) == ["saslStart", "saslContinue"]
     assert server.commands[0][1]["mechanism"] == mechanism
     assert [u.name for u in server.sasl.authenticated_users] == [user]

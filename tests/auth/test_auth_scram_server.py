@@ -188,6 +188,12 @@ class PyMongoPeerConnection:
         return decoded
 
 
+def _peer(server: SaslServer) -> Any:
+    """A PyMongoPeerConnection typed as what PyMongo's SCRAM code declares it takes
+    (its AsyncConnection), which the peer only imitates."""
+    return PyMongoPeerConnection(server)
+
+
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-1", "SCRAM-SHA-256"])
 @pytest.mark.parametrize(("user", "password"), [("both", "both"), ("\u2168", "I\u00adV")])
 async def test_pymongo_scram_client_authenticates_against_our_server(
@@ -201,10 +207,10 @@ async def test_pymongo_scram_client_authenticates_against_our_server(
         # SCRAM-SHA-1 digests the password as given: only the exact password works.
         with pytest.raises(PyMongoOperationFailure):
             await pymongo_auth._authenticate_scram(
-                credentials, PyMongoPeerConnection(server), mechanism
+                credentials, _peer(server), mechanism
             )
         return
-    await pymongo_auth._authenticate_scram(credentials, PyMongoPeerConnection(server), mechanism)
+    await pymongo_auth._authenticate_scram(credentials, _peer(server), mechanism)
     assert [u.name for u in server.authenticated_users] == [user]
 
 
@@ -212,7 +218,7 @@ async def test_pymongo_wrong_password_gets_code_18(users: UserDirectory) -> None
     credentials = _build_credentials_tuple("SCRAM-SHA-256", "admin", "both", "no", {}, None)
     with pytest.raises(PyMongoOperationFailure) as info:
         await pymongo_auth._authenticate_scram(
-            credentials, PyMongoPeerConnection(SaslServer(users)), "SCRAM-SHA-256"
+            credentials, _peer(SaslServer(users)), "SCRAM-SHA-256"
         )
     assert info.value.code == 18
 

@@ -541,5 +541,11 @@ def test_datetime_with_a_tzinfo_that_gives_no_offset_is_naive_utc() -> None:
         def utcoffset(self, dt: datetime | None) -> None:
             return None
 
+        def dst(self, dt: datetime | None) -> None:
+            return None
+
+        def tzname(self, dt: datetime | None) -> None:
+            return None
+
     value = datetime(2000, 1, 1, 12, tzinfo=NoOffset())
     assert decode(encode({"d": value}))["d"] == datetime(2000, 1, 1, 12)

@@ -62,7 +62,7 @@ OPTIONS = [
     CodecOptions(document_class=RawBSONDocument),
 ]
 
-_no_nul = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
+_no_nul = st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00")
 keys = st.text(_no_nul, max_size=8)
 cstrings = st.text(_no_nul, max_size=8)
 datetimes = st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31)).map(

@@ -128,7 +128,7 @@ def test_value_object_behaviour() -> None:
     assert pickle.loads(pickle.dumps(value)) == value
     assert copy.deepcopy(value) == value
     with pytest.raises(AttributeError):
-        value._bits = 0  # type: ignore[misc]
+        value._bits = 0
     with pytest.raises(TypeError):
         value + value  # type: ignore[operator]  # the spec forbids arithmetic
 

@@ -57,7 +57,7 @@ def test_uri_shaped_text(tail: str) -> None:
 
 @st.composite
 def mutated(draw: st.DrawFn) -> str:
-    uri = draw(st.sampled_from(VALID_URIS))
+    uri: str = draw(st.sampled_from(VALID_URIS))
     for _ in range(draw(st.integers(1, 4))):
         pos = draw(st.integers(0, len(uri)))
         action = draw(st.sampled_from(["insert", "delete", "replace"]))
