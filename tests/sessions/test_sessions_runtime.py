@@ -421,3 +421,33 @@ async def test_load_balanced_transaction_pins_one_connection() -> None:
         assert _in_use(client) == 0
         assert await coll.count_documents({}) == 3
         await client.close()
+
+
+async def test_load_balanced_cursor_pins_its_connection() -> None:
+    from asyncmongo.testing import LoadBalanced
+
+    async with LoadBalanced() as lb:
+        recorder = Recorder()
+        client = AsyncMongoClient(lb.uri, event_listeners=[recorder])
+        coll = client.db.c
+        await coll.insert_many([{"_id": i} for i in range(10)])
+        recorder.clear()
+        cursor = coll.find({}, batch_size=3)
+        assert (await cursor.next()) == {"_id": 0}
+        assert _in_use(client) == 1  # the open cursor keeps its connection
+        assert await coll.find_one({"_id": 9}) == {"_id": 9}  # others use another one
+        rest = await cursor.to_list()
+        assert len(rest) == 9
+        assert _in_use(client) == 0  # exhausted: the connection went back
+        connections = {
+            e.driver_connection_id
+            for e in recorder.events
+            if type(e).__name__ == "CommandStartedEvent" and e.command_name in ("getMore",)
+        }
+        assert len(connections) == 1
+        cursor = coll.find({}, batch_size=2)
+        await cursor.next()
+        assert _in_use(client) == 1
+        await cursor.close()
+        assert _in_use(client) == 0  # killCursors gave it back
+        await client.close()
