@@ -380,6 +380,9 @@ class AsyncClientSession:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if exc is not None and not isinstance(exc, Exception):
+            self._end_cancelled()  # cancelled: no round trip while unwinding
+            return
         await self.end_session()
 
     async def end_session(self) -> None:
@@ -390,6 +393,12 @@ class AsyncClientSession:
             if self.in_transaction:
                 await self.abort_transaction()
         finally:
+            self._release()
+
+    def _end_cancelled(self) -> None:
+        """``async with`` left by a cancellation: end without awaiting anything."""
+        if not self._ended:
+            self._abandon_transaction()
             self._release()
 
     # -- transactions -------------------------------------------------------------------
@@ -492,10 +501,45 @@ class AsyncClientSession:
                 return result
 
     def _abandon_transaction(self) -> None:
-        """Cancelled mid-transaction: forget it locally (no await while being cancelled)."""
-        if self._txn_state.in_transaction:
-            self._txn_state = TxnState.ABORTED
-        self._unpin()
+        """Cancelled mid-transaction: no await while being cancelled. The session is aborted
+        locally at once (and usable again); a transaction the server already knows is
+        aborted by a background task of the client, on a copy of the server session frozen
+        at this transaction's number (so the session's next transaction cannot race it), and
+        on the pinned connection if there is one (which that task then gives back)."""
+        state = self._txn_state
+        if not state.in_transaction:
+            self._unpin()
+            return
+        self._txn_state = TxnState.ABORTED
+        server_session = self._server_session
+        tasks = getattr(self._client, "_tasks", None)
+        if state is TxnState.STARTING or server_session is None or tasks is None:
+            self._unpin()
+            return
+        ghost = AsyncClientSession(self._client, self._options)
+        ghost._server_session = ServerSession(
+            server_session.session_id, server_session.last_use, server_session.txn_number
+        )
+        ghost._lsid = server_session.lsid
+        ghost._txn_state = TxnState.IN_PROGRESS
+        ghost._txn_options = self._txn_options
+        ghost._recovery_token = self._recovery_token
+        ghost._cluster_time = self._cluster_time
+        ghost._pinned_address = self._pinned_address
+        ghost._pinned_connection, self._pinned_connection = self._pinned_connection, None
+        ghost._pinned_pool, self._pinned_pool = self._pinned_pool, None
+        self._pinned_address = None
+        tasks.spawn_unless_closed(ghost._abort_abandoned(), "asyncmongo-abort-abandoned")
+
+    async def _abort_abandoned(self) -> None:
+        """Background: abort the abandoned transaction; the copied server session is never
+        pooled (the real one still belongs to the session it was copied from)."""
+        try:
+            await self.abort_transaction()
+        finally:
+            self._unpin()
+            self._server_session = None
+            self._ended = True
 
     async def _commit_with_retries(self, start: float) -> bool:
         """True once committed; False to restart the whole transaction (transient error)."""

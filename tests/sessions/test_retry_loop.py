@@ -70,7 +70,12 @@ class ScriptedExecutor(Executor):
         )
 
     async def _server_for(
-        self, target: Target, deadline: float | None, name: str, deprioritized: Any = ()
+        self,
+        target: Target,
+        deadline: float | None,
+        name: str,
+        deprioritized: Any = (),
+        operation_id: int | None = None,
     ) -> Any:
         self.selected.append(list(deprioritized))
         if len(self.selected) > 1 and isinstance(self.outcomes[0], ServerSelectionTimeoutError):

@@ -381,6 +381,10 @@ async def test_cancelled_with_transaction_leaves_the_session_usable(rs: ReplicaS
         with pytest.raises(asyncio.CancelledError):
             await task
         assert not session.in_transaction
+        for _ in range(100):  # the client's background task aborts it on the server
+            if _in_use(client) == 0:
+                break
+            await asyncio.sleep(0.01)
         assert _in_use(client) == 0
 
         async def quick(session: Any) -> None:
@@ -388,6 +392,38 @@ async def test_cancelled_with_transaction_leaves_the_session_usable(rs: ReplicaS
 
         await session.with_transaction(quick)
     assert [d["_id"] for d in await coll.find({}).to_list()] == [2]
+    await client.close()
+
+
+async def test_cancelled_transaction_is_aborted_in_the_background(rs: ReplicaSet) -> None:
+    client, recorder = await _client(rs)
+    coll = client.db.c
+    await coll.insert_one({"_id": 1, "n": 0})
+    started = asyncio.Event()
+
+    async def hold_a_lock() -> None:
+        async with client.start_session() as session:
+            session.start_transaction()
+            await coll.update_one({"_id": 1}, {"$set": {"n": 1}}, session=session)
+            started.set()
+            await asyncio.sleep(10)
+
+    task = asyncio.create_task(hold_a_lock())
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(100):  # the client's background task sends abortTransaction
+        if recorder.started("abortTransaction"):
+            break
+        await asyncio.sleep(0.01)
+    (abort,) = recorder.started("abortTransaction")
+    (update,) = recorder.started("update")
+    assert abort["lsid"] == update["lsid"] and abort["txnNumber"] == update["txnNumber"]
+    # The document lock is gone: a plain write does not conflict.
+    await coll.update_one({"_id": 1}, {"$set": {"n": 2}})
+    assert await coll.find_one({"_id": 1}) == {"_id": 1, "n": 2}
+    assert _in_use(client) == 0
     await client.close()
 
 
