@@ -24,6 +24,14 @@ def test_modes_parse_case_insensitively() -> None:
         Mode.parse("closest")
 
 
+@pytest.mark.parametrize("key", ["tag_sets", "tagSets", "tags"])
+def test_from_document_reads_every_spelling_of_the_tag_sets(key: str) -> None:
+    # unified test format: collectionOptions.readPreference uses tagSets (server-selection
+    # logging/replica-set.json "unsatisfiable read preference" must not select a secondary)
+    preference = ReadPreference.from_document({"mode": "Secondary", key: [{"dc": "ny"}]})
+    assert preference.tag_sets == ({"dc": "ny"},)
+
+
 def test_from_document_and_back() -> None:
     document = {
         "mode": "Secondary",

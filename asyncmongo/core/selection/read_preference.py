@@ -70,10 +70,14 @@ class ReadPreference:
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any]) -> ReadPreference:
-        """From ``{mode, tag_sets | tags, maxStalenessSeconds, hedge}`` (a test or user doc)."""
+        """From ``{mode, tag_sets | tagSets | tags, maxStalenessSeconds, hedge}``: the
+        server-selection tests write ``tag_sets``, the unified test format ``tagSets`` and the
+        wire ``$readPreference`` ``tags``; all three mean the same."""
         if "mode" not in document:
             raise ConfigurationError(f"a read preference needs a mode: {document!r}")
-        tags = document.get("tag_sets", document.get("tags"))
+        tags = next(
+            (document[key] for key in ("tag_sets", "tagSets", "tags") if key in document), None
+        )
         return cls(
             Mode.parse(document["mode"]),
             tuple(tags) if tags is not None else ({},),
