@@ -17,36 +17,12 @@ from spec_tests.unified.target import TargetPool
 
 __all__ = ["target_pool"]
 
-_CHECK_IN_ORDER = (
-    "asyncmongo/runtime/operation_executor.py checks the connection in before the SDAM "
-    "verdict clears the pool, so the connection is not closed as stale and no "
-    "PoolClearedEvent precedes the check-in (asyncmongo/runtime/executor.py has the order "
-    "the spec wants; the fix was reported to the operation executor's owner)"
-)
 _WHERE = (
     "the test blocks a find with $where: 'sleep(2000)', which asyncmongo.testing's store "
     "does not implement (it answers BadValue at once, so no monitor timeout happens)"
 )
 
-_SHUTDOWN_TV = (
-    "asyncmongo.testing stamps shutdown errors (code 91) with the member's current "
-    "topologyVersion, so SDAM rightly ignores them as stale; mongod appends topologyVersion "
-    "to ShutdownErrors only in quiesce mode (NotPrimaryErrors always), so against mongod the "
-    "error is not stale (reported to the simulator's owner)"
-)
-
 SKIPS: dict[tuple[str, str], str] = {
-    ("find-shutdown-error.json", "Concurrent shutdown error on find"): _SHUTDOWN_TV,
-    ("insert-shutdown-error.json", "Concurrent shutdown error on insert"): _SHUTDOWN_TV,
-    ("minPoolSize-error.json", "Server error on minPoolSize background creation"): _SHUTDOWN_TV,
-    (
-        "auth-shutdown-error.json",
-        "Reset server and pool after shutdown error during authentication",
-    ): _SHUTDOWN_TV,
-    (
-        "pool-clear-application-error.json",
-        "Pool is cleared before application connection is checked into the pool",
-    ): _CHECK_IN_ORDER,
     (
         "interruptInUse-pool-clear.json",
         "Connection pool clear uses interruptInUseConnections=true after monitor timeout",

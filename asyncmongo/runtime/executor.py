@@ -157,7 +157,7 @@ class Executor:
         while True:
             try:
                 server = await self._server_for(
-                    attempt.target, deadline, attempt.name, deprioritized
+                    attempt.target, deadline, attempt.name, deprioritized, operation_id
                 )
             except Exception as exc:
                 if first_error is not None:
@@ -258,6 +258,7 @@ class Executor:
         deadline: float | None,
         name: str,
         deprioritized: Collection[Address] = (),
+        operation_id: int | None = None,
     ) -> Server:
         """The pinned server or one selected for the target (OperationExecutor refines it)."""
         if target.address is not None:
@@ -265,7 +266,7 @@ class Executor:
             if server is not None:
                 return server
         return await self._topology.select_server(
-            target.selection, deadline, deprioritized, operation=name
+            target.selection, deadline, deprioritized, operation=name, operation_id=operation_id
         )
 
     async def _run_operation(
@@ -337,7 +338,7 @@ class Executor:
     ) -> dict[str, Any]:
         """Run on a checked-out connection and give it back whatever happens."""
         pool = server.pool
-        generation = pool.generation  # a checked-out connection is of the current generation
+        generation = pool.generation_of(conn)  # the connection's own (its service's, if LB)
         try:
             reply = await conn.command(db, command, deadline=deadline, codec_options=codec_options)
         except BaseException as exc:
@@ -386,6 +387,9 @@ class _PinnedPool:
     def generation(self) -> int:
         return int(self._pool.generation)
 
+    def generation_of(self, conn: Connection) -> int:
+        return int(self._pool.generation_of(conn))
+
     def check_in(self, conn: Connection) -> None:
         """Stays pinned (given back when its transaction or cursor ends)."""
 
@@ -407,6 +411,9 @@ class _HeldPool:
     @property
     def generation(self) -> int:
         return int(self._pool.generation)
+
+    def generation_of(self, conn: Connection) -> int:
+        return int(self._pool.generation_of(conn))
 
     def check_in(self, conn: Connection) -> None:
         self.held = conn

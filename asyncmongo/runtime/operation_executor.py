@@ -105,6 +105,7 @@ class OperationExecutor(Executor):
         deadline: float | None,
         name: str,
         deprioritized: Collection[Address] = (),
+        operation_id: int | None = None,
     ) -> Server:
         topology = self._topology
         if target.address is not None:
@@ -121,7 +122,9 @@ class OperationExecutor(Executor):
                 topology.description, selection.read_preference
             )
             selection = dataclasses.replace(selection, read_preference=preference)
-        return await topology.select_server(selection, deadline, deprioritized, operation=name)
+        return await topology.select_server(
+            selection, deadline, deprioritized, operation=name, operation_id=operation_id
+        )
 
     def _read_preference(self, target: Target, server: Server) -> dict[str, Any] | None:
         """The ``$readPreference`` to send, if any (server-selection: "Topology type:
@@ -164,7 +167,7 @@ class OperationExecutor(Executor):
             started = self._started(conn, command, document, request_id, operation_id)
             begin = time.perf_counter()
         pool = server.pool
-        generation = pool.generation
+        generation = pool.generation_of(conn)  # the connection's own (its service's, if LB)
         try:
             reply = await conn.command(
                 command.database,
@@ -175,13 +178,14 @@ class OperationExecutor(Executor):
                 codec_options=op.codec_options,
             )
         except BaseException as exc:
-            if conn.is_closed or not isinstance(exc, Exception):
-                pool.discard(conn, exc)
-            else:
-                pool.check_in(conn)
             if monitored:
                 self._failed(started, begin, failure_document(exc), exc)
-            if isinstance(exc, Exception):
+            if not isinstance(exc, Exception):  # cancelled: the connection is never reused
+                pool.discard(conn, exc)
+                raise
+            try:
+                # SDAM first, so a cleared pool closes this connection as stale on check-in
+                # (SDAM: "Pool is cleared before application connection is checked in").
                 await self._topology.handle_application_error(
                     server.address,
                     exc,
@@ -189,8 +193,12 @@ class OperationExecutor(Executor):
                     max_wire_version=conn.max_wire_version,
                     service_id=conn.service_id,
                 )
+            finally:
+                if conn.is_closed:
+                    pool.discard(conn, exc)
+                else:
+                    pool.check_in(conn)
             raise
-        pool.check_in(conn)
         if command.unacknowledged:
             reply = {"ok": 1}
         if monitored:
@@ -201,8 +209,11 @@ class OperationExecutor(Executor):
         error = ApplicationError.from_command_reply(
             reply, generation, max_wire_version=conn.max_wire_version, service_id=conn.service_id
         )
-        if error is not None:
-            await self._topology.handle_error(server.address, error)
+        try:
+            if error is not None:  # a command error reply: SDAM before check-in, as above
+                await self._topology.handle_error(server.address, error)
+        finally:
+            pool.check_in(conn)
         return op.parse(reply)
 
     # -- command monitoring ----------------------------------------------------------------

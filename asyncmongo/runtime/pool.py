@@ -137,6 +137,16 @@ class Pool(Generic[C]):
         """The generation of a checked-out connection, to tag its errors for SDAM."""
         return self._book.generation_of(conn)
 
+    def generation_for(self, service_id: Hashable | None = None) -> int:
+        """The current generation SDAM compares an error's connection generation with: in
+        load-balanced mode that of the connection's service (CMAP: Load Balancer Mode keeps
+        one generation per serviceId), else the pool's."""
+        book = self._book
+        if book.options.load_balanced:
+            record = book.service_generations.get(service_id)
+            return record[0] if record is not None else 0
+        return book.generation
+
     def is_stale_generation(self, generation: int, service_id: Hashable | None = None) -> bool:
         """SDAM: an error from a connection of an older generation must not clear again."""
         return self._book.is_stale_generation(generation, service_id)

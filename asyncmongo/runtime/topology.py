@@ -237,7 +237,10 @@ class Topology:
         if server is None or current is None:
             return
         verdict = application_error_verdict(
-            current, self._description.topology_type, server.pool.generation, error
+            current,
+            self._description.topology_type,
+            server.pool.generation_for(error.service_id),
+            error,
         )
         if verdict.ignored_because is not None:
             return
