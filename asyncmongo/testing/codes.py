@@ -57,9 +57,14 @@ CODE_NAMES = {
 }
 
 
-#: "Not primary" and "node is shutting down" errors (SDAM spec): mongod 4.4+ attaches its
-#: topologyVersion to them so drivers can ignore stale ones.
-STATE_CHANGE_CODES = frozenset({91, 189, 10058, 10107, 11600, 11602, 13435, 13436})
+#: "Not primary" errors (SDAM spec): mongod 4.4+ always attaches its topologyVersion to them
+#: so drivers can ignore stale ones.
+NOT_PRIMARY_CODES = frozenset({189, 10058, 10107, 11602, 13435, 13436})
+#: "Node is shutting down" errors: mongod attaches topologyVersion to these only in quiesce
+#: mode, so a plain shutdown error is never stale and marks the server Unknown (SDAM).
+SHUTDOWN_CODES = frozenset({91, 11600})
+#: Both kinds: the state-change errors of the SDAM spec.
+STATE_CHANGE_CODES = NOT_PRIMARY_CODES | SHUTDOWN_CODES
 
 
 def code_name(code: int) -> str:

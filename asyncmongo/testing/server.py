@@ -29,7 +29,7 @@ from asyncmongo.core.wire.opcodes import HEADER, HEADER_SIZE, OpCode
 from asyncmongo.errors import ConfigurationError, ProtocolError
 from asyncmongo.testing import failpoint, write_concern
 from asyncmongo.testing.builtins import BUILTINS, ConnectionInfo
-from asyncmongo.testing.codes import STATE_CHANGE_CODES
+from asyncmongo.testing.codes import NOT_PRIMARY_CODES
 from asyncmongo.testing.failpoint import FailCommand, FailPointState
 from asyncmongo.testing.member import HelloState, Role, build_hello
 from asyncmongo.testing.protocol import Request, decode_request, encode_reply, read_header
@@ -640,9 +640,10 @@ class SimServer:
 
     def _decorate(self, reply: dict[str, Any]) -> dict[str, Any]:
         """Replica-set members and mongos gossip ``$clusterTime`` and ``operationTime``; a
-        state-change error carries the member's ``topologyVersion`` (SDAM stale errors)."""
+        not-primary error carries the member's ``topologyVersion`` (SDAM stale errors; mongod
+        stamps shutdown errors only in quiesce mode, which the simulator does not model)."""
         if self.streaming and not reply.get("ok", 1) and reply.get("code") in (
-                STATE_CHANGE_CODES):
+                NOT_PRIMARY_CODES):
             reply["topologyVersion"] = {"processId": self.clock.process_id,
                                         "counter": Int64(self.clock.counter)}
         if self.replica_set is None and self.role is not Role.MONGOS:
