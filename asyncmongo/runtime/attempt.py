@@ -27,7 +27,7 @@ from asyncmongo.core.sessions.retryability import (
     label_retryable_write_error,
     write_concern_error_of,
 )
-from asyncmongo.errors import WriteConcernError
+from asyncmongo.errors import ConfigurationError, WriteConcernError
 
 __all__ = [
     "ClusterTimeKeeper",
@@ -207,6 +207,8 @@ class SessionOperation(Generic[T]):
         )
         clock_time = self.clock.cluster_time if conn.max_wire_version >= 6 else None
         session = self.session
+        if session is not None and not session._implicit and not supports_sessions:
+            raise ConfigurationError("Sessions are not supported by this MongoDB deployment")
         if (
             session is not None
             and supports_sessions

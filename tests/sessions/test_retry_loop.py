@@ -209,3 +209,22 @@ async def test_get_more_is_not_retried() -> None:
     )
     with pytest.raises(AutoReconnect):
         await executor.run_operation(op)
+
+
+def test_explicit_session_needs_a_deployment_that_supports_sessions() -> None:
+    from asyncmongo.core.operations.base import Command
+    from asyncmongo.errors import ConfigurationError
+    from asyncmongo.runtime.attempt import ClusterTimeKeeper, SessionOperation
+
+    session: Any = FakeSession()
+    session._implicit = False
+    op = _find()
+    op.build = lambda conn: Command("db", {"find": "c"})
+    conn: Any = SimpleNamespace(hello={"maxWireVersion": 17}, max_wire_version=17, service_id=None)
+    clock = ClusterTimeKeeper()
+    attempt = SessionOperation(op, session, clock, owner=None, retry_writes=True, retry_reads=True)
+    with pytest.raises(ConfigurationError, match="not supported"):
+        attempt.build(conn)
+    implicit: Any = FakeSession()
+    attempt = SessionOperation(op, implicit, clock, owner=None, retry_writes=True, retry_reads=True)
+    assert "lsid" not in attempt.build(conn).document  # implicit: silently without one
