@@ -16,7 +16,6 @@ pooled ones when it closes.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import functools
 import inspect
 import random
@@ -693,11 +692,6 @@ class AsyncClientSession:
             if sharded and self._pinned_address is None:
                 self._pinned_address = address
 
-    def _pin_on_start(self, address: Any, sharded: bool) -> None:
-        """Transactions spec: a sharded transaction is pinned to the first mongos it used."""
-        if sharded and self._txn_state.in_transaction and self._pinned_address is None:
-            self._pinned_address = address
-
     def _on_error(self, exc: BaseException, step: SessionStep, name: str) -> None:
         """An attempt failed: a network error dirties the server session; in a transaction
         network and selection errors are transient, and transient errors unpin."""
@@ -848,11 +842,7 @@ def _is_network(exc: BaseException) -> bool:
 
 
 def _is_max_time_expired(exc: MongoError) -> bool:
-    if isinstance(exc, OperationFailure) and exc.code == _MAX_TIME_MS_EXPIRED:
-        return True
-    if isinstance(exc, WriteConcernError):
-        return False
-    return False
+    return isinstance(exc, OperationFailure) and exc.code == _MAX_TIME_MS_EXPIRED
 
 
 def _label_commit_error(exc: MongoError) -> None:
@@ -950,10 +940,3 @@ class ClientSessions:
 
 def _unchecked(reply: Mapping[str, Any]) -> Mapping[str, Any]:
     return reply
-
-
-def copy_context_with(session: AsyncClientSession) -> contextvars.Context:
-    """A context in which ``session`` is bound (for cursors that outlive the call)."""
-    context = contextvars.copy_context()
-    context.run(bound_session.set, session)
-    return context
