@@ -27,7 +27,7 @@ from asyncmongo.core.sessions.retryability import (
     label_retryable_write_error,
     write_concern_error_of,
 )
-from asyncmongo.errors import ConfigurationError, WriteConcernError
+from asyncmongo.errors import ConfigurationError, OperationFailure, WriteConcernError
 
 __all__ = [
     "ClusterTimeKeeper",
@@ -48,6 +48,8 @@ generic_command: ContextVar[tuple[bool, bool]] = ContextVar(
 #: Sessions spec: $clusterTime is gossiped to servers of wire version 6 (3.6) and later.
 CLUSTER_TIME_WIRE_VERSION = 6
 _TXN_END = frozenset({"commitTransaction", "abortTransaction"})
+#: IllegalOperation: what a server without retryable writes answers to txnNumber.
+ILLEGAL_OPERATION = 20
 
 
 class OperationSession(Protocol):
@@ -255,6 +257,23 @@ class SessionOperation(Generic[T]):
         if self.retry_reads:
             return is_retryable_read_error(exc)
         return False
+
+    def replacement(self, exc: BaseException) -> BaseException | None:
+        """Retryable writes spec: a server that rejects txnNumber (code 20, "Transaction
+        numbers ...") is answered with an error telling the user to turn retryWrites off."""
+        if (
+            self.retry_writes
+            and isinstance(exc, OperationFailure)
+            and exc.code == ILLEGAL_OPERATION
+            and str(exc).startswith("Transaction numbers")
+        ):
+            return OperationFailure(
+                "This MongoDB deployment does not support retryable writes. Please add "
+                "retryWrites=false to your connection string.",
+                exc.code,
+                exc.details,
+            )
+        return None
 
     @property
     def in_transaction(self) -> bool:

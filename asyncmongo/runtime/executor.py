@@ -189,6 +189,9 @@ class Executor:
                     and exc.has_error_label(NO_WRITES_PERFORMED)
                 ):
                     raise first_error from exc
+                replacement = attempt.replacement(exc)
+                if replacement is not None:
+                    raise replacement from exc
                 raise
             finally:
                 server.operation_count -= 1

@@ -228,3 +228,13 @@ def test_explicit_session_needs_a_deployment_that_supports_sessions() -> None:
     implicit: Any = FakeSession()
     attempt = SessionOperation(op, implicit, clock, owner=None, retry_writes=True, retry_reads=True)
     assert "lsid" not in attempt.build(conn).document  # implicit: silently without one
+
+
+async def test_a_deployment_without_retryable_writes_is_explained() -> None:
+    refusal = OperationFailure(
+        "Transaction numbers are only allowed on a replica set member or mongos", 20, {"code": 20}
+    )
+    executor = ScriptedExecutor([refusal], TopologyType.REPLICA_SET_WITH_PRIMARY)
+    with pytest.raises(OperationFailure, match="retryWrites=false") as raised:
+        await executor.run_operation(_insert())
+    assert raised.value.__cause__ is refusal
