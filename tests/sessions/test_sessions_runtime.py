@@ -487,3 +487,51 @@ async def test_load_balanced_cursor_pins_its_connection() -> None:
         await cursor.close()
         assert _in_use(client) == 0  # killCursors gave it back
         await client.close()
+
+
+async def test_with_transaction_gives_up_after_its_budget(
+    rs: ReplicaSet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncmongo.session as session_module
+
+    client, _ = await _client(rs)
+    clock = iter([0.0, 0.0, 200.0, 200.0, 200.0, 200.0])
+    monkeypatch.setattr(session_module, "monotonic", lambda: next(clock, 200.0))
+    calls = 0
+
+    async def callback(session: Any) -> None:
+        nonlocal calls
+        calls += 1
+        error = OperationFailure("conflict", 112, {"code": 112})
+        error._add_error_label("TransientTransactionError")
+        raise error
+
+    async with client.start_session() as session:
+        with pytest.raises(OperationFailure, match="conflict"):
+            await session.with_transaction(callback)
+    assert calls == 1  # the 120-second budget was spent: no retry
+    await client.close()
+
+
+async def test_with_transaction_returns_the_callback_value_and_custom_errors(
+    rs: ReplicaSet,
+) -> None:
+    client, _ = await _client(rs)
+
+    class Custom(Exception):
+        pass
+
+    async def fails(session: Any) -> None:
+        await client.db.c.insert_one({"_id": "x"}, session=session)
+        raise Custom()
+
+    async def works(session: Any) -> dict[str, int]:
+        await client.db.c.insert_one({"_id": "y"}, session=session)
+        return {"ok": 1}
+
+    async with client.start_session() as session:
+        with pytest.raises(Custom):
+            await session.with_transaction(fails)
+        assert await session.with_transaction(works) == {"ok": 1}
+    assert [d["_id"] for d in await client.db.c.find({}).to_list()] == ["y"]
+    await client.close()
