@@ -535,3 +535,38 @@ async def test_with_transaction_returns_the_callback_value_and_custom_errors(
         assert await session.with_transaction(works) == {"ok": 1}
     assert [d["_id"] for d in await client.db.c.find({}).to_list()] == ["y"]
     await client.close()
+
+
+async def test_load_balanced_cancellation_never_leaks_the_pinned_connection() -> None:
+    from asyncmongo.testing import LoadBalanced
+
+    async with LoadBalanced() as lb:
+        client = AsyncMongoClient(lb.uri)
+        coll = client.db.c
+        await coll.insert_one({"_id": "seed"})
+
+        async def transaction(n: int) -> None:
+            async with client.start_session() as session:
+                session.start_transaction()
+                await coll.insert_one({"_id": n}, session=session)
+                await coll.find_one({"_id": "seed"}, session=session)
+                await session.commit_transaction()
+
+        outcomes: set[str] = set()
+        for steps in range(0, 90, 3):
+            task = asyncio.create_task(transaction(steps))
+            for _ in range(steps):
+                await asyncio.sleep(0)
+            task.cancel()
+            try:
+                await task
+                outcomes.add("completed")
+            except asyncio.CancelledError:
+                outcomes.add("cancelled")
+            for _ in range(200):  # a background abort may still hold it briefly
+                if _in_use(client) == 0:
+                    break
+                await asyncio.sleep(0.005)
+            assert _in_use(client) == 0, f"a pinned connection leaked after {steps} steps"
+        assert outcomes == {"completed", "cancelled"}
+        await client.close()
