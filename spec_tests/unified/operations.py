@@ -39,7 +39,8 @@ class OperationContext(Protocol):
 
     entities: EntityMap
 
-    async def run_operations(self, operations: list[Mapping[str, Any]]) -> None:
+    async def run_operations(self, operations: list[Mapping[str, Any]], *,
+                             propagate_errors: bool = False) -> None:
         """Run nested operations (withTransaction callbacks)."""
         ...
 
@@ -270,7 +271,9 @@ async def _with_transaction(ctx: OperationContext, obj: Any, kwargs: dict[str, A
     operations = _pop(kwargs, "callback")
 
     async def callback(session: Any) -> None:
-        await ctx.run_operations(operations)
+        # withTransaction: callback errors reach withTransaction whatever the operation
+        # expected of them.
+        await ctx.run_operations(operations, propagate_errors=True)
 
     options: dict[str, Any] = {}
     if kwargs:

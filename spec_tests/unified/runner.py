@@ -147,12 +147,18 @@ class UnifiedTestRunner:
 
     # -- operations ------------------------------------------------------------------------
 
-    async def run_operations(self, operations: Sequence[Mapping[str, Any]]) -> None:
+    async def run_operations(self, operations: Sequence[Mapping[str, Any]], *,
+                             propagate_errors: bool = False) -> None:
         for operation in operations:
-            await self.run_operation(operation)
+            await self.run_operation(operation, propagate_errors=propagate_errors)
 
-    async def run_operation(self, operation: Mapping[str, Any]) -> None:
-        """Executing an Operation: run it and check what it produced."""
+    async def run_operation(self, operation: Mapping[str, Any], *,
+                            propagate_errors: bool = False) -> None:
+        """Executing an Operation: run it and check what it produced.
+
+        ``propagate_errors`` (withTransaction callbacks): an error is re-raised after its
+        expectError / ignoreResultAndError was honoured, so withTransaction sees it too.
+        """
         name, target = operation["name"], operation["object"]
         arguments = dict(operation.get("arguments", {}))
         if target == "testRunner":
@@ -170,6 +176,8 @@ class UnifiedTestRunner:
             raise
         except Exception as exc:
             if operation.get("ignoreResultAndError"):
+                if propagate_errors:
+                    raise
                 return
             if "expectError" not in operation:
                 self._excuse(exc)
@@ -181,6 +189,8 @@ class UnifiedTestRunner:
                 reason = simulator_error_gap(operation["expectError"], exc)
                 if reason is not None and self.excuse_simulator_gaps:
                     raise Unsupported(reason) from exc
+                raise
+            if propagate_errors:
                 raise
             return
         self._check_result(operation, result)
