@@ -7,7 +7,7 @@ count from it raises InvalidOperation, because the server never said what happen
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from asyncmongo.errors import InvalidOperation
 
@@ -146,23 +146,22 @@ class DeleteResult(_WriteResult):
         return int(self._raw_result.get("n", 0))
 
 
-class BulkWriteResult(_WriteResult):
-    """``bulk_write``: totals over every batch; ``upserted_ids`` maps the model's index in the
-    user's list to the upserted ``_id``."""
+class _BulkTotals(_WriteResult):
+    """The counts both bulk results read from their totals document; only the deleted count's
+    field differs (``nRemoved`` for a collection's bulk_write, ``nDeleted`` for the client's)."""
 
     __slots__ = ("_bulk_api_result",)
+
+    _deleted_key: ClassVar[str] = "nRemoved"
 
     def __init__(self, bulk_api_result: Mapping[str, Any], acknowledged: bool) -> None:
         super().__init__(acknowledged)
         self._bulk_api_result = bulk_api_result
 
-    def __repr__(self) -> str:
-        return f"BulkWriteResult({self._bulk_api_result!r}, acknowledged={self._acknowledged})"
-
     @property
     def bulk_api_result(self) -> Mapping[str, Any]:
-        """The totals document (nInserted, nMatched, nModified, nRemoved, nUpserted,
-        upserted, writeErrors, writeConcernErrors)."""
+        """The totals document (nInserted, nMatched, nModified, nRemoved or nDeleted,
+        nUpserted, and the errors the server reported)."""
         return self._bulk_api_result
 
     def _count(self, key: str, name: str) -> int:
@@ -183,11 +182,21 @@ class BulkWriteResult(_WriteResult):
 
     @property
     def deleted_count(self) -> int:
-        return self._count("nRemoved", "deleted_count")
+        return self._count(self._deleted_key, "deleted_count")
 
     @property
     def upserted_count(self) -> int:
         return self._count("nUpserted", "upserted_count")
+
+
+class BulkWriteResult(_BulkTotals):
+    """``bulk_write``: totals over every batch; ``upserted_ids`` maps the model's index in the
+    user's list to the upserted ``_id``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"BulkWriteResult({self._bulk_api_result!r}, acknowledged={self._acknowledged})"
 
     @property
     def upserted_ids(self) -> dict[int, Any]:
@@ -196,20 +205,21 @@ class BulkWriteResult(_WriteResult):
         return {int(item["index"]): item.get("_id") for item in upserted}
 
 
-class ClientBulkWriteResult(_WriteResult):
+class ClientBulkWriteResult(_BulkTotals):
     """``client.bulk_write``: totals, and per-operation results when ``verbose_results``.
 
     ``insert_results``, ``update_results`` and ``delete_results`` map the model's index in the
     user's list to an InsertOneResult / UpdateResult / DeleteResult.
     """
 
-    __slots__ = ("_bulk_api_result", "_has_verbose_results")
+    __slots__ = ("_has_verbose_results",)
+
+    _deleted_key: ClassVar[str] = "nDeleted"
 
     def __init__(
         self, bulk_api_result: Mapping[str, Any], acknowledged: bool, has_verbose_results: bool
     ) -> None:
-        super().__init__(acknowledged)
-        self._bulk_api_result = bulk_api_result
+        super().__init__(bulk_api_result, acknowledged)
         self._has_verbose_results = has_verbose_results
 
     def __repr__(self) -> str:
@@ -219,36 +229,8 @@ class ClientBulkWriteResult(_WriteResult):
         )
 
     @property
-    def bulk_api_result(self) -> Mapping[str, Any]:
-        return self._bulk_api_result
-
-    @property
     def has_verbose_results(self) -> bool:
         return self._has_verbose_results
-
-    def _count(self, key: str, name: str) -> int:
-        self._require_ack(name)
-        return int(self._bulk_api_result.get(key, 0))
-
-    @property
-    def inserted_count(self) -> int:
-        return self._count("nInserted", "inserted_count")
-
-    @property
-    def matched_count(self) -> int:
-        return self._count("nMatched", "matched_count")
-
-    @property
-    def modified_count(self) -> int:
-        return self._count("nModified", "modified_count")
-
-    @property
-    def deleted_count(self) -> int:
-        return self._count("nDeleted", "deleted_count")
-
-    @property
-    def upserted_count(self) -> int:
-        return self._count("nUpserted", "upserted_count")
 
     def _verbose(self, key: str, name: str) -> dict[int, Any]:
         self._require_ack(name)
