@@ -17,7 +17,6 @@ import re
 import shutil
 import socket
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -25,6 +24,8 @@ from types import TracebackType
 import dns.exception
 import dns.rdatatype
 import dns.resolver
+
+from tests.support.processes import stop_process, wait_until_ready
 
 __all__ = ["SEEDLIST_README", "DnsRecords", "DnsServer"]
 
@@ -142,33 +143,26 @@ class DnsServer:
         resolver.port = self.port
         resolver.lifetime = 0.5
         probe = f"probe.{self.domains[0]}" if self.domains else "localhost"
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                stderr = self._process.stderr.read().decode() if self._process.stderr else ""
-                raise RuntimeError(f"dnsmasq exited with {self._process.returncode}: {stderr}")
+
+        def answers() -> bool:
             try:
                 resolver.resolve(probe, dns.rdatatype.A)
-                return
             except (dns.resolver.NXDOMAIN, dns.resolver.NoAnswer):
-                return  # an authoritative "no": the server is answering
+                pass  # an authoritative "no": the server is answering
             except dns.exception.DNSException:
-                time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"dnsmasq did not answer on {self.host}:{self.port}")
+                return False
+            return True
+
+        try:
+            wait_until_ready(self._process, f"dnsmasq on {self.host}:{self.port}", answers,
+                             timeout_s)
+        except RuntimeError:
+            self.stop()
+            raise
 
     def stop(self) -> None:
         process, self._process = self._process, None
-        if process is None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stderr is not None:
-            process.stderr.close()
+        stop_process(process, grace_s=5)
 
     def __enter__(self) -> DnsServer:
         self.start()

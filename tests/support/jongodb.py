@@ -26,12 +26,13 @@ import shutil
 import socket
 import subprocess
 import tarfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
 import pytest
+
+from tests.support.processes import stop_process, wait_until_ready
 
 __all__ = ["JongodbServer", "binary", "jongodb_uri", "shared_uri", "unavailable_reason"]
 
@@ -113,29 +114,24 @@ class JongodbServer:
         self._wait_until_accepting()
 
     def _wait_until_accepting(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            assert self._process is not None
-            if self._process.poll() is not None:
-                raise RuntimeError(f"jongodb exited with {self._process.returncode}")
+        assert self._process is not None
+
+        def accepts() -> bool:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return
+                    return True
             except OSError:
-                time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"jongodb did not accept connections within {START_TIMEOUT}s")
+                return False
+
+        try:
+            wait_until_ready(self._process, f"jongodb on port {self.port}", accepts, START_TIMEOUT)
+        except RuntimeError:
+            self.stop()
+            raise
 
     def stop(self) -> None:
         process, self._process = self._process, None
-        if process is None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, grace_s=10)
 
     def __enter__(self) -> JongodbServer:
         self.start()

@@ -1,0 +1,45 @@
+"""Starting and stopping the helper servers the tests run as child processes (dnsmasq, jongodb).
+
+Both follow the same life: start the process, poll a readiness probe until it answers (failing
+at once, with the process's stderr if it was piped, when the process exits first), and at the
+end terminate it, killing it if it does not exit within a grace period.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable
+
+__all__ = ["stop_process", "wait_until_ready"]
+
+
+def wait_until_ready(
+    process: subprocess.Popen[bytes], name: str, probe: Callable[[], bool], timeout_s: float
+) -> None:
+    """Poll ``probe`` every 50 ms until it returns True; RuntimeError if ``process`` exits first
+    or ``timeout_s`` passes (the caller then stops it)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            stderr = process.stderr.read().decode() if process.stderr else ""
+            detail = f": {stderr}" if stderr else ""
+            raise RuntimeError(f"{name} exited with {process.returncode}{detail}")
+        if probe():
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"{name} did not answer within {timeout_s}s")
+
+
+def stop_process(process: subprocess.Popen[bytes] | None, grace_s: float) -> None:
+    """Terminate ``process`` (None: nothing to do), kill it after ``grace_s``, close its pipes."""
+    if process is None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    if process.stderr is not None:
+        process.stderr.close()
