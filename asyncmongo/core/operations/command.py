@@ -10,10 +10,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 from asyncmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
+from asyncmongo.core.concern import WriteConcern
 from asyncmongo.core.operations.base import Command, ConnectionInfo, Target, with_raw_data
+from asyncmongo.core.operations.common import put_concerns
 from asyncmongo.core.operations.replies import check_reply
 
-__all__ = ["CommandOperation", "Explain", "checked_reply"]
+__all__ = ["CommandOperation", "Explain", "checked_reply", "write_command"]
 
 T = TypeVar("T")
 
@@ -66,6 +68,26 @@ class CommandOperation(Generic[T]):
 
     def parse(self, reply: Mapping[str, Any]) -> T:
         return self._parser(reply or {"ok": 1})  # w:0: the executor hands over {ok: 1}
+
+
+def write_command(
+    database: str,
+    document: dict[str, Any],
+    parser: Callable[[Mapping[str, Any]], T],
+    write_concern: WriteConcern,
+    codec_options: CodecOptions,
+) -> CommandOperation[T]:
+    """A command that writes: sent to a writable server with ``write_concern`` (omitted when it
+    is the server default), and unacknowledged (no reply awaited) for w:0."""
+    put_concerns(document, write_concern=write_concern)
+    return CommandOperation(
+        database,
+        document,
+        parser,
+        Target.write(),
+        codec_options,
+        unacknowledged=not write_concern.acknowledged,
+    )
 
 
 class Explain(Generic[T]):

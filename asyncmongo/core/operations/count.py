@@ -17,13 +17,11 @@ from asyncmongo.core.operations.common import (
     put_concerns,
 )
 from asyncmongo.core.operations.cursors import parse_cursor_page
+from asyncmongo.core.operations.replies import check_reply, is_namespace_not_found
 from asyncmongo.core.selection import ReadPreference
 from asyncmongo.errors import InvalidArgument
 
 __all__ = ["count_documents", "count_documents_pipeline", "estimated_document_count"]
-
-NAMESPACE_NOT_FOUND = 26
-
 
 def count_documents_pipeline(
     filter: Mapping[str, Any], skip: int | None, limit: int | None
@@ -97,9 +95,7 @@ def estimated_document_count(
 
 
 def _count(reply: Mapping[str, Any]) -> int:
-    from asyncmongo.core.operations.replies import check_reply, is_ok
-
-    if not is_ok(reply) and reply.get("code") == NAMESPACE_NOT_FOUND:
+    if is_namespace_not_found(reply):
         return 0
     check_reply(reply)
     return int(reply.get("n", 0))

@@ -8,8 +8,7 @@ from typing import Any
 
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.core.concern import WriteConcern
-from asyncmongo.core.operations.base import Target
-from asyncmongo.core.operations.command import CommandOperation
+from asyncmongo.core.operations.command import CommandOperation, write_command
 from asyncmongo.core.operations.common import (
     Namespace,
     check_document,
@@ -17,7 +16,7 @@ from asyncmongo.core.operations.common import (
     put,
     sort_document,
 )
-from asyncmongo.core.operations.replies import check_reply, raise_write_concern_error
+from asyncmongo.core.operations.replies import check_write_command_reply
 from asyncmongo.core.operations.statements import check_replacement, check_update
 from asyncmongo.errors import InvalidArgument
 
@@ -77,21 +76,8 @@ def find_and_modify(
     put(command, "let", let)
     put(command, "comment", comment)
     put(command, "maxTimeMS", max_time_ms)
-    if not write_concern.is_server_default:
-        command["writeConcern"] = write_concern.document
-    return CommandOperation(
-        namespace.database,
-        command,
-        _value,
-        Target.write(),
-        codec_options,
-        unacknowledged=not write_concern.acknowledged,
-    )
+    return write_command(namespace.database, command, _value, write_concern, codec_options)
 
 
 def _value(reply: Mapping[str, Any]) -> Any:
-    check_reply(reply)
-    concern_error = reply.get("writeConcernError")
-    if isinstance(concern_error, Mapping):
-        raise_write_concern_error(concern_error, reply)
-    return reply.get("value")
+    return check_write_command_reply(reply).get("value")

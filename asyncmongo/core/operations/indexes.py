@@ -14,16 +14,15 @@ from typing import Any
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.core.concern import WriteConcern
 from asyncmongo.core.operations.base import Target
-from asyncmongo.core.operations.command import CommandOperation
+from asyncmongo.core.operations.command import CommandOperation, write_command
 from asyncmongo.core.operations.common import Namespace, index_keys, index_name, put
 from asyncmongo.core.operations.cursors import CursorPage, parse_cursor_page
-from asyncmongo.core.operations.replies import check_reply, is_ok, raise_write_concern_error
+from asyncmongo.core.operations.replies import check_write_command_reply, is_namespace_not_found
 from asyncmongo.core.selection import ReadPreference
 from asyncmongo.errors import InvalidArgument
 
 __all__ = ["create_indexes", "drop_indexes", "index_document", "list_indexes"]
 
-NAMESPACE_NOT_FOUND = 26
 _RENAMES = {"bucket_size": "bucketSize"}
 
 
@@ -58,21 +57,12 @@ def create_indexes(
     put(command, "commitQuorum", commit_quorum)
     put(command, "comment", comment)
     put(command, "maxTimeMS", max_time_ms)
-    if not write_concern.is_server_default:
-        command["writeConcern"] = write_concern.document
 
     def parse(reply: Mapping[str, Any]) -> list[str]:
-        _check_write_command(reply)
+        check_write_command_reply(reply)
         return names
 
-    return CommandOperation(
-        namespace.database,
-        command,
-        parse,
-        Target.write(),
-        codec_options,
-        unacknowledged=not write_concern.acknowledged,
-    )
+    return write_command(namespace.database, command, parse, write_concern, codec_options)
 
 
 def drop_indexes(
@@ -88,15 +78,8 @@ def drop_indexes(
     command: dict[str, Any] = {"dropIndexes": namespace.collection, "index": index}
     put(command, "comment", comment)
     put(command, "maxTimeMS", max_time_ms)
-    if not write_concern.is_server_default:
-        command["writeConcern"] = write_concern.document
-    return CommandOperation(
-        namespace.database,
-        command,
-        _check_write_command,
-        Target.write(),
-        codec_options,
-        unacknowledged=not write_concern.acknowledged,
+    return write_command(
+        namespace.database, command, check_write_command_reply, write_concern, codec_options
     )
 
 
@@ -115,18 +98,10 @@ def list_indexes(
     put(command, "comment", comment)
 
     def parse(reply: Mapping[str, Any]) -> CursorPage:
-        if not is_ok(reply) and reply.get("code") == NAMESPACE_NOT_FOUND:
+        if is_namespace_not_found(reply):
             return CursorPage(0, namespace, [])
         return parse_cursor_page(reply, namespace)
 
     return CommandOperation(
         namespace.database, command, parse, Target.read(read_preference), codec_options
     )
-
-
-def _check_write_command(reply: Mapping[str, Any]) -> Mapping[str, Any]:
-    check_reply(reply)
-    concern_error = reply.get("writeConcernError")
-    if isinstance(concern_error, Mapping):
-        raise_write_concern_error(concern_error, reply)
-    return reply

@@ -9,11 +9,10 @@ from typing import Any
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.core.concern import WriteConcern
 from asyncmongo.core.operations.base import Target
-from asyncmongo.core.operations.command import CommandOperation
+from asyncmongo.core.operations.command import CommandOperation, write_command
 from asyncmongo.core.operations.common import Namespace, check_document, put
 from asyncmongo.core.operations.cursors import CursorPage, parse_cursor_page
-from asyncmongo.core.operations.indexes import _check_write_command
-from asyncmongo.core.operations.replies import is_ok
+from asyncmongo.core.operations.replies import check_write_command_reply, is_namespace_not_found
 from asyncmongo.core.selection import ReadPreference
 
 __all__ = [
@@ -24,9 +23,6 @@ __all__ = [
     "list_databases",
     "rename_collection",
 ]
-
-NAMESPACE_NOT_FOUND = 26
-
 
 def list_databases(
     *,
@@ -46,7 +42,7 @@ def list_databases(
     put(command, "comment", comment)
 
     def parse(reply: Mapping[str, Any]) -> list[Any]:
-        _check_write_command(reply)
+        check_write_command_reply(reply)
         databases = reply.get("databases", [])
         return list(databases) if isinstance(databases, list) else []
 
@@ -81,30 +77,9 @@ def list_collections(
     return CommandOperation(database, command, parse, Target.read(read_preference), codec_options)
 
 
-def _write_command(
-    database: str,
-    command: dict[str, Any],
-    write_concern: WriteConcern,
-    codec_options: CodecOptions,
-    *,
-    ignore_missing: bool = False,
-) -> CommandOperation[Mapping[str, Any]]:
-    if not write_concern.is_server_default:
-        command["writeConcern"] = write_concern.document
-
-    def parse(reply: Mapping[str, Any]) -> Mapping[str, Any]:
-        if ignore_missing and not is_ok(reply) and reply.get("code") == NAMESPACE_NOT_FOUND:
-            return reply
-        return _check_write_command(reply)
-
-    return CommandOperation(
-        database,
-        command,
-        parse,
-        Target.write(),
-        codec_options,
-        unacknowledged=not write_concern.acknowledged,
-    )
+def _dropped(reply: Mapping[str, Any]) -> Mapping[str, Any]:
+    """drop's reply: a collection that does not exist counts as dropped."""
+    return reply if is_namespace_not_found(reply) else check_write_command_reply(reply)
 
 
 def create_collection(
@@ -116,7 +91,9 @@ def create_collection(
 ) -> CommandOperation[Mapping[str, Any]]:
     """create with the server's option names (capped, size, validator, timeseries, ...)."""
     command: dict[str, Any] = {"create": namespace.collection, **options}
-    return _write_command(namespace.database, command, write_concern, codec_options)
+    return write_command(
+        namespace.database, command, check_write_command_reply, write_concern, codec_options
+    )
 
 
 def drop_collection(
@@ -129,9 +106,7 @@ def drop_collection(
     """drop; a collection that does not exist is not an error (PyMongo, CRUD)."""
     command: dict[str, Any] = {"drop": namespace.collection}
     put(command, "comment", comment)
-    return _write_command(
-        namespace.database, command, write_concern, codec_options, ignore_missing=True
-    )
+    return write_command(namespace.database, command, _dropped, write_concern, codec_options)
 
 
 def drop_database(
@@ -143,7 +118,7 @@ def drop_database(
 ) -> CommandOperation[Mapping[str, Any]]:
     command: dict[str, Any] = {"dropDatabase": 1}
     put(command, "comment", comment)
-    return _write_command(database, command, write_concern, codec_options)
+    return write_command(database, command, check_write_command_reply, write_concern, codec_options)
 
 
 def rename_collection(
@@ -159,4 +134,4 @@ def rename_collection(
     command: dict[str, Any] = {"renameCollection": source.full_name, "to": target.full_name}
     put(command, "dropTarget", drop_target)
     put(command, "comment", comment)
-    return _write_command("admin", command, write_concern, codec_options)
+    return write_command("admin", command, check_write_command_reply, write_concern, codec_options)

@@ -24,7 +24,9 @@ from asyncmongo.errors import (
 
 __all__ = [
     "check_reply",
+    "check_write_command_reply",
     "check_write_reply",
+    "is_namespace_not_found",
     "is_ok",
     "raise_write_concern_error",
     "raise_write_error",
@@ -32,12 +34,19 @@ __all__ = [
 
 CURSOR_NOT_FOUND = 43
 MAX_TIME_MS_EXPIRED = 50
+NAMESPACE_NOT_FOUND = 26
 DUPLICATE_KEY_CODES = frozenset({11000, 11001, 12582})
 
 
 def is_ok(reply: Mapping[str, Any]) -> bool:
     ok = reply.get("ok")
     return ok is True or (not isinstance(ok, bool) and ok == 1)
+
+
+def is_namespace_not_found(reply: Mapping[str, Any]) -> bool:
+    """An ``ok: 0`` NamespaceNotFound: the collection does not exist, which count, listIndexes
+    and the idempotent drops answer as empty or done instead of failing."""
+    return not is_ok(reply) and reply.get("code") == NAMESPACE_NOT_FOUND
 
 
 def _code(doc: Mapping[str, Any]) -> int | None:
@@ -85,6 +94,16 @@ def raise_write_concern_error(error: Mapping[str, Any], reply: Mapping[str, Any]
     if code == MAX_TIME_MS_EXPIRED:
         raise ExecutionTimeout(message, code, error, labels)
     raise WriteConcernError(message, code, error, labels)
+
+
+def check_write_command_reply(reply: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A command that writes without ``writeErrors`` (createIndexes, drop, findAndModify, ...):
+    the command error, then its ``writeConcernError``; the reply itself when neither."""
+    check_reply(reply)
+    concern_error = reply.get("writeConcernError")
+    if isinstance(concern_error, Mapping):
+        raise_write_concern_error(concern_error, reply)
+    return reply
 
 
 def check_write_reply(reply: Mapping[str, Any]) -> None:

@@ -15,7 +15,7 @@ from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.core.operations.base import Target
 from asyncmongo.core.operations.command import CommandOperation
 from asyncmongo.core.operations.common import Namespace, check_document, put
-from asyncmongo.core.operations.replies import check_reply, is_ok
+from asyncmongo.core.operations.replies import check_reply, is_namespace_not_found
 
 __all__ = [
     "create_search_indexes",
@@ -24,9 +24,6 @@ __all__ = [
     "search_index_document",
     "update_search_index",
 ]
-
-NAMESPACE_NOT_FOUND = 26
-
 
 def search_index_document(
     definition: Mapping[str, Any], name: str | None = None, type: str | None = None
@@ -86,7 +83,7 @@ def drop_search_index(
     put(command, "comment", comment)
 
     def parse(reply: Mapping[str, Any]) -> None:
-        if not is_ok(reply) and reply.get("code") == NAMESPACE_NOT_FOUND:
+        if is_namespace_not_found(reply):
             return None  # the spec: dropSearchIndex is idempotent
         check_reply(reply)
         return None
