@@ -322,14 +322,7 @@ class PoolBook(Generic[C, W]):
 
     def check_in(self, conn: C, now: float) -> ConnectionClosedReason | None:
         """Take a connection back: the reason to close it, or None when it went idle."""
-        entry = self.in_use.pop(conn.id, None)
-        if entry is None or entry.conn is not conn:
-            if entry is not None:
-                self.in_use[conn.id] = entry
-            raise InvalidOperation(
-                f"connection {conn.id} is not checked out of the pool for "
-                f"{format_address(self.address)}"
-            )
+        entry = self._take_in_use(conn)
         if (
             self._lb
             or entry.generation != self.generation
@@ -346,15 +339,19 @@ class PoolBook(Generic[C, W]):
 
     def discard(self, conn: C) -> None:
         """Forget an in-use connection the caller found broken (it will be closed)."""
-        entry = self.in_use.pop(conn.id, None)
+        self._forget(self._take_in_use(conn))
+
+    def _take_in_use(self, conn: C) -> _Entry[C]:
+        """Remove ``conn`` from the checked-out set; InvalidOperation (and nothing changed) when
+        it is not checked out of this pool, e.g. checked in twice."""
+        entry = self.in_use.get(conn.id)
         if entry is None or entry.conn is not conn:
-            if entry is not None:
-                self.in_use[conn.id] = entry
             raise InvalidOperation(
                 f"connection {conn.id} is not checked out of the pool for "
                 f"{format_address(self.address)}"
             )
-        self._forget(entry)
+        del self.in_use[conn.id]
+        return entry
 
     # -- generations (SDAM: stale application errors) ---------------------------------------
 
