@@ -570,3 +570,26 @@ async def test_load_balanced_cancellation_never_leaks_the_pinned_connection() ->
             assert _in_use(client) == 0, f"a pinned connection leaked after {steps} steps"
         assert outcomes == {"completed", "cancelled"}
         await client.close()
+
+
+async def test_sharded_retry_goes_to_another_mongos() -> None:
+    from asyncmongo.testing import ShardedCluster
+
+    async with ShardedCluster(mongos=2) as cluster:
+        recorder = Recorder()
+        client = AsyncMongoClient(cluster.uri, event_listeners=[recorder])
+        await client.db.c.insert_one({"_id": 1})
+        for mongos in cluster.mongos:  # each router fails its next find once
+            async with AsyncMongoClient(f"mongodb://{mongos.host}/?directConnection=true") as one:
+                await _fail(one, 1, failCommands=["find"], closeConnection=True)
+        recorder.clear()
+        # The retry must avoid the mongos that failed, so it meets the other one's fault.
+        with pytest.raises(AutoReconnect):
+            await client.db.c.find_one({"_id": 1})
+        first, retry = [
+            e.connection_id
+            for e in recorder.events
+            if type(e).__name__ == "CommandStartedEvent" and e.command_name == "find"
+        ]
+        assert first != retry
+        await client.close()
