@@ -33,6 +33,7 @@ from asyncmongo.core.cmap.options import PoolOptions
 from asyncmongo.core.error_policy import SYSTEM_OVERLOADED_LABEL
 from asyncmongo.errors import MongoError, PoolClearedError, PoolClosedError, WaitQueueTimeoutError
 from asyncmongo.runtime.pool import Pool
+from tests.pool.fakes import FakeConnection
 
 ADDRESS = ("localhost", 27017)
 
@@ -62,25 +63,6 @@ OPTION_NAMES = {
     "maxConnecting": "max_connecting",
     "waitQueueTimeoutMS": "wait_queue_timeout_ms",
 }
-
-
-class FakeConnection:
-    """A connection that does no I/O: it only has an id and can be closed."""
-
-    def __init__(self, connection_id: int) -> None:
-        self.id = connection_id
-        self.service_id = None
-        self.closed = False
-
-    @property
-    def is_closed(self) -> bool:
-        return self.closed
-
-    def close(self) -> None:
-        self.closed = True
-
-    async def aclose(self) -> None:
-        self.closed = True
 
 
 async def establish_fake(connection_id: int) -> FakeConnection:
