@@ -884,7 +884,13 @@ class ClientSessions:
         snapshot: bool = False,
         default_timeout_ms: int | None = None,
     ) -> AsyncClientSession:
-        """A new explicit session (use ``async with``, or call ``end_session``)."""
+        """A new explicit session (use ``async with``, or call ``end_session``).
+
+        Its server session is taken from the pool on first use and may have as little as
+        a minute left before the server considers it stale: an application that waits more
+        than a minute between starting a session and using it risks errors (sessions spec).
+        Causally consistent operations are not causally consistent with unacknowledged
+        (w:0) writes, which get no operationTime back (causal consistency spec)."""
         if self._closed:
             raise InvalidOperation("the client is closed")
         options = SessionOptions(
