@@ -128,10 +128,14 @@ class SessionOptions:
     default_transaction_options: TransactionOptions | None = None
     snapshot: bool = False
     default_timeout_ms: int | None = None
+    #: Snapshot reads: read at this cluster time instead of the first read's.
+    snapshot_time: Timestamp | None = None
 
     def __post_init__(self) -> None:
         if self.snapshot and self.causal_consistency:
             raise ConfigurationError("snapshot reads and causal consistency are mutually exclusive")
+        if self.snapshot_time is not None and not self.snapshot:
+            raise ConfigurationError("snapshot_time requires snapshot=True")
 
     @property
     def causally_consistent(self) -> bool:
@@ -292,7 +296,7 @@ class AsyncClientSession:
         self._ended = False
         self._cluster_time: Mapping[str, Any] | None = None
         self._operation_time: Timestamp | None = None
-        self._snapshot_time: Timestamp | None = None
+        self._snapshot_time: Timestamp | None = options.snapshot_time
         self._txn_state = TxnState.NONE
         self._txn_options = _NO_TRANSACTION_OPTIONS
         self._pinned_address: Any = None
@@ -883,6 +887,7 @@ class ClientSessions:
         default_transaction_options: TransactionOptions | None = None,
         snapshot: bool = False,
         default_timeout_ms: int | None = None,
+        snapshot_time: Timestamp | None = None,
     ) -> AsyncClientSession:
         """A new explicit session (use ``async with``, or call ``end_session``).
 
@@ -894,7 +899,11 @@ class ClientSessions:
         if self._closed:
             raise InvalidOperation("the client is closed")
         options = SessionOptions(
-            causal_consistency, default_transaction_options, snapshot, default_timeout_ms
+            causal_consistency,
+            default_transaction_options,
+            snapshot,
+            default_timeout_ms,
+            snapshot_time,
         )
         return AsyncClientSession(cast("AsyncMongoClient", self), options)
 
