@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from typing import Any
+from typing import Any, Self
 
 import bson
 
@@ -173,7 +173,7 @@ class Deployment:
     def __init__(self, members: list[Member]) -> None:
         self.members = members
 
-    async def __aenter__(self) -> Deployment:
+    async def __aenter__(self) -> Self:
         for member in self.members:
             await member.server.__aenter__()
         self.configure()

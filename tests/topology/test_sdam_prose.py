@@ -20,15 +20,9 @@ from asyncmongo.core.sdam.events import (
 from asyncmongo.core.selection import Mode, ReadPreference
 from asyncmongo.errors import AutoReconnect, NotPrimaryError
 from asyncmongo.testing.deployment import ReplicaSet, Standalone
-from tests.topology.support import wait_until
+from tests.topology.support import INSERT, address, wait_until
 
-INSERT = {"insert": "things", "documents": [{"x": 1}]}
 SECONDARY = ReadPreference(Mode.SECONDARY)
-
-
-def address(host: str) -> tuple[str, int]:
-    name, port = host.rsplit(":", 1)
-    return name, int(port)
 
 
 def unknown_marks(events: list[Any], where: tuple[str, int]) -> list[Any]:

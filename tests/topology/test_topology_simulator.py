@@ -4,7 +4,6 @@ protocol, streaming hello, elections, fail points, stopped members)."""
 from __future__ import annotations
 
 import asyncio
-import collections
 
 import pytest
 
@@ -16,14 +15,14 @@ from asyncmongo.core.sdam.events import (
 )
 from asyncmongo.errors import AutoReconnect, NotPrimaryError
 from asyncmongo.testing.deployment import LoadBalanced, ReplicaSet, ShardedCluster
-from tests.topology.support import monitors, wait_until
-
-INSERT = {"insert": "things", "documents": [{"x": 1}]}
-
-
-def address(host: str) -> tuple[str, int]:
-    name, port = host.rsplit(":", 1)
-    return name, int(port)
+from tests.topology.support import (
+    INSERT,
+    address,
+    assert_no_operation_left,
+    monitors,
+    soak_step_downs,
+    wait_until,
+)
 
 
 async def test_replica_set_discovered_from_one_seed() -> None:
@@ -196,42 +195,17 @@ async def test_soak_against_the_simulator() -> None:
     """200 concurrent workers for ~4 s while the primary steps down every 0.5 s."""
     async with ReplicaSet(3) as rs:
         baseline = asyncio.all_tasks()
-        outcomes: collections.Counter[str] = collections.Counter()
         async with AsyncMongoClient(rs.uri, serverSelectionTimeoutMS=5_000) as client:
             topology = client._topology_runtime
             await wait_until(lambda: topology.description.primary is not None)
-            loop = asyncio.get_running_loop()
-            stop = loop.time() + 4.0
-
-            async def worker() -> None:
-                while loop.time() < stop:
-                    try:
-                        await client._run_command("db", INSERT)
-                    except AutoReconnect as exc:
-                        outcomes[type(exc).__name__] += 1
-                    else:
-                        outcomes["ok"] += 1
-
-            async def step_downs() -> int:
-                count = 0
-                while loop.time() < stop - 0.5:
-                    await asyncio.sleep(0.5)
-                    await rs.step_down()
-                    count += 1
-                return count
-
-            async with asyncio.TaskGroup() as group:
-                for _ in range(200):
-                    group.create_task(worker())
-                stepped = group.create_task(step_downs())
-            assert stepped.result() >= 5
+            outcomes, stepped = await soak_step_downs(
+                client, rs.step_down, command=INSERT, duration_s=4.0, every_s=0.5, workers=200
+            )
+            assert stepped >= 5
             assert outcomes["ok"] > 500
             assert set(outcomes) <= {"ok", "NotPrimaryError", "AutoReconnect"}
-            for server in topology.servers.values():
-                stats = server.pool.statistics()
-                assert stats.in_use == 0 and stats.waiting == 0
-                assert server.operation_count == 0
-            print(dict(outcomes), "step-downs:", stepped.result())
+            assert_no_operation_left(topology)
+            print(dict(outcomes), "step-downs:", stepped)
         await wait_until(lambda: all(m.connection_count == 0 for m in rs.members))
         await asyncio.sleep(0.05)
         leaked = {t for t in asyncio.all_tasks() - baseline if t is not asyncio.current_task()}
