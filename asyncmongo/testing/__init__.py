@@ -25,7 +25,7 @@ against real wire traffic with faults on cue::
   :class:`~asyncmongo.testing.scram.UserDirectory` (PLAIN, MONGODB-X509 users too: the TLS
   client certificate's subject authenticates), ``tls=<ssl.SSLContext>``,
   ``streaming=False`` (no topologyVersion: drivers poll).
-- Every member is a :class:`SimServer`: hello as mongod 7.0 builds it (legacy OP_QUERY
+- Every member is a :class:`SimServer`: hello as mongod 8.0 builds it (legacy OP_QUERY
   ``isMaster`` too), the streaming (awaitable, exhaust) hello, OP_COMPRESSED with snappy, zlib
   and zstd, ``configureFailPoint``/``failCommand`` (also as a command from any driver),
   exhaust cursors, and the refusals of its role (NotWritablePrimary, NotPrimaryNoSecondaryOk).

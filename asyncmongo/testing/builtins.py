@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from asyncmongo.testing.scram import User
     from asyncmongo.testing.server import SimServer
 
-#: The server version the simulator claims (maxWireVersion 21).
-SERVER_VERSION = "7.0.0"
+#: The server version the simulator claims (maxWireVersion 25, member.MAX_WIRE_VERSION).
+SERVER_VERSION = "8.0.0"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +47,7 @@ async def ping(server: SimServer, conn: ConnectionInfo, db: str, command: dict[s
 async def build_info(server: SimServer, conn: ConnectionInfo, db: str,
                      command: dict[str, Any]) -> Reply:
     return {"version": SERVER_VERSION, "gitVersion": "asyncmongo.testing",
-            "versionArray": [7, 0, 0, 0], "bits": 64, "debug": False,
+            "versionArray": [*map(int, SERVER_VERSION.split(".")), 0], "bits": 64, "debug": False,
             "maxBsonObjectSize": 16 * 1024 * 1024, "storageEngines": ["inMemory"], "ok": 1.0}
 
 

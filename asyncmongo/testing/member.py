@@ -1,4 +1,4 @@
-"""A simulated member's role and the ``hello`` reply a real mongod 7.0 builds from it.
+"""A simulated member's role and the ``hello`` reply a real mongod 8.0 builds from it.
 
 Pure: the reply is a function of the member's :class:`HelloState` (role, replica-set view,
 topology version, last write) and the ``hello`` command, so every field is tested without a
@@ -24,7 +24,9 @@ from asyncmongo.core.wire.opcodes import (
     DEFAULT_MAX_WRITE_BATCH_SIZE,
 )
 
-MAX_WIRE_VERSION = 21  # MongoDB 7.0
+#: MongoDB 8.0 (the spec suites' 8.0 tests, client bulkWrite among them, need it). A test that
+#: wants an older server patches this and ``builtins.SERVER_VERSION`` together (7.0: 21).
+MAX_WIRE_VERSION = 25
 MIN_WIRE_VERSION = 0
 LOGICAL_SESSION_TIMEOUT_MINUTES = 30
 

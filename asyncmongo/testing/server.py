@@ -1,5 +1,5 @@
 """The simulated server: an asyncio TCP (optionally TLS) listener on 127.0.0.1 that speaks the
-wire protocol like a mongod 7.0 (or a mongos), one task per client connection.
+wire protocol like a mongod 8.0 (or a mongos), one task per client connection.
 
 A :class:`SimServer` plays one member: its :class:`~asyncmongo.testing.member.Role`, its
 :class:`~asyncmongo.testing.streaming.TopologyClock`, its fail points and network faults. It
@@ -44,7 +44,7 @@ HELLO_NAMES = frozenset({"hello", "isMaster", "ismaster"})
 WRITE_COMMANDS = frozenset({"insert", "update", "delete", "findAndModify", "findandmodify",
                             "create", "drop", "dropDatabase", "createIndexes", "dropIndexes",
                             "deleteIndexes", "collMod", "commitTransaction",
-                            "abortTransaction"})
+                            "abortTransaction", "bulkWrite"})
 READ_COMMANDS = frozenset({"find", "aggregate", "count", "distinct", "listCollections",
                            "listIndexes", "listDatabases"})
 #: Commands an unauthenticated connection may run when the server has users.

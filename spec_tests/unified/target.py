@@ -18,6 +18,7 @@ from typing import Any, Final
 from asyncmongo.client import AsyncMongoClient
 from asyncmongo.errors import OperationFailure
 from asyncmongo.testing import deployment as sim
+from asyncmongo.testing.builtins import SERVER_VERSION
 from spec_tests.unified.schema import ServerInfo, parse_version, requirements_unmet_reason
 
 __all__ = [
@@ -34,8 +35,8 @@ __all__ = [
 
 #: Simulated topologies in the order we prefer them when several would do.
 SIMULATED_TOPOLOGIES: Final = ("single", "replicaset", "sharded", "load-balanced")
-#: What asyncmongo.testing reports (buildInfo versionArray 7.0.0, no CSFLE).
-SIMULATED_VERSION: Final = (7, 0, 0)
+#: What asyncmongo.testing reports (its buildInfo version, 8.0.0; no CSFLE).
+SIMULATED_VERSION: Final = parse_version(SERVER_VERSION)
 #: With auth on, the simulated deployments have this user (SCRAM-SHA-1 and -256).
 SIMULATED_USER: Final = ("unified-user", "unified-pencil")
 _SIMULATED_MECHANISMS: Final = ("SCRAM-SHA-1", "SCRAM-SHA-256")

@@ -32,7 +32,7 @@ async def test_legacy_op_query_hello_gets_op_reply() -> None:
             assert doc["ismaster"] is True and "isWritablePrimary" not in doc
             assert doc["helloOk"] is True
             assert doc["compression"] == ["zstd", "snappy"]
-            assert doc["maxWireVersion"] == 21 and doc["minWireVersion"] == 0
+            assert doc["maxWireVersion"] == 25 and doc["minWireVersion"] == 0
             assert doc["connectionId"] == 1
             assert doc["topologyVersion"]["processId"] == server.clock.process_id
             await client.send_query({"find": "c"}, namespace="db.$cmd")
