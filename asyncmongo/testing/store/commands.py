@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from asyncmongo.bson.objectid import ObjectId
-from asyncmongo.testing.store import admin, crud
+from asyncmongo.testing.store import admin, client_bulk, crud
 from asyncmongo.testing.store.collation import parse_collation, using
 from asyncmongo.testing.store.collection import new_uuid
 from asyncmongo.testing.store.context import CommandContext, SessionContext
@@ -31,11 +31,12 @@ from asyncmongo.testing.store.transactions import (
 Reply = dict[str, Any]
 Handler = Callable[[CommandContext, Mapping[str, Any]], Reply]
 
-RETRYABLE_WRITES = frozenset({"insert", "update", "delete", "findAndModify", "findandmodify"})
+RETRYABLE_WRITES = frozenset({"insert", "update", "delete", "findAndModify", "findandmodify",
+                              "bulkWrite"})
 _IN_TRANSACTION = frozenset({"find", "insert", "update", "delete", "findAndModify",
                              "findandmodify", "aggregate", "distinct", "getMore", "killCursors",
                              "create", "createIndexes", "commitTransaction",
-                             "abortTransaction"})
+                             "abortTransaction", "bulkWrite"})
 
 
 class Store:
@@ -66,6 +67,7 @@ class Store:
             "count": crud.count,
             "distinct": crud.distinct,
             "aggregate": crud.aggregate,
+            "bulkWrite": client_bulk.bulk_write,
             "create": admin.create,
             "collMod": admin.coll_mod,
             "drop": admin.drop,
@@ -147,7 +149,7 @@ class Store:
             if exc.code in (112, 251) and TRANSIENT not in exc.labels:
                 exc.labels = (*exc.labels, TRANSIENT)
             raise
-        if reply.get("writeErrors"):
+        if reply.get("writeErrors") or reply.get("nErrors"):
             self.transactions.abort(transaction)
         return reply
 
