@@ -65,7 +65,7 @@ def test_primary_hello_has_mongod_fields() -> None:
     assert last_write["lastWriteDate"] == NOW
     assert set(last_write) == {"opTime", "lastWriteDate", "majorityOpTime", "majorityWriteDate"}
     assert reply["localTime"] == NOW and reply["connectionId"] == 7
-    assert reply["maxWireVersion"] == 21 and reply["logicalSessionTimeoutMinutes"] == 30
+    assert reply["maxWireVersion"] == 25 and reply["logicalSessionTimeoutMinutes"] == 30
     assert "msg" not in reply and "serviceId" not in reply
 
 
