@@ -129,7 +129,7 @@ async def run_client_bulk(
     command: ClientBulkWrite | None = ClientBulkWrite(
         statements, options, write_concern, codec_options
     )
-    result = ClientBulkResult(statements)
+    result = ClientBulkResult(statements, ordered=options.ordered)
     operation_id = runner._next_operation_id()
     try:
         while command is not None:

@@ -95,7 +95,10 @@ class UpdateResult(_WriteResult):
     def matched_count(self) -> int:
         self._require_ack("matched_count")
         assert self._raw_result is not None
-        if self.upserted_id is not None:
+        # A client bulkWrite per-operation result (``upserted`` a document) reports the
+        # server's n as is, an upsert included (CRUD spec, client-bulkWrite-update-options).
+        if self.upserted_id is not None and not isinstance(
+                self._raw_result.get("upserted"), Mapping):
             return 0
         return int(self._raw_result.get("n", 0))
 

@@ -204,6 +204,9 @@ class ClientBulkResult:
     """Totals, per-model results (verbose) and errors of a client bulk write."""
 
     models: Sequence[tuple[str, WriteStatement]]
+    #: Whether the server stops at the first error (decides what a failed op says about the
+    #: ones before it, for the partial result).
+    ordered: bool = True
     n_inserted: int = 0
     n_upserted: int = 0
     n_matched: int = 0
@@ -224,7 +227,10 @@ class ClientBulkResult:
         self.n_modified += int(reply.get("nModified", 0))
         self.n_deleted += int(reply.get("nDeleted", 0))
         errors = int(reply.get("nErrors", 0))
-        if errors < batch.count:
+        # Unordered: every op ran, so fewer errors than ops means a write happened. Ordered:
+        # only a batch without errors says so here; a failed op at idx > 0 says it too
+        # (add_results), as the ops before it ran.
+        if batch.count and (errors == 0 or (not self.ordered and errors < batch.count)):
             self.any_success = True
         concern_error = reply.get("writeConcernError")
         if isinstance(concern_error, Mapping):
@@ -238,7 +244,7 @@ class ClientBulkResult:
             if entry.get("ok") not in (1, 1.0, True):
                 self.write_errors[index] = dict(entry)
                 stop = True
-                if index > 0:
+                if self.ordered and index > 0:
                     self.any_success = True
                 continue
             self.any_success = True
