@@ -53,6 +53,14 @@ def _update(result: Any) -> dict[str, Any]:
     return document
 
 
+def _client_update(result: Any) -> dict[str, Any]:
+    """A client bulk write's per-op UpdateResult: the CRUD spec's ClientBulkWriteResult
+    model has matchedCount, modifiedCount and upsertedId, but no upsertedCount."""
+    document = _update(result)
+    del document["upsertedCount"]
+    return document
+
+
 def _delete(result: Any) -> dict[str, Any]:
     return {"deletedCount": result.deleted_count}
 
@@ -72,7 +80,7 @@ def _client_bulk(result: Any) -> dict[str, Any]:
         document["insertResults"] = {
             str(k): _insert_one(v) for k, v in result.insert_results.items()}
         document["updateResults"] = {
-            str(k): _update(v) for k, v in result.update_results.items()}
+            str(k): _client_update(v) for k, v in result.update_results.items()}
         document["deleteResults"] = {
             str(k): _delete(v) for k, v in result.delete_results.items()}
     return document
