@@ -125,37 +125,33 @@ def _pool_closed(event: Any) -> LogMessage:
     return LogMessage(fields, f"Connection pool closed for {_where(fields)}")
 
 
+def _connection(event: Any, message: str) -> tuple[dict[str, Any], str]:
+    """The fields of a message about one connection, and its text's "address=..., driver-generated
+    ID=..." part that every such message shares."""
+    fields = _common(event, message)
+    fields["driverConnectionId"] = event.connection_id
+    return fields, f"address={_where(fields)}, driver-generated ID={event.connection_id}"
+
+
 def _connection_created(event: Any) -> LogMessage:
     assert isinstance(event, ConnectionCreatedEvent)
-    fields = _common(event, "Connection created")
-    fields["driverConnectionId"] = event.connection_id
-    text = (
-        f"Connection created: address={_where(fields)}, driver-generated ID={event.connection_id}"
-    )
-    return LogMessage(fields, text)
+    fields, which = _connection(event, "Connection created")
+    return LogMessage(fields, f"Connection created: {which}")
 
 
 def _connection_ready(event: Any) -> LogMessage:
     assert isinstance(event, ConnectionReadyEvent)
-    fields = _common(event, "Connection ready")
-    fields["driverConnectionId"] = event.connection_id
+    fields, which = _connection(event, "Connection ready")
     fields["durationMS"] = event.duration_ms
-    text = (
-        f"Connection ready: address={_where(fields)}, driver-generated ID={event.connection_id}"
-        f", established in={event.duration_ms:.3f} ms"
-    )
+    text = f"Connection ready: {which}, established in={event.duration_ms:.3f} ms"
     return LogMessage(fields, text)
 
 
 def _connection_closed(event: Any) -> LogMessage:
     assert isinstance(event, ConnectionClosedEvent)
-    fields = _common(event, "Connection closed")
-    fields["driverConnectionId"] = event.connection_id
+    fields, which = _connection(event, "Connection closed")
     fields["reason"] = CLOSED_REASON_TEXT[event.reason]
-    text = (
-        f"Connection closed: address={_where(fields)}, driver-generated ID={event.connection_id}"
-        f". Reason: {fields['reason']}"
-    )
+    text = f"Connection closed: {which}. Reason: {fields['reason']}"
     if event.reason is ConnectionClosedReason.ERROR and event.error is not None:
         fields["error"] = format_error(event.error)
         text += f". Error: {fields['error']}"
@@ -181,25 +177,16 @@ def _checkout_failed(event: Any) -> LogMessage:
 
 def _checked_out(event: Any) -> LogMessage:
     assert isinstance(event, ConnectionCheckedOutEvent)
-    fields = _common(event, "Connection checked out")
-    fields["driverConnectionId"] = event.connection_id
+    fields, which = _connection(event, "Connection checked out")
     fields["durationMS"] = event.duration_ms
-    text = (
-        f"Connection checked out: address={_where(fields)}, "
-        f"driver-generated ID={event.connection_id}, duration={event.duration_ms:.3f} ms"
-    )
+    text = f"Connection checked out: {which}, duration={event.duration_ms:.3f} ms"
     return LogMessage(fields, text)
 
 
 def _checked_in(event: Any) -> LogMessage:
     assert isinstance(event, ConnectionCheckedInEvent)
-    fields = _common(event, "Connection checked in")
-    fields["driverConnectionId"] = event.connection_id
-    text = (
-        f"Connection checked in: address={_where(fields)}, "
-        f"driver-generated ID={event.connection_id}"
-    )
-    return LogMessage(fields, text)
+    fields, which = _connection(event, "Connection checked in")
+    return LogMessage(fields, f"Connection checked in: {which}")
 
 
 _BUILDERS: Mapping[type, Callable[[Any], LogMessage]] = {
