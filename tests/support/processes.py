@@ -22,7 +22,7 @@ def wait_until_ready(
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            stderr = process.stderr.read().decode() if process.stderr else ""
+            stderr = process.stderr.read().decode().strip() if process.stderr else ""
             detail = f": {stderr}" if stderr else ""
             raise RuntimeError(f"{name} exited with {process.returncode}{detail}")
         if probe():
