@@ -281,8 +281,9 @@ class AsyncCommandCursor(_Cursor):
         return self
 
     @property
-    def session(self) -> None:
-        return None
+    def session(self) -> Any:
+        """The explicit session the cursor runs in, or None (implicit session)."""
+        return _explicit_session(self._runner)
 
 
 class AsyncCursor(_Cursor):
@@ -309,8 +310,9 @@ class AsyncCursor(_Cursor):
         return self._collection
 
     @property
-    def session(self) -> None:
-        return None
+    def session(self) -> Any:
+        """The explicit session the cursor runs in, or None (implicit session)."""
+        return _explicit_session(self._runner)
 
     async def _first_page(self) -> CursorPage:
         c = self._collection
@@ -376,8 +378,10 @@ class AsyncCursor(_Cursor):
         return self._change(filter=base)
 
     def clone(self) -> AsyncCursor:
-        """A new, unstarted cursor with the same options."""
-        return AsyncCursor(self._collection, self._options)
+        """A new, unstarted cursor with the same options, in the same session."""
+        cursor = AsyncCursor(self._collection, self._options)
+        cursor._runner = self._runner
+        return cursor
 
     def rewind(self) -> AsyncCursor:
         """Forget the results: the next read runs ``find`` again (the old cursor is dropped;
@@ -460,3 +464,9 @@ def find_options(
         single_batch=single_batch,
         raw_data=raw_data,
     )
+
+
+def _explicit_session(runner: Any) -> Any:
+    from asyncmongo.session import SessionRunner  # the session module imports the API
+
+    return runner.session if isinstance(runner, SessionRunner) else None
