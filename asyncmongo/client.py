@@ -17,7 +17,6 @@ database/collection API is built on the executor separately.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any
@@ -165,8 +164,8 @@ class AsyncMongoClient(ClientSessions, ClientApi):
                 should_poll=self._should_poll_srv,
                 initial_ttl_s=answer_ttl,
             )
-            # A clean context, like every other background task of the client.
-            contextvars.Context().run(self._poller.start)
+            # In the client's task set, like the monitors: a clean context, awaited by close().
+            self._poller.start(tasks.spawn)
 
     async def close(self) -> None:
         """End every task and close every socket the client started, and wait for them."""

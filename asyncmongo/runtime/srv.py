@@ -21,9 +21,9 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import dns.asyncresolver
 import dns.exception
@@ -45,6 +45,9 @@ __all__ = [
 ]
 
 _log = logging.getLogger("asyncmongo.srv")
+
+#: Starts an owned task: (coroutine, task name) -> the task (``TaskSet.spawn``).
+Spawn = Callable[[Coroutine[Any, Any, None], str], "asyncio.Task[None]"]
 
 #: Polling spec: rescanSRVIntervalMS "MUST NOT be lower than 60 seconds".
 MIN_RESCAN_INTERVAL_S = 60.0
@@ -213,13 +216,21 @@ class SrvPoller:
         """The seed list as of the last successful rescan."""
         return self._hosts
 
-    def start(self) -> None:
-        """Start the polling task (once)."""
+    def start(self, spawn: Spawn | None = None) -> None:
+        """Start the polling task (once).
+
+        ``spawn(coro, name)`` is the owner's task starter: the client passes its TaskSet's, so
+        the poller runs in the client's task set with a clean contextvars context and the
+        client's ``close()`` awaits it like every other background task (issue #8). Without
+        it (standalone use, tests) the poller starts a plain task on the running loop.
+        """
         if self._task is not None:
             raise InvalidOperation("the SRV poller was already started")
-        self._task = asyncio.get_running_loop().create_task(
-            self._run(), name=f"asyncmongo-srv-poller {self._srv_host}"
-        )
+        name = f"asyncmongo-srv-poller {self._srv_host}"
+        if spawn is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name=name)
+        else:
+            self._task = spawn(self._run(), name)
 
     async def close(self) -> None:
         """Stop polling: cancel the task and wait for it to end."""
