@@ -24,6 +24,7 @@ from asyncmongo.core.operations.common import (
     TEXT,
 )
 from asyncmongo.core.selection import ReadPreference
+from asyncmongo.core.wire.handshake import DriverInfo, ServerApi
 from asyncmongo.cursor import AsyncCommandCursor, AsyncCursor, CursorType
 from asyncmongo.database import AsyncDatabase
 from asyncmongo.operations import (
@@ -70,6 +71,7 @@ __all__ = [
     "DeleteMany",
     "DeleteOne",
     "DeleteResult",
+    "DriverInfo",
     "IndexModel",
     "InsertManyResult",
     "InsertOne",
@@ -79,6 +81,7 @@ __all__ = [
     "ReplaceOne",
     "ReturnDocument",
     "SearchIndexModel",
+    "ServerApi",
     "UpdateMany",
     "UpdateOne",
     "UpdateResult",

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
+from asyncmongo.bson import ObjectId
 from asyncmongo.client_api import ClientApi, EventListener, split_api_options
 from asyncmongo.core.address import Address
 from asyncmongo.core.auth.scram import ScramCache
@@ -32,7 +33,6 @@ from asyncmongo.core.sdam.types import TopologyType
 from asyncmongo.core.selection import PRIMARY, ReadPreference, Selection
 from asyncmongo.core.uri import ClientOptions
 from asyncmongo.core.uri.parse import parse
-from asyncmongo.core.wire.compression import CompressionSettings
 from asyncmongo.errors import InvalidOperation
 from asyncmongo.monitoring import Listeners
 from asyncmongo.runtime.auth import CredentialAuthenticator
@@ -40,7 +40,6 @@ from asyncmongo.runtime.connection import Connection, ConnectionSettings
 from asyncmongo.runtime.establish import Establisher
 from asyncmongo.runtime.executor import Executor
 from asyncmongo.runtime.monitor import Monitor, MonitorSettings, streaming_enabled
-from asyncmongo.runtime.network import TlsSettings
 from asyncmongo.runtime.pool import Pool
 from asyncmongo.runtime.server import Server
 from asyncmongo.runtime.srv import DnspythonResolver, SrvPoller, resolve_srv_options
@@ -234,15 +233,21 @@ class AsyncMongoClient(ClientSessions, ClientApi):
         options = self._options
         tasks = self._tasks
         assert tasks is not None
-        settings = _connection_settings(options)
+        settings = ConnectionSettings.from_client_options(options)
         authenticator = (
             CredentialAuthenticator(options.credential, self._scram_cache)
             if options.credential is not None
             else None
         )
 
-        async def report(exc: BaseException, generation: int, phase: ErrorPhase) -> None:
-            await topology.handle_application_error(address, exc, generation, phase=phase)
+        async def report(
+            exc: BaseException, generation: int, phase: ErrorPhase, service_id: ObjectId | None
+        ) -> None:
+            if service_id is not None:  # load-balanced: a new connection of that service
+                generation = pool.generation_for(service_id)
+            await topology.handle_application_error(
+                address, exc, generation, phase=phase, service_id=service_id
+            )
 
         establish = Establisher(address, settings, authenticator, lambda: pool.generation, report)
 
@@ -265,6 +270,7 @@ class AsyncMongoClient(ClientSessions, ClientApi):
                 socket_timeout=None,
                 tls=settings.tls,
                 app_name=settings.app_name,
+                driver_info=settings.driver_info,
                 server_api=settings.server_api,
             )
             server.monitor = Monitor(
@@ -285,27 +291,6 @@ class AsyncMongoClient(ClientSessions, ClientApi):
         return topology.description.topology_type in (TopologyType.SHARDED, TopologyType.UNKNOWN)
 
 
-def _connection_settings(options: ClientOptions) -> ConnectionSettings:
-    """What a pooled connection needs, from the client options (milliseconds to seconds)."""
-    return ConnectionSettings(
-        connect_timeout=_seconds(options.connect_timeout_ms),
-        socket_timeout=_seconds(options.socket_timeout_ms),
-        tls=TlsSettings(
-            enabled=options.tls,
-            ca_file=options.tls_ca_file,
-            certificate_key_file=options.tls_certificate_key_file,
-            certificate_key_file_password=options.tls_certificate_key_file_password,
-            allow_invalid_certificates=options.tls_allow_invalid_certificates,
-            allow_invalid_hostnames=options.tls_allow_invalid_hostnames,
-            insecure=options.tls_insecure,
-        ),
-        compression=CompressionSettings(options.compressors, options.zlib_compression_level),
-        app_name=options.appname,
-        server_api=options.server_api,
-        load_balanced=options.load_balanced,
-    )
-
-
 def _pool_options(options: ClientOptions) -> PoolOptions:
     return PoolOptions(
         max_pool_size=options.max_pool_size,
@@ -315,10 +300,6 @@ def _pool_options(options: ClientOptions) -> PoolOptions:
         wait_queue_timeout_ms=options.wait_queue_timeout_ms or 0,
         load_balanced=options.load_balanced,
     )
-
-
-def _seconds(ms: int | None) -> float | None:
-    return None if ms is None else ms / 1000
 
 
 def _placeholder_settings() -> TopologySettings:

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.bson.types import UuidRepresentation
 from asyncmongo.bulk import run_client_bulk
 from asyncmongo.core.address import Address
 from asyncmongo.core.concern import ReadConcern, WriteConcern
@@ -71,8 +72,8 @@ EVENT_BACKLOG = 10_000
 
 def split_api_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the API's own keywords: codec options and ``observe_events``, the rest for the URI
-    parser). The connection string itself cannot set codec options, as in PyMongo except
-    uuidRepresentation, which is also accepted as a keyword here."""
+    parser). The connection string itself cannot set codec options, as in PyMongo, except
+    uuidRepresentation (the URI parser validates it; a keyword here overrides it)."""
     api: dict[str, Any] = {}
     rest: dict[str, Any] = {}
     for key, value in options.items():
@@ -83,18 +84,30 @@ def split_api_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[
     return api, rest
 
 
-def _codec_options(api: Mapping[str, Any]) -> CodecOptions:
+#: uuidRepresentation spellings (uri-options spec, PyMongo's), folded to lower case.
+_UUID_REPRESENTATIONS = {
+    "unspecified": UuidRepresentation.UNSPECIFIED,
+    "standard": UuidRepresentation.STANDARD,
+    "pythonlegacy": UuidRepresentation.PYTHON_LEGACY,
+    "javalegacy": UuidRepresentation.JAVA_LEGACY,
+    "csharplegacy": UuidRepresentation.CSHARP_LEGACY,
+}
+
+
+def _codec_options(api: Mapping[str, Any], uri_uuid_representation: str) -> CodecOptions:
+    """The client's codec options: the keywords, else the URI's uuidRepresentation."""
     kwargs = {
         _CODEC_KEYWORDS[key.lower()]: value for key, value in api.items() if key != "observe_events"
     }
-    uuid = kwargs.get("uuid_representation")
+    uuid = kwargs.setdefault("uuid_representation", uri_uuid_representation)
     if isinstance(uuid, str):
-        from asyncmongo.bson.types import UuidRepresentation
-
-        try:
-            kwargs["uuid_representation"] = UuidRepresentation[uuid.upper()]
-        except KeyError:
-            raise ConfigurationError(f"unknown uuidRepresentation {uuid!r}") from None
+        representation = _UUID_REPRESENTATIONS.get(uuid.lower())
+        if representation is None:
+            raise ConfigurationError(
+                f"unknown uuidRepresentation {uuid!r}; expected one of "
+                "unspecified, standard, pythonLegacy, javaLegacy, csharpLegacy"
+            )
+        kwargs["uuid_representation"] = representation
     try:
         return CodecOptions(**kwargs)
     except TypeError as exc:
@@ -125,7 +138,7 @@ class ClientApi:
         self, api_options: Mapping[str, Any], listeners: Iterable[EventListener]
     ) -> list[EventListener]:
         """Set up codec options, concerns and event plumbing; the listeners to register."""
-        self._codec_options = _codec_options(api_options)
+        self._codec_options = _codec_options(api_options, self._options.uuid_representation)
         self._user_listeners = [self._wrap_listener(listener) for listener in listeners]
         self._event_queues: set[_EventQueue] = set()
         self._operation_executor: OperationExecutor | None = None

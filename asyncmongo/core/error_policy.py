@@ -286,6 +286,10 @@ def application_error_verdict(
     if compare_topology_version(server.topology_version, error.topology_version) >= 0:
         return _ignore("stale: the server's topologyVersion is not older than the error's")
     load_balanced = topology_type is TopologyType.LOAD_BALANCED
+    if load_balanced and error.service_id is None:
+        # Load balancers spec: an error before the hello named the service (the initial
+        # hello itself failing) cannot be tied to a serviceId, so it clears nothing.
+        return _ignore("load balanced: no serviceId is known for this connection yet")
     if error.kind is ErrorKind.COMMAND and is_state_change_error(error.code, error.message):
         return _state_change_verdict(server, error, load_balanced)
     if SYSTEM_OVERLOADED_LABEL in error.labels:
@@ -321,8 +325,6 @@ def _unavailable_verdict(
 ) -> ErrorVerdict:
     """A network error (or a handshake/auth failure): Unknown, clear the pool, cancel check."""
     if load_balanced:
-        if error.service_id is None:
-            return _ignore("load balanced: no serviceId is known for this connection yet")
         return ErrorVerdict(clear_pool=True, service_id=error.service_id)
     unknown = ServerDescription.unknown(server.address, error.describe())
     return ErrorVerdict(new_description=unknown, clear_pool=True, cancel_check=True)

@@ -153,7 +153,8 @@ class ConnectionSettings:
     def from_client_options(cls, options: ClientOptions) -> ConnectionSettings:
         """Settings from the parsed connection string / client options (ms become seconds).
 
-        Unknown compressors were already warned about by the URI parser; they are dropped.
+        The one way the client makes its connection settings. Unknown compressors were
+        already warned about by the URI parser; they are dropped.
         """
         return cls(
             connect_timeout=_seconds(options.connect_timeout_ms),
@@ -172,6 +173,7 @@ class ConnectionSettings:
                 options.zlib_compression_level,
             ),
             app_name=options.appname,
+            driver_info=options.driver_info,
             server_api=_server_api(options.server_api),
             load_balanced=options.load_balanced,
         )
@@ -561,9 +563,10 @@ class Connection:
         if self._settings.load_balanced:
             service_id = reply.get("serviceId")
             if not isinstance(service_id, ObjectId):
-                raise ConfigurationError(
-                    "the server is not behind a load balancer (no serviceId in its hello): "
-                    "loadBalanced=true needs a load-balanced deployment"
+                raise ConfigurationError(  # the load balancers spec's wording
+                    "Driver attempted to initialize in load balancing mode, but the server "
+                    "does not support this mode (no serviceId in its hello): loadBalanced=true "
+                    "needs a load-balanced deployment"
                 )
             self.service_id = service_id
 

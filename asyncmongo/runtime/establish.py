@@ -17,23 +17,27 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from asyncmongo.bson import ObjectId
 from asyncmongo.core.address import Address
 from asyncmongo.core.error_policy import ErrorPhase
 from asyncmongo.runtime.connection import Authenticator, Connection, ConnectionSettings, connect
 
 __all__ = ["Establisher"]
 
-ReportError = Callable[[BaseException, int, ErrorPhase], Awaitable[None]]
+#: (the error, the pool generation, the phase, the serviceId the hello named if it got that far)
+ReportError = Callable[[BaseException, int, ErrorPhase, ObjectId | None], Awaitable[None]]
 
 
 class _PhaseRecorder:
-    """An Authenticator that notes when the authentication step begins."""
+    """An Authenticator that notes when the authentication step begins (and the serviceId
+    the hello named, load-balanced: the error is that service's)."""
 
-    __slots__ = ("_inner", "authenticating")
+    __slots__ = ("_inner", "authenticating", "service_id")
 
     def __init__(self, inner: Authenticator) -> None:
         self._inner = inner
         self.authenticating = False
+        self.service_id: ObjectId | None = None
 
     @property
     def sasl_supported_mechs(self) -> str | None:
@@ -46,6 +50,7 @@ class _PhaseRecorder:
         self, conn: Connection, hello_reply: Mapping[str, Any], *, deadline: float | None = None
     ) -> None:
         self.authenticating = True
+        self.service_id = conn.service_id
         await self._inner.authenticate(conn, hello_reply, deadline=deadline)
 
 
@@ -81,5 +86,6 @@ class Establisher:
         except Exception as exc:
             authenticating = recorder is not None and recorder.authenticating
             phase = ErrorPhase.AUTHENTICATING if authenticating else ErrorPhase.CONNECTING
-            await self._report(exc, generation, phase)
+            service_id = recorder.service_id if recorder is not None else None
+            await self._report(exc, generation, phase, service_id)
             raise

@@ -34,9 +34,10 @@ from asyncmongo.core.error_policy import (
 from asyncmongo.core.operations.base import Operation, Target
 from asyncmongo.core.sdam.types import TopologyType
 from asyncmongo.core.selection import Selection
-from asyncmongo.errors import MongoError, NotPrimaryError, OperationFailure
+from asyncmongo.errors import AutoReconnect, MongoError, NotPrimaryError, OperationFailure
 from asyncmongo.runtime.attempt import ClusterTimeKeeper, OperationSession, SessionOperation
 from asyncmongo.runtime.connection import Connection
+from asyncmongo.runtime.pool import Pinned
 from asyncmongo.runtime.server import Server
 from asyncmongo.runtime.topology import Topology
 
@@ -83,8 +84,8 @@ class Executor:
         self.sessions: Any = None
         #: (server, cursor id) -> the session its getMore/killCursors must use.
         self.cursor_sessions: dict[tuple[Address, int], OperationSession] = {}
-        #: Load-balanced mode: (server, cursor id) -> (its pinned connection, that pool).
-        self.cursor_connections: dict[tuple[Address, int], tuple[Connection, Any]] = {}
+        #: Load-balanced mode: (server, cursor id) -> its pinned connection.
+        self.cursor_connections: dict[tuple[Address, int], _CursorPin] = {}
 
     async def run_operation(
         self,
@@ -152,6 +153,9 @@ class Executor:
         self, attempt: SessionOperation[T], deadline: float | None, operation_id: int | None
     ) -> tuple[T, Address]:
         """The first attempt and, when allowed, one retry (retryable reads/writes specs)."""
+        released = self._release_broken_cursor_pin(attempt)
+        if released is not None:
+            return released
         deprioritized: list[Address] = []
         first_error: BaseException | None = None
         while True:
@@ -205,17 +209,35 @@ class Executor:
         cursor_id = getattr(result, "cursor_id", 0) if result is not None else 0
         if isinstance(pool, _HeldPool):
             if pool.held is not None and isinstance(cursor_id, int) and cursor_id:
-                self.cursor_connections[(server.address, cursor_id)] = (pool.held, server.pool)
+                self.cursor_connections[(server.address, cursor_id)] = _CursorPin(
+                    pool.held, server.pool
+                )
+                server.pool.pin(pool.held, Pinned.CURSOR)
                 pool.held = None
             pool.release()
             return
-        if attempt.name not in _CURSOR_OPS or not isinstance(pool, _PinnedPool):
+        if attempt.name not in _CURSOR_OPS or not isinstance(pool, _CursorPinnedPool):
             return
         key = (server.address, getattr(attempt.op, "cursor_id", 0))
         if attempt.name == "killCursors" or (result is not None and cursor_id == 0):
             pin = self.cursor_connections.pop(key, None)
             if pin is not None:
-                pin[1].check_in(pin[0])
+                pin.pool.check_in(pin.conn)
+
+    def _release_broken_cursor_pin(self, attempt: SessionOperation[T]) -> tuple[T, Address] | None:
+        """Load balancers spec: after a getMore network error the connection stays pinned to
+        the cursor, and closing the cursor sends no killCursors (the connection is no longer
+        valid) but gives the connection back; (killCursors' result, address) when so."""
+        address = attempt.target.address
+        if attempt.name != "killCursors" or address is None:
+            return None
+        key = (address, getattr(attempt.op, "cursor_id", 0))
+        pin = self.cursor_connections.get(key)
+        if pin is None or pin.error is None:
+            return None
+        del self.cursor_connections[key]
+        pin.pool.discard(pin.conn, pin.error)
+        return attempt.op.parse({"ok": 1}), address
 
     async def _connection_for(
         self, attempt: SessionOperation[Any], server: Server, deadline: float | None
@@ -228,11 +250,12 @@ class Executor:
             key = (server.address, getattr(attempt.op, "cursor_id", 0))
             pin = self.cursor_connections.get(key)
             if pin is not None:
-                conn, pool = pin
                 unpin: Callable[[], object] = functools.partial(
                     self.cursor_connections.pop, key, None
                 )
-                return conn, _PinnedServer(server.address, _PinnedPool(pool, unpin))
+                closing = attempt.name == "killCursors"
+                pool = _CursorPinnedPool(pin, unpin, closing)
+                return pin.conn, _PinnedServer(server.address, pool)
         if session is None or not attempt.in_transaction:
             conn = await self._check_out(server, deadline)
             if (
@@ -252,6 +275,7 @@ class Executor:
         ):
             return conn, server
         session._pin_connection(conn, server.pool, server.address)
+        server.pool.pin(conn, Pinned.TRANSACTION)
         unpin = session._drop_pinned_connection
         return conn, _PinnedServer(server.address, _PinnedPool(server.pool, unpin))
 
@@ -401,6 +425,37 @@ class _PinnedPool:
         self._pool.discard(conn, exc)
 
 
+class _CursorPin:
+    """A cursor's pinned connection (load-balanced mode) and the error that broke it, if a
+    getMore failed on it: it stays pinned until the cursor is closed (load balancers spec)."""
+
+    __slots__ = ("conn", "error", "pool")
+
+    def __init__(self, conn: Connection, pool: Any) -> None:
+        self.conn = conn
+        self.pool = pool
+        self.error: BaseException | None = None
+
+
+class _CursorPinnedPool(_PinnedPool):
+    """A cursor's pinned connection as a getMore or killCursors sees it: a broken connection
+    stays pinned after a getMore (given back, unused, when the cursor is closed), while a
+    killCursors releases it whatever happens."""
+
+    __slots__ = ("_closing", "_pin")
+
+    def __init__(self, pin: _CursorPin, unpin: Callable[[], object], closing: bool) -> None:
+        super().__init__(pin.pool, unpin)
+        self._pin = pin
+        self._closing = closing
+
+    def discard(self, conn: Connection, exc: BaseException | None = None) -> None:
+        if self._closing:
+            super().discard(conn, exc)
+        else:
+            self._pin.error = exc or AutoReconnect("the cursor's pinned connection broke")
+
+
 class _HeldPool:
     """A cursor-opening command's pool in load-balanced mode: the check-in is held until the
     reply says whether a cursor stays open (then the connection is pinned to it)."""
@@ -433,7 +488,7 @@ class _HeldPool:
 
 
 class _PinnedServer:
-    """A server whose pool is a _PinnedPool or a _HeldPool."""
+    """A server whose pool is a _PinnedPool (or _CursorPinnedPool) or a _HeldPool."""
 
     __slots__ = ("address", "pool")
 

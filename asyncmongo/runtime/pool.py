@@ -15,6 +15,7 @@ is synchronous, so it cannot be interrupted.
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import time
 from collections.abc import Callable, Coroutine, Hashable
@@ -43,7 +44,7 @@ from asyncmongo.core.cmap.log_messages import log_message
 from asyncmongo.core.cmap.options import PoolOptions
 from asyncmongo.errors import PoolClearedError, PoolClosedError, WaitQueueTimeoutError
 
-__all__ = ["Pool", "PoolConnection"]
+__all__ = ["Pinned", "Pool", "PoolConnection"]
 
 LOGGER = logging.getLogger("asyncmongo.connection")
 
@@ -51,6 +52,14 @@ _monotonic = time.monotonic
 _READY = PoolState.READY
 _DEBUG = logging.DEBUG
 _log_enabled = LOGGER.isEnabledFor
+
+
+class Pinned(enum.Enum):
+    """What a checked-out connection is pinned to in load-balanced mode (load balancers spec:
+    a cursor or a transaction keeps its connection until it ends)."""
+
+    CURSOR = "cursors"
+    TRANSACTION = "transactions"
 
 
 class PoolConnection(PooledConnection, Protocol):
@@ -88,6 +97,7 @@ class Pool(Generic[C]):
         "_maintainer",
         "_maintenance_interval",
         "_on_background_error",
+        "_pinned",
         "_spawn",
         "_wake",
         "address",
@@ -117,6 +127,8 @@ class Pool(Generic[C]):
         self._wake: asyncio.Event | None = None
         #: connection id -> (establishing task, generation), for interruptInUseConnections.
         self._establishing: dict[int, tuple[asyncio.Task[C], int]] = {}
+        #: Load-balanced mode: checked-out connection id -> what it is pinned to.
+        self._pinned: dict[int, Pinned] = {}
         self._cleared_message = (
             f"Connection pool for {format_address(address)} is paused (not ready yet)"
         )
@@ -136,6 +148,19 @@ class Pool(Generic[C]):
     def generation_of(self, conn: C) -> int:
         """The generation of a checked-out connection, to tag its errors for SDAM."""
         return self._book.generation_of(conn)
+
+    def pin(self, conn: C, to: Pinned) -> None:
+        """Note that a checked-out connection is pinned to a cursor or a transaction (it stays
+        checked out until released by ``check_in``/``discard``); a WaitQueueTimeoutError in
+        load-balanced mode counts them (load balancers spec)."""
+        self._pinned[conn.id] = to
+
+    def pinned_counts(self) -> dict[Pinned, int]:
+        """How many checked-out connections each kind of pin holds."""
+        counts = dict.fromkeys(Pinned, 0)
+        for kind in self._pinned.values():
+            counts[kind] += 1
+        return counts
 
     def generation_for(self, service_id: Hashable | None = None) -> int:
         """The current generation SDAM compares an error's connection generation with: in
@@ -357,6 +382,7 @@ class Pool(Generic[C]):
         """
         book = self._book
         now = _monotonic()
+        self._pinned.pop(conn.id, None)
         reason = book.check_in(conn, now)
         if self._observed():
             self._emit(ConnectionCheckedInEvent(self.address, conn.id))
@@ -368,6 +394,7 @@ class Pool(Generic[C]):
 
     def discard(self, conn: C, error: BaseException | None = None) -> None:
         """Check in a connection that must not be reused (it failed or was interrupted)."""
+        self._pinned.pop(conn.id, None)
         self._book.discard(conn)
         if self._observed():
             self._emit(ConnectionCheckedInEvent(self.address, conn.id))
@@ -592,6 +619,18 @@ class Pool(Generic[C]):
         if self._observed():
             self._emit(ConnectionCheckOutFailedEvent(self.address, reason, _ms_since(start), error))
 
+    def _in_use_by(self) -> str:
+        """Load balancers spec: a wait queue timeout says who holds the connections."""
+        if not self.options.load_balanced:
+            return ""
+        counts = self.pinned_counts()
+        cursors, transactions = counts[Pinned.CURSOR], counts[Pinned.TRANSACTION]
+        other = len(self._book.in_use) - cursors - transactions
+        return (
+            f", connections in use by cursors: {cursors}, connections in use by transactions: "
+            f"{transactions}, connections in use by other operations: {other}"
+        )
+
     def _checkout_failed(
         self, start: float, reason: ConnectionCheckOutFailedReason, error: BaseException | None
     ) -> BaseException:
@@ -605,8 +644,8 @@ class Pool(Generic[C]):
         elif reason is ConnectionCheckOutFailedReason.TIMEOUT:
             exc = WaitQueueTimeoutError(
                 f"Timed out while checking out a connection from connection pool {where} "
-                f"(maxPoolSize: {self.options.max_pool_size}, waitQueueTimeoutMS: "
-                f"{self.options.wait_queue_timeout_ms})"
+                f"(maxPoolSize: {self.options.max_pool_size}{self._in_use_by()}, "
+                f"waitQueueTimeoutMS: {self.options.wait_queue_timeout_ms})"
             )
         else:
             exc = PoolClearedError(self._cleared_message)

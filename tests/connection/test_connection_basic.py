@@ -383,7 +383,7 @@ async def test_ipv6_loopback() -> None:
 async def test_load_balanced_needs_service_id() -> None:
     settings = ConnectionSettings(host=HOST, load_balanced=True)
     async with ScriptedServer() as server:
-        with pytest.raises(ConfigurationError, match="load balancer"):
+        with pytest.raises(ConfigurationError, match="load balancing mode, but the server"):
             await open_conn(server, settings)
     oid = ObjectId()
     async with ScriptedServer(hello_extra={"serviceId": pybson.ObjectId(str(oid))}) as server:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from asyncmongo.bson import ObjectId
 from asyncmongo.core.error_policy import ErrorPhase
 from asyncmongo.errors import AutoReconnect
 from asyncmongo.runtime.connection import Connection, ConnectionSettings
@@ -30,7 +31,10 @@ class FailingAuth:
 async def test_an_error_while_authenticating_is_reported_as_such() -> None:
     reports: list[tuple[BaseException, int, ErrorPhase]] = []
 
-    async def report(exc: BaseException, generation: int, phase: ErrorPhase) -> None:
+    async def report(
+        exc: BaseException, generation: int, phase: ErrorPhase, service_id: ObjectId | None
+    ) -> None:
+        assert service_id is None  # not load-balanced
         reports.append((exc, generation, phase))
 
     async with ScriptedServer() as server:
@@ -47,7 +51,9 @@ async def test_an_error_while_authenticating_is_reported_as_such() -> None:
 async def test_an_error_while_connecting_is_reported_as_such() -> None:
     reports: list[ErrorPhase] = []
 
-    async def report(exc: BaseException, generation: int, phase: ErrorPhase) -> None:
+    async def report(
+        exc: BaseException, generation: int, phase: ErrorPhase, service_id: ObjectId | None
+    ) -> None:
         reports.append(phase)
 
     async with ScriptedServer() as server:
@@ -61,7 +67,9 @@ async def test_an_error_while_connecting_is_reported_as_such() -> None:
 
 
 async def test_a_good_connection_reports_nothing() -> None:
-    async def report(exc: BaseException, generation: int, phase: ErrorPhase) -> None:
+    async def report(
+        exc: BaseException, generation: int, phase: ErrorPhase, service_id: ObjectId | None
+    ) -> None:
         raise AssertionError("nothing failed")
 
     async with ScriptedServer() as server:

@@ -19,6 +19,8 @@ from asyncmongo.core.auth.credential import MongoCredential, build_credential
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.uri.rules import check_combination
 from asyncmongo.core.uri.table import OPTIONS
+from asyncmongo.core.wire.handshake import DriverInfo
+from asyncmongo.errors import ConfigurationError
 
 __all__ = ["ClientOptions", "build_client_options"]
 
@@ -87,6 +89,10 @@ class ClientOptions:
     max_adaptive_retries: int = 2
     enable_overload_retargeting: bool = False
     server_api: Any = None
+    #: DriverInfo records a wrapping library appends to the handshake metadata (keyword only).
+    driver_info: tuple[DriverInfo, ...] = ()
+    #: The BSON codec's uuidRepresentation (spec spelling; the client maps it to the enum).
+    uuid_representation: str = "unspecified"
     options: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
 
     def __repr__(self) -> str:
@@ -185,8 +191,21 @@ def build_client_options(
         max_adaptive_retries=o.get("maxAdaptiveRetries", 2),
         enable_overload_retargeting=o.get("enableOverloadRetargeting", False),
         server_api=extras.get("server_api"),
+        driver_info=_driver_info(extras.get("driver_info")),
+        uuid_representation=o.get("uuidRepresentation", "unspecified"),
         options=MappingProxyType({name: _frozen(value) for name, value in o.items()}),
     )
+
+
+def _driver_info(value: Any) -> tuple[DriverInfo, ...]:
+    """``driver_info=`` takes one DriverInfo or a sequence of them (None: none)."""
+    if value is None:
+        return ()
+    infos = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+    for info in infos:
+        if not isinstance(info, DriverInfo):
+            raise ConfigurationError(f"driver_info must be a DriverInfo, not {type(info).__name__}")
+    return infos
 
 
 def _frozen(value: Any) -> Any:

@@ -27,7 +27,12 @@ from asyncmongo.errors import (
 __all__ = ["KWARG_ONLY", "collect_kwargs", "collect_pairs"]
 
 #: Keyword arguments that are not URI options (folded name -> attribute name).
-KWARG_ONLY = {"serverapi": "server_api", "username": "username", "password": "password"}
+KWARG_ONLY = {
+    "serverapi": "server_api",
+    "driverinfo": "driver_info",
+    "username": "username",
+    "password": "password",
+}
 
 _NO_REPEAT = frozenset({"proxyHost", "proxyPort", "proxyUsername", "proxyPassword"})
 _STACK = 5

@@ -78,6 +78,7 @@ _TABLE = (
     Option("tlsDisableCertificateRevocationCheck", v.boolean),
     Option("tlsDisableOCSPEndpointCheck", v.boolean),
     Option("tlsInsecure", v.boolean),
+    Option("uuidRepresentation", v.choice(v.UUID_REPRESENTATIONS)),
     Option("w", v.w_value),
     Option("waitQueueTimeoutMS", _POSITIVE),
     Option("wTimeoutMS", v.integer(0, v.INT64_MAX)),

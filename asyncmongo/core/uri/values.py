@@ -17,6 +17,7 @@ from asyncmongo.errors import ConfigurationError, ConfigurationWarning
 __all__ = [
     "COMPRESSORS",
     "READ_PREFERENCE_MODES",
+    "UUID_REPRESENTATIONS",
     "BadValue",
     "Validator",
     "appname",
@@ -37,6 +38,14 @@ Validator = Callable[[object], Any]
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 COMPRESSORS = ("snappy", "zlib", "zstd")
+#: uuidRepresentation values (uri-options spec; PyMongo's spellings).
+UUID_REPRESENTATIONS = (
+    "unspecified",
+    "standard",
+    "pythonLegacy",
+    "javaLegacy",
+    "csharpLegacy",
+)
 READ_PREFERENCE_MODES = (
     "primary",
     "primaryPreferred",
