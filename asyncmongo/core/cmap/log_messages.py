@@ -133,6 +133,16 @@ def _connection(event: Any, message: str) -> tuple[dict[str, Any], str]:
     return fields, f"address={_where(fields)}, driver-generated ID={event.connection_id}"
 
 
+def _reason(fields: dict[str, Any], reason: str, error: BaseException | None) -> str:
+    """Adds the spec's "reason" (and "error" when the reason was one) to ``fields``; returns
+    their text, ". Reason: ...[. Error: ...]"."""
+    fields["reason"] = reason
+    if error is None:
+        return f". Reason: {reason}"
+    fields["error"] = format_error(error)
+    return f". Reason: {reason}. Error: {fields['error']}"
+
+
 def _connection_created(event: Any) -> LogMessage:
     assert isinstance(event, ConnectionCreatedEvent)
     fields, which = _connection(event, "Connection created")
@@ -150,12 +160,9 @@ def _connection_ready(event: Any) -> LogMessage:
 def _connection_closed(event: Any) -> LogMessage:
     assert isinstance(event, ConnectionClosedEvent)
     fields, which = _connection(event, "Connection closed")
-    fields["reason"] = CLOSED_REASON_TEXT[event.reason]
-    text = f"Connection closed: {which}. Reason: {fields['reason']}"
-    if event.reason is ConnectionClosedReason.ERROR and event.error is not None:
-        fields["error"] = format_error(event.error)
-        text += f". Error: {fields['error']}"
-    return LogMessage(fields, text)
+    error = event.error if event.reason is ConnectionClosedReason.ERROR else None
+    reason = _reason(fields, CLOSED_REASON_TEXT[event.reason], error)
+    return LogMessage(fields, f"Connection closed: {which}{reason}")
 
 
 def _checkout_started(event: Any) -> LogMessage:
@@ -166,12 +173,11 @@ def _checkout_started(event: Any) -> LogMessage:
 def _checkout_failed(event: Any) -> LogMessage:
     assert isinstance(event, ConnectionCheckOutFailedEvent)
     fields = _common(event, "Connection checkout failed")
-    fields["reason"] = CHECKOUT_FAILED_REASON_TEXT[event.reason]
-    text = f"Checkout failed for connection to {_where(fields)}. Reason: {fields['reason']}"
-    if event.reason is ConnectionCheckOutFailedReason.CONNECTION_ERROR and event.error is not None:
-        fields["error"] = format_error(event.error)
-        text += f". Error: {fields['error']}"
+    failed_to_connect = event.reason is ConnectionCheckOutFailedReason.CONNECTION_ERROR
+    error = event.error if failed_to_connect else None
+    reason = _reason(fields, CHECKOUT_FAILED_REASON_TEXT[event.reason], error)
     fields["durationMS"] = event.duration_ms
+    text = f"Checkout failed for connection to {_where(fields)}{reason}"
     return LogMessage(fields, f"{text}. Duration: {event.duration_ms:.3f} ms")
 
 
