@@ -35,6 +35,21 @@ _RETRYABLE_WRITE_COMMANDS = frozenset({"insert", "update", "delete", "findAndMod
                                        "findandmodify"})
 #: Never failed: the fail point's own command (so a test can always turn it off).
 _EXEMPT = frozenset({"configureFailPoint"})
+#: Commands mongod registers under more than one name. mongod fires failCommand when an entry
+#: of failCommands is the invoked command's name or any of its aliases (Command::hasAlias), so
+#: ["ismaster"] also fails a handshake sent as "isMaster". hello is its own command in 7.0.
+_ALIAS_GROUPS = (
+    ("isMaster", "ismaster"),
+    ("findAndModify", "findandmodify"),
+    ("buildInfo", "buildinfo"),
+    ("dropIndexes", "deleteIndexes"),
+)
+_CANONICAL = {alias: group[0] for group in _ALIAS_GROUPS for alias in group}
+
+
+def command_identity(name: str) -> str:
+    """The command a name invokes (its first registered name), as failCommand matches it."""
+    return _CANONICAL.get(name, name)
 
 
 class FailPointMode(enum.Enum):
@@ -72,7 +87,7 @@ class FailCommand:
         app = data.get("appName")
         errmsg = data.get("errmsg")
         return cls(
-            fail_commands=frozenset(names),
+            fail_commands=frozenset(command_identity(n) for n in names),
             error_code=int(code) if code is not None else None,
             error_labels=tuple(str(label) for label in labels) if labels is not None else None,
             close_connection=bool(data.get("closeConnection", False)),
@@ -99,10 +114,13 @@ class FailCommand:
 
     def add_write_concern_error(self, reply: dict[str, Any],
                                 command: Mapping[str, Any]) -> dict[str, Any]:
-        """Attach the configured ``writeConcernError`` to a successful reply."""
+        """A copy of a successful reply with the configured ``writeConcernError`` attached.
+
+        A copy, because the store keeps a retryable write's reply for its retry: the retry
+        must get the stored outcome, not this fault's writeConcernError again."""
         assert self.write_concern_error is not None
         wce = dict(self.write_concern_error)
-        reply["writeConcernError"] = wce
+        reply = {**reply, "writeConcernError": wce}
         code = wce.get("code")
         labels = self._labels(command, None, code if isinstance(code, int) else None)
         if self.error_labels is None and "errorLabels" in wce:
@@ -191,7 +209,7 @@ class FailPointState:
         """Whether the fail point fires for this command; counts the activation if so."""
         if self.mode is FailPointMode.OFF or command_name in _EXEMPT:
             return None
-        if command_name not in self.data.fail_commands:
+        if command_identity(command_name) not in self.data.fail_commands:
             return None
         if self.data.app_name is not None and self.data.app_name != app_name:
             return None

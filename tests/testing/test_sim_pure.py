@@ -139,6 +139,19 @@ def test_fail_point_modes() -> None:
         FailPointState.from_command({"mode": "alwaysOn", "data": {"errorCode": 1}})
 
 
+def test_fail_point_matches_a_command_by_any_of_its_names() -> None:
+    # mongod: an entry of failCommands names the command or one of its aliases, so the
+    # spec tests' ["hello", "ismaster"] also fails a legacy handshake sent as "isMaster"
+    data = {"failCommands": ["hello", "ismaster", "findandmodify"], "closeConnection": True}
+    point = FailPointState.from_command({"mode": "alwaysOn", "data": data})
+    for name in ("hello", "isMaster", "ismaster", "findAndModify", "findandmodify"):
+        assert point.fire(name, None) is not None, name
+    only_hello = FailPointState.from_command(
+        {"mode": "alwaysOn", "data": {"failCommands": ["hello"], "closeConnection": True}}
+    )
+    assert only_hello.fire("isMaster", None) is None  # hello is its own command (7.0)
+
+
 def test_fail_point_error_labels() -> None:
     retryable_write = {"insert": "c", "txnNumber": Int64(1), "lsid": {}}
     fail = FailCommand.from_document({"failCommands": ["insert"], "errorCode": 91})
