@@ -3,8 +3,8 @@
 Every JSON under spec_tests/data/server-discovery-and-monitoring/ is one test case. Each phase
 feeds hello replies and application errors into the pure core (``SdamHarness``) and compares
 the resulting TopologyDescription (or, in monitoring/, the SDAM events) with the outcome.
-The unified/ folder is written in the Unified Test Format and needs the runtime; those files
-are listed and skipped with that reason.
+The unified/ folder is written in the Unified Test Format and is run, against the runtime, by
+spec_tests/test_sdam_unified.py; this runner does not collect it.
 """
 
 from __future__ import annotations

@@ -16,29 +16,11 @@ from spec_tests.unified.target import TargetPool
 
 __all__ = ["target_pool"]
 
-_SERVER_LABELS = (
-    "asyncmongo.testing's failCommand does not add the TransientTransactionError label a "
-    "real server adds to this commitTransaction error, so with_transaction rightly does not "
-    "retry it"
-)
-_CALLBACK_ERRORS = (
-    "the unified runner swallows errors of callback operations (ignoreResultAndError, "
-    "expectError) instead of propagating them to withTransaction as the unified test format "
-    "requires (spec_tests/unified/operations.py _with_transaction), so the transaction is "
-    "committed instead of aborted and retried"
-)
-
-SKIPS: dict[tuple[str, str], str] = {
-    ("commit-transienttransactionerror.json", "*"): _SERVER_LABELS,
-    ("commit-transienttransactionerror-4.2.json", "*"): _SERVER_LABELS,
-    ("callback-retry.json", "callback succeeds after multiple connection errors"): (
-        _CALLBACK_ERRORS
-    ),
-    (
-        "callback-retry.json",
-        "callback is not retried after non-transient error (DuplicateKeyError)",
-    ): (_CALLBACK_ERRORS),
-}
+#: (file name, test description or "*") -> the written reason it cannot pass here. Empty: the
+#: commit-transienttransactionerror files (the simulator now labels fail point errors in a
+#: transaction TransientTransactionError as mongod does) and callback-retry's two tests (the
+#: runner propagates callback errors now) pass.
+SKIPS: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.asyncio(loop_scope="module")

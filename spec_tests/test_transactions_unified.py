@@ -21,34 +21,18 @@ _BACKPRESSURE = (
     "exponential backoff, up to maxAttempts) is not implemented: asyncmongo retries a "
     "retryable read or write once, per the retryable reads/writes specs"
 )
-_SERVER_LABELS = (
-    "asyncmongo.testing's failCommand does not add the TransientTransactionError label a "
-    "real server adds to this error inside a transaction (the driver adds it only to network "
-    "and server selection errors, as the transactions spec says)"
-)
 _NO_RECOVERY_TOKEN = (
     "asyncmongo.testing's mongos does not return a recoveryToken (the driver keeps the last "
     "one a reply gives and sends it with commit/abort: tests/sessions)"
-)
-_CODE_NAME = (
-    "asyncmongo.testing's failCommand names error 11601 'Location11601', not 'Interrupted', "
-    "and the test matches the code name"
 )
 SKIPS: dict[tuple[str, str], str] = {
     ("backpressure-retryable-abort.json", "*"): _BACKPRESSURE,
     ("backpressure-retryable-commit.json", "*"): _BACKPRESSURE,
     ("backpressure-retryable-reads.json", "*"): _BACKPRESSURE,
     ("backpressure-retryable-writes.json", "*"): _BACKPRESSURE,
-    ("error-labels.json", "NotWritablePrimary errors contain transient label"): _SERVER_LABELS,
-    ("error-labels.json", "WriteConflict errors contain transient label"): _SERVER_LABELS,
-    ("error-labels.json", "NoSuchTransaction errors contain transient label"): _SERVER_LABELS,
-    ("error-labels.json", "NoSuchTransaction errors on commit contain transient label"): (
-        _SERVER_LABELS
-    ),
     ("mongos-recovery-token.json", "commitTransaction explicit retries include recoveryToken"): (
         _NO_RECOVERY_TOKEN
     ),
-    ("retryable-commit.json", "commitTransaction fails after Interrupted"): _CODE_NAME,
 }
 
 
