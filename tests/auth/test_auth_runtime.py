@@ -6,7 +6,6 @@ users."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import itertools
 from collections.abc import Mapping
 from typing import Any
@@ -23,6 +22,7 @@ from asyncmongo.errors import ConfigurationError, NetworkTimeout, OperationFailu
 from asyncmongo.runtime.auth import CredentialAuthenticator
 from asyncmongo.runtime.connection import ConnectionSettings, connect
 from asyncmongo.testing.scram import SaslServer, UserDirectory
+from tests.auth.support import CountingPbkdf2
 from tests.support.scripted_server import HELLO_REPLY, Peer, Request, ScriptedServer
 
 FAST = {ScramMechanism.SCRAM_SHA_1: 4096, ScramMechanism.SCRAM_SHA_256: 4096}
@@ -234,14 +234,6 @@ async def test_deadline_is_passed_to_every_command(users: UserDirectory) -> None
     await handshake(CredentialAuthenticator(negotiate("both", "both")), server, deadline=123.0)
     assert server.deadlines == [123.0, 123.0]
 
-
-class CountingPbkdf2:
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def __call__(self, name: str, password: bytes, salt: bytes, iterations: int) -> bytes:
-        self.calls += 1
-        return hashlib.pbkdf2_hmac(name, password, salt, iterations)
 
 
 @pytest.mark.parametrize("speculative", [True, False])

@@ -4,7 +4,6 @@ MongoDB example, its refusals of bad server messages, and the key cache."""
 from __future__ import annotations
 
 import base64
-import hashlib
 from typing import Any
 
 import pytest
@@ -21,6 +20,7 @@ from asyncmongo.core.auth.scram import (
     unescape_username,
 )
 from asyncmongo.errors import ConfigurationError, InvalidOperation, OperationFailure
+from tests.auth.support import CountingPbkdf2
 
 SHA1 = ScramMechanism.SCRAM_SHA_1
 SHA256 = ScramMechanism.SCRAM_SHA_256
@@ -217,16 +217,6 @@ def test_usernames_are_escaped_not_saslprepped() -> None:
             unescape_username(bad)
     assert unescape_username("=3D2C") == "=2C"
 
-
-class CountingPbkdf2:
-    """hashlib.pbkdf2_hmac that counts its calls."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def __call__(self, name: str, password: bytes, salt: bytes, iterations: int) -> bytes:
-        self.calls += 1
-        return hashlib.pbkdf2_hmac(name, password, salt, iterations)
 
 
 def _run_rfc7677(cache: ScramCache, password: bytes = b"pencil") -> None:
