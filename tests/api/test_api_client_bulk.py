@@ -218,7 +218,15 @@ async def test_client_bulk_write_errors(mongod_8_0: None) -> None:
                 await client.bulk_write([InsertOne({})])
 
 
-async def test_client_bulk_write_needs_8_0() -> None:
+@pytest.fixture
+def mongod_7_0(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The simulator plays 8.0 by default; these tests need a server before bulkWrite."""
+    monkeypatch.setattr(member, "MAX_WIRE_VERSION", 21)
+    monkeypatch.setattr(builtins, "SERVER_VERSION", "7.0.0")
+    yield
+
+
+async def test_client_bulk_write_needs_8_0(mongod_7_0: None) -> None:
     async with Standalone() as server:
         async with AsyncMongoClient(server.uri) as client:
             with pytest.raises(InvalidOperation, match=r"8\.0"):
