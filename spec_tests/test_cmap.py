@@ -69,16 +69,7 @@ UNSUPPORTED_OPTIONS = {
     ),
 }
 #: Client tests that run against the simulator but cannot pass yet, with the reason.
-CLIENT_GAPS = {
-    "Connection checkout fails due to error establishing connection": (
-        "SDAM must clear the pool on the unlabelled network error of the saslContinue step "
-        "before the pool reports the connection closed: asyncmongo/runtime/executor.py passes "
-        "a network error of checkout as ErrorPhase.CONNECTING, which "
-        "asyncmongo/core/error_policy.py ignores (no 'Connection pool cleared'), and "
-        "asyncmongo/runtime/pool.py emits ConnectionClosed before the checkout's caller can "
-        "report the error (the fixes were reported to their owners)"
-    ),
-}
+CLIENT_GAPS: dict[str, str] = {}
 EVENT_NAMES: Mapping[str, type] = {
     "connectionReadyEvent": ConnectionReadyEvent,
     "poolReadyEvent": PoolReadyEvent,

@@ -232,10 +232,23 @@ class Topology:
 
     async def handle_error(self, address: Address, error: ApplicationError) -> None:
         """Like ``handle_application_error`` for an error already described as data."""
+        if self.carry_out_error(address, error):
+            await self._notify()
+
+    def carry_out_error(self, address: Address, error: ApplicationError) -> bool:
+        """The synchronous part of ``handle_error``: True if the description changed (the
+        caller then notifies the waiters).
+
+        The verdict is carried out with no await in between (mark Unknown, clear the pool,
+        cancel or request a check), so a caller that goes on only after this returns sees the
+        pool already cleared: a failed establishment reports here before the pool emits
+        ConnectionClosed/ConnectionCheckOutFailed (CMAP logging spec order), and the same
+        error reported again later carries the old generation and is ignored as stale.
+        """
         server = self._servers.get(address)
         current = self._description.servers.get(address)
         if server is None or current is None:
-            return
+            return False
         verdict = application_error_verdict(
             current,
             self._description.topology_type,
@@ -243,7 +256,7 @@ class Topology:
             error,
         )
         if verdict.ignored_because is not None:
-            return
+            return False
         changed = False
         if verdict.new_description is not None:
             changed = self._apply(verdict.new_description)
@@ -257,8 +270,7 @@ class Topology:
             server.cancel_check()
         if verdict.request_immediate_check:
             server.request_check()
-        if changed:
-            await self._notify()
+        return changed
 
     async def apply_srv_hosts(self, hosts: Iterable[Address]) -> None:
         """SRV polling found a new host list: the mongos set follows it."""
