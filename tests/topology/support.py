@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from asyncmongo.client import AsyncMongoClient
@@ -32,6 +33,17 @@ async def wait_until(predicate: Callable[[], object], within: float = 2.0) -> No
 def monitors(topology: Topology) -> list[Monitor]:
     """Every server's monitor."""
     return [s.monitor for s in topology.servers.values() if s.monitor is not None]
+
+
+@contextlib.asynccontextmanager
+async def recording_client(uri: str) -> AsyncIterator[tuple[AsyncMongoClient, list[Any]]]:
+    """A client and the list of every event it emits. Heartbeats are 10 s apart, so within a
+    test the only checks are the first and those the test's errors request."""
+    events: list[Any] = []
+    async with AsyncMongoClient(
+        uri, heartbeatFrequencyMS=10_000, event_listeners=[events.append]
+    ) as client:
+        yield client, events
 
 
 def assert_no_operation_left(topology: Topology) -> None:

@@ -20,7 +20,7 @@ from asyncmongo.core.sdam.events import (
 from asyncmongo.core.selection import Mode, ReadPreference
 from asyncmongo.errors import AutoReconnect, NotPrimaryError
 from asyncmongo.testing.deployment import ReplicaSet, Standalone
-from tests.topology.support import INSERT, address, wait_until
+from tests.topology.support import INSERT, address, recording_client, wait_until
 
 SECONDARY = ReadPreference(Mode.SECONDARY)
 
@@ -43,10 +43,7 @@ async def test_all_servers_unavailable() -> None:
 
 async def test_network_error_writing_to_primary() -> None:
     async with ReplicaSet(3) as rs:
-        events: list[Any] = []
-        async with AsyncMongoClient(
-            rs.uri, heartbeatFrequencyMS=10_000, event_listeners=[events.append]
-        ) as client:
+        async with recording_client(rs.uri) as (client, events):
             topology = client._topology_runtime
             await client._run_command("db", INSERT)
             assert rs.primary is not None
@@ -71,10 +68,7 @@ async def test_not_writable_primary_when_reading_from_the_primary() -> None:
     # Polling: asyncmongo.testing attaches the member's current topologyVersion to a fail
     # point's state-change error when it streams, which SDAM then (rightly) ignores as stale.
     async with ReplicaSet(3, streaming=False) as rs:
-        events: list[Any] = []
-        async with AsyncMongoClient(
-            rs.uri, heartbeatFrequencyMS=10_000, event_listeners=[events.append]
-        ) as client:
+        async with recording_client(rs.uri) as (client, events):
             await client.admin_command({"ping": 1})
             assert rs.primary is not None
             where = address(rs.primary.host)
@@ -98,10 +92,7 @@ async def test_not_writable_primary_when_reading_from_the_primary() -> None:
 
 async def test_node_is_recovering_reading_from_a_secondary() -> None:
     async with ReplicaSet(2, streaming=False) as rs:
-        events: list[Any] = []
-        async with AsyncMongoClient(
-            rs.uri, heartbeatFrequencyMS=10_000, event_listeners=[events.append]
-        ) as client:
+        async with recording_client(rs.uri) as (client, events):
             topology = client._topology_runtime
             await wait_until(lambda: len(topology.description.known_servers) == 2)
             secondary = rs.secondaries[0]
@@ -120,10 +111,7 @@ async def test_node_is_recovering_reading_from_a_secondary() -> None:
 
 async def test_node_is_recovering_from_a_write_concern_error() -> None:
     async with ReplicaSet(3, streaming=False) as rs:
-        events: list[Any] = []
-        async with AsyncMongoClient(
-            rs.uri, heartbeatFrequencyMS=10_000, event_listeners=[events.append]
-        ) as client:
+        async with recording_client(rs.uri) as (client, events):
             topology = client._topology_runtime
             await client._run_command("db", INSERT)
             assert rs.primary is not None

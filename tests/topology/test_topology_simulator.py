@@ -20,6 +20,7 @@ from tests.topology.support import (
     address,
     assert_no_operation_left,
     monitors,
+    recording_client,
     soak_step_downs,
     wait_until,
 )
@@ -68,10 +69,7 @@ async def test_direct_connection_and_sharded_and_load_balanced() -> None:
 
 async def test_step_down_seen_by_streaming_within_200_ms() -> None:
     async with ReplicaSet(3) as rs:
-        events: list[object] = []
-        async with AsyncMongoClient(
-            rs.uri, heartbeatFrequencyMS=10_000, event_listeners=[events.append]
-        ) as client:
+        async with recording_client(rs.uri) as (client, events):
             topology = client._topology_runtime
             await wait_until(
                 lambda: (
@@ -132,10 +130,7 @@ async def test_shutdown_error_clears_the_pool_and_marks_unknown() -> None:
     # Polling: see test_sdam_prose (a streaming member stamps fail point errors with its
     # current topologyVersion, which makes them stale).
     async with ReplicaSet(2, streaming=False) as rs:
-        events: list[object] = []
-        async with AsyncMongoClient(
-            rs.uri, heartbeatFrequencyMS=10_000, event_listeners=[events.append]
-        ) as client:
+        async with recording_client(rs.uri) as (client, events):
             topology = client._topology_runtime
             await client._run_command("db", INSERT)
             primary = rs.primary
