@@ -40,11 +40,19 @@ from tests.pool.fakes import ADDRESS, FakeConnection, FakeServer, yields
 
 
 def make_pool(
-    server: FakeServer | None = None, **options: Any
+    server: FakeServer | None = None, *, maintenance_interval: float | None = 10.0, **options: Any
 ) -> tuple[Pool[FakeConnection], list[PoolEvent], FakeServer]:
+    """A paused pool with ``options`` over ``server`` (a new FakeServer by default), and the
+    list its events go to."""
     server = server or FakeServer()
     events: list[PoolEvent] = []
-    pool = Pool(ADDRESS, PoolOptions(**options), server.establish, listener=events.append)
+    pool = Pool(
+        ADDRESS,
+        PoolOptions(**options),
+        server.establish,
+        listener=events.append,
+        maintenance_interval=maintenance_interval,
+    )
     return pool, events, server
 
 
@@ -286,14 +294,7 @@ async def test_filler_errors_go_to_the_sdam_hook_before_the_close_event() -> Non
 
 
 async def test_background_task_prunes_idle_connections() -> None:
-    pool, events, server = make_pool(max_idle_time_ms=10)
-    pool = Pool(
-        ADDRESS,
-        PoolOptions(max_idle_time_ms=10),
-        server.establish,
-        listener=events.append,
-        maintenance_interval=0.005,
-    )
+    pool, events, _ = make_pool(max_idle_time_ms=10, maintenance_interval=0.005)
     pool.ready()
     pool.check_in(await pool.check_out())
     await asyncio.sleep(0.05)
