@@ -84,24 +84,22 @@ def compress_message(message: bytes, compressor_id: int) -> bytes:
     return _HEADER.pack(16 + len(body), rid, rto, _OP_COMPRESSED) + body
 
 
+#: OP_COMPRESSED compressor ids (1 snappy, 2 zlib, 3 zstd) to (compress, decompress).
+_CODECS: dict[int, tuple[Callable[[bytes], Any], Callable[[bytes], Any]]] = {
+    1: (cramjam.snappy.compress_raw, cramjam.snappy.decompress_raw),
+    2: (cramjam.zlib.compress, cramjam.zlib.decompress),
+    3: (cramjam.zstd.compress, cramjam.zstd.decompress),
+}
+
+
 def _compress(compressor_id: int, raw: bytes) -> bytes:
-    if compressor_id == 1:
-        return bytes(cramjam.snappy.compress_raw(raw))
-    if compressor_id == 2:
-        return bytes(cramjam.zlib.compress(raw))
-    if compressor_id == 3:
-        return bytes(cramjam.zstd.compress(raw))
-    return raw
+    codec = _CODECS.get(compressor_id)
+    return bytes(codec[0](raw)) if codec is not None else raw
 
 
 def _decompress(compressor_id: int, data: bytes) -> bytes:
-    if compressor_id == 1:
-        return bytes(cramjam.snappy.decompress_raw(data))
-    if compressor_id == 2:
-        return bytes(cramjam.zlib.decompress(data))
-    if compressor_id == 3:
-        return bytes(cramjam.zstd.decompress(data))
-    return data
+    codec = _CODECS.get(compressor_id)
+    return bytes(codec[1](data)) if codec is not None else data
 
 
 HELLO_REPLY: dict[str, Any] = {
