@@ -5,7 +5,8 @@
   heartbeatFrequencyMS, lastUpdateTime/lastWrite, maxStalenessSeconds and ``error``): the
   suitable servers and the latency window, with deprioritized servers.
 * in_window/: the power of two random choices by operation count, with a seeded rng.
-* logging/: Unified Test Format files; they need the runtime and are skipped with that reason.
+* logging/: Unified Test Format files, run by spec_tests/test_server_selection_logging_unified.py
+  (not collected here).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from asyncmongo.errors import ConfigurationError
 from spec_tests.support.sdam_runner_helpers import load_test_json, topology_from_selection_test
 
 SUITE = Path(__file__).parent / "data" / "server-selection"
-FILES = sorted(SUITE.rglob("*.json"))
+FILES = sorted(p for p in SUITE.rglob("*.json") if p.relative_to(SUITE).parts[0] != "logging")
 
 
 def _case_id(path: Path) -> str:
@@ -41,8 +42,6 @@ def _case_id(path: Path) -> str:
 @pytest.mark.parametrize("path", FILES, ids=[_case_id(p) for p in FILES])
 def test_server_selection(path: Path) -> None:
     test = load_test_json(path)
-    if "schemaVersion" in test:
-        pytest.skip("Unified Test Format file (logging): needs the asyncio runtime and its runner")
     if "new_rtt_ms" in test:
         run_rtt_test(test)
     elif "mocked_topology_state" in test:
