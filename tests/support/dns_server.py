@@ -19,13 +19,12 @@ import socket
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
 import dns.exception
 import dns.rdatatype
 import dns.resolver
 
-from tests.support.processes import stop_process, wait_until_ready
+from tests.support.processes import ChildServer
 
 __all__ = ["SEEDLIST_README", "DnsRecords", "DnsServer"]
 
@@ -79,7 +78,7 @@ class DnsRecords:
         return args
 
 
-class DnsServer:
+class DnsServer(ChildServer):
     """dnsmasq serving ``records`` on 127.0.0.1:<free port>; a context manager."""
 
     host = "127.0.0.1"
@@ -89,10 +88,10 @@ class DnsServer:
     ) -> None:
         """``port`` 0 picks a free port; a fixed one lets a test restart the server with
         other records at the same address (e.g. to change SRV records under a poller)."""
+        super().__init__()
         self.records = records
         self.domains = authoritative_domains
         self.port = port
-        self._process: subprocess.Popen[bytes] | None = None
 
     @classmethod
     def from_seedlist_readme(cls) -> DnsServer:
@@ -131,50 +130,23 @@ class DnsServer:
             *[f"--local=/{domain}/" for domain in self.domains],
             *self.records.dnsmasq_args(),
         ]
-        self._process = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
-        self._wait_ready(timeout_s)
+        self._spawn(args, f"dnsmasq on {self.host}:{self.port}", self._answers, timeout_s,
+                    stderr=subprocess.PIPE)
 
-    def _wait_ready(self, timeout_s: float) -> None:
-        assert self._process is not None
+    def _answers(self) -> bool:
+        """The readiness probe: does dnsmasq answer a query for the served domain?"""
         resolver = dns.resolver.Resolver(configure=False)
         resolver.nameservers = [self.host]
         resolver.port = self.port
         resolver.lifetime = 0.5
         probe = f"probe.{self.domains[0]}" if self.domains else "localhost"
-
-        def answers() -> bool:
-            try:
-                resolver.resolve(probe, dns.rdatatype.A)
-            except (dns.resolver.NXDOMAIN, dns.resolver.NoAnswer):
-                pass  # an authoritative "no": the server is answering
-            except dns.exception.DNSException:
-                return False
-            return True
-
         try:
-            wait_until_ready(self._process, f"dnsmasq on {self.host}:{self.port}", answers,
-                             timeout_s)
-        except RuntimeError:
-            self.stop()
-            raise
-
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        stop_process(process, grace_s=5)
-
-    def __enter__(self) -> DnsServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+            resolver.resolve(probe, dns.rdatatype.A)
+        except (dns.resolver.NXDOMAIN, dns.resolver.NoAnswer):
+            pass  # an authoritative "no": the server is answering
+        except dns.exception.DNSException:
+            return False
+        return True
 
 
 def _free_udp_port() -> int:

@@ -28,11 +28,10 @@ import subprocess
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
-from types import TracebackType
 
 import pytest
 
-from tests.support.processes import stop_process, wait_until_ready
+from tests.support.processes import ChildServer
 
 __all__ = ["JongodbServer", "binary", "jongodb_uri", "shared_uri", "unavailable_reason"]
 
@@ -89,12 +88,14 @@ def _free_port() -> int:
         return port
 
 
-class JongodbServer:
+class JongodbServer(ChildServer):
     """One jongodb process on a free 127.0.0.1 port (a context manager)."""
 
+    stop_grace_s = 10.0
+
     def __init__(self) -> None:
+        super().__init__()
         self.port = 0
-        self._process: subprocess.Popen[bytes] | None = None
 
     def __repr__(self) -> str:
         state = "running" if self._process is not None else "stopped"
@@ -109,37 +110,16 @@ class JongodbServer:
         if path is None:
             raise RuntimeError(unavailable_reason() or "jongodb is unavailable")
         self.port = _free_port()
-        self._process = subprocess.Popen([str(path), f"--port={self.port}"],
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self._wait_until_accepting()
+        self._spawn([str(path), f"--port={self.port}"], f"jongodb on port {self.port}",
+                    self._accepts, START_TIMEOUT)
 
-    def _wait_until_accepting(self) -> None:
-        assert self._process is not None
-
-        def accepts() -> bool:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return True
-            except OSError:
-                return False
-
+    def _accepts(self) -> bool:
+        """The readiness probe: does jongodb accept a TCP connection?"""
         try:
-            wait_until_ready(self._process, f"jongodb on port {self.port}", accepts, START_TIMEOUT)
-        except RuntimeError:
-            self.stop()
-            raise
-
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        stop_process(process, grace_s=10)
-
-    def __enter__(self) -> JongodbServer:
-        self.start()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
-        self.stop()
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                return True
+        except OSError:
+            return False
 
 
 def shared_uri() -> str:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import subprocess
 import time
 from collections.abc import Callable
+from types import TracebackType
+from typing import Self
 
-__all__ = ["stop_process", "wait_until_ready"]
+__all__ = ["ChildServer", "stop_process", "wait_until_ready"]
 
 
 def wait_until_ready(
@@ -43,3 +45,47 @@ def stop_process(process: subprocess.Popen[bytes] | None, grace_s: float) -> Non
         process.wait()
     if process.stderr is not None:
         process.stderr.close()
+
+
+class ChildServer:
+    """A helper server run as a child process; a context manager. Subclasses implement
+    ``start()`` by building the command line and calling ``_spawn``."""
+
+    #: How long ``stop()`` waits after SIGTERM before it kills.
+    stop_grace_s = 5.0
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def _spawn(
+        self, args: list[str], name: str, probe: Callable[[], bool], timeout_s: float,
+        *, stderr: int = subprocess.DEVNULL,
+    ) -> None:
+        """Start ``args`` and wait until ``probe`` answers; stopped again if it never does."""
+        self._process = subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr
+        )
+        try:
+            wait_until_ready(self._process, name, probe, timeout_s)
+        except RuntimeError:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        stop_process(process, grace_s=self.stop_grace_s)
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
