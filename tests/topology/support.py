@@ -10,6 +10,9 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from asyncmongo.client import AsyncMongoClient
+from asyncmongo.core.address import Address
+from asyncmongo.core.sdam import ServerType
+from asyncmongo.core.sdam.events import ServerDescriptionChangedEvent
 from asyncmongo.errors import AutoReconnect
 from asyncmongo.runtime.monitor import Monitor
 from asyncmongo.runtime.topology import Topology
@@ -44,6 +47,17 @@ async def recording_client(uri: str) -> AsyncIterator[tuple[AsyncMongoClient, li
         uri, heartbeatFrequencyMS=10_000, event_listeners=[events.append]
     ) as client:
         yield client, events
+
+
+def unknown_marks(events: list[Any], where: Address) -> list[Any]:
+    """The ServerDescriptionChangedEvents that marked ``where`` Unknown, in order."""
+    return [
+        e
+        for e in events
+        if isinstance(e, ServerDescriptionChangedEvent)
+        and e.address == where
+        and e.new_description.server_type is ServerType.UNKNOWN
+    ]
 
 
 def assert_no_operation_left(topology: Topology) -> None:

@@ -12,7 +12,6 @@ from asyncmongo.client import AsyncMongoClient
 from asyncmongo.core.cmap.events import PoolClearedEvent, PoolReadyEvent
 from asyncmongo.core.sdam import ServerType, TopologyType
 from asyncmongo.core.sdam.events import (
-    ServerDescriptionChangedEvent,
     ServerHeartbeatFailedEvent,
     ServerHeartbeatStartedEvent,
     ServerHeartbeatSucceededEvent,
@@ -20,19 +19,9 @@ from asyncmongo.core.sdam.events import (
 from asyncmongo.core.selection import Mode, ReadPreference
 from asyncmongo.errors import AutoReconnect, NotPrimaryError
 from asyncmongo.testing.deployment import ReplicaSet, Standalone
-from tests.topology.support import INSERT, address, recording_client, wait_until
+from tests.topology.support import INSERT, address, recording_client, unknown_marks, wait_until
 
 SECONDARY = ReadPreference(Mode.SECONDARY)
-
-
-def unknown_marks(events: list[Any], where: tuple[str, int]) -> list[Any]:
-    return [
-        e
-        for e in events
-        if isinstance(e, ServerDescriptionChangedEvent)
-        and e.address == where
-        and e.new_description.server_type is ServerType.UNKNOWN
-    ]
 
 
 async def test_all_servers_unavailable() -> None:

@@ -22,6 +22,7 @@ from tests.topology.support import (
     monitors,
     recording_client,
     soak_step_downs,
+    unknown_marks,
     wait_until,
 )
 
@@ -141,13 +142,7 @@ async def test_shutdown_error_clears_the_pool_and_marks_unknown() -> None:
                 with pytest.raises(NotPrimaryError):
                     await client._run_command("db", INSERT)
             assert server.pool.generation == generation + 1  # 91 is "shutting down"
-            marked = [
-                e
-                for e in events
-                if isinstance(e, ServerDescriptionChangedEvent)
-                and e.address == server.address
-                and e.new_description.server_type is ServerType.UNKNOWN
-            ]
+            marked = unknown_marks(events, server.address)
             assert marked and "91" in (marked[0].new_description.error or "")
             assert (await client._run_command("db", INSERT))["n"] == 1
 
