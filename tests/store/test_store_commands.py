@@ -69,6 +69,15 @@ def test_insert_rejects_array_ids(store: Store) -> None:
     assert reply["writeErrors"][0]["code"] == 53
 
 
+def test_insert_rejects_dollar_prefixed_names_inside_ids(store: Store) -> None:
+    # mongod's storage validation (crud insertOne-dots_and_dollars); a DBRef _id is fine
+    for bad in ({"$a": 1}, {"x": {"$b": 1}}, {"x": [{"$c": 1}]}):
+        reply = run(store, {"insert": "c", "documents": [{"_id": bad}]})
+        assert reply["writeErrors"][0]["code"] == 52, reply
+    reply = run(store, {"insert": "c", "documents": [{"_id": {"$ref": "c", "$id": 1}}]})
+    assert reply["n"] == 1 and "writeErrors" not in reply
+
+
 def test_find_options_and_get_more(store: Store) -> None:
     seed(store, [{"_id": i, "v": i % 3} for i in range(10)])
     reply = run(store, {"find": "c", "filter": {"v": {"$ne": 0}}, "sort": {"v": -1, "_id": 1},

@@ -83,8 +83,27 @@ def prepare_insert(ctx: CommandContext, document: Any) -> Document:
         raise StoreError(53, "can't use an array for _id")
     if isinstance(identifier, Regex):
         raise StoreError(53, "can't use a regex for _id")
+    _check_id_field_names(identifier)
     return {"_id": deep_copy(identifier),
             **{k: deep_copy(v) for k, v in document.items() if k != "_id"}}
+
+
+#: DBRef fields, the only '$'-prefixed names mongod stores (storage_validation).
+_DBREF_FIELDS = frozenset({"$ref", "$id", "$db"})
+
+
+def _check_id_field_names(value: Any) -> None:
+    """mongod refuses '$'-prefixed field names anywhere inside ``_id`` (DBRefs aside), even
+    where it stores them in other fields (crud: insertOne-dots_and_dollars)."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str) and key.startswith("$") and key not in _DBREF_FIELDS:
+                raise StoreError(52, f"_id fields may not contain '$'-prefixed fields: {key} "
+                                     "is not valid for storage.")
+            _check_id_field_names(item)
+    elif isinstance(value, list):
+        for item in value:
+            _check_id_field_names(item)
 
 
 def _write_reply(n: int, errors: list[Reply], **extra: Any) -> Reply:
