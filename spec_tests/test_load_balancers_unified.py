@@ -3,21 +3,14 @@ runner, against asyncmongo.testing's simulated load balancer (LoadBalanced).
 
 Every test passes, or is skipped with the reason the runner gives (an unmet
 runOnRequirement, a server feature asyncmongo.testing lacks) or the specific one in ``SKIPS``.
-
-The unified format says createFindCursor MUST run the initial find before the cursor is saved
-as an entity; spec_tests/unified/operations.py returns asyncmongo's lazy cursor unprimed, and
-these tests count the connections a cursor pins right after creating it, so this module
-primes it (the change belongs in the shared runner: reported to its owner).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
-from spec_tests.unified.operations import OPERATIONS, OperationContext
 from spec_tests.unified.suite import UnifiedCase, run_unified_case, target_pool, unified_params
 from spec_tests.unified.target import TargetPool
 
@@ -33,19 +26,6 @@ SKIPS: dict[tuple[str, str], str] = {
     "connections share one serviceId and the clear rightly closes both (the target needs a "
     "second, two-service LoadBalanced(services=2) for useMultipleMongoses clients; reported)",
 }
-
-
-@pytest.fixture(autouse=True)
-def _find_cursors_run_their_find(monkeypatch: pytest.MonkeyPatch) -> None:
-    key = ("collection", "createFindCursor")
-    create = OPERATIONS[key]
-
-    async def create_and_run_find(ctx: OperationContext, obj: Any, kwargs: dict[str, Any]) -> Any:
-        cursor = await create(ctx, obj, kwargs)
-        await cursor._refresh()  # the first batch: the find runs now, as the format requires
-        return cursor
-
-    monkeypatch.setitem(OPERATIONS, key, create_and_run_find)
 
 
 def _case_key(case: UnifiedCase) -> tuple[str, str]:

@@ -139,7 +139,9 @@ async def _count_documents(ctx: OperationContext, obj: Any, kwargs: dict[str, An
 
 
 async def _create_find_cursor(ctx: OperationContext, obj: Any, kwargs: dict[str, Any]) -> Any:
-    return await call_api(obj, "find", _pop(kwargs, "filter"), **kwargs)
+    cursor = await call_api(obj, "find", _pop(kwargs, "filter"), **kwargs)
+    await cursor._refresh()  # unified format: the find runs before the entity is saved
+    return cursor
 
 
 async def _find(ctx: OperationContext, obj: Any, kwargs: dict[str, Any]) -> Any:
