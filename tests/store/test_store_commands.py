@@ -78,6 +78,17 @@ def test_insert_rejects_dollar_prefixed_names_inside_ids(store: Store) -> None:
     assert reply["n"] == 1 and "writeErrors" not in reply
 
 
+def test_snapshot_read_concern_only_on_snapshot_reads(store: Store) -> None:
+    # mongod: outside a transaction only find/aggregate/distinct take {level: "snapshot"}
+    snapshot = {"readConcern": {"level": "snapshot"}}
+    for command in ({"insert": "c", "documents": [{"x": 1}]}, {"listCollections": 1},
+                    {"delete": "c", "deletes": [{"q": {}, "limit": 0}]}):
+        reply = run(store, {**command, **snapshot})
+        assert reply["ok"] == 0 and reply["code"] == 72, reply
+    assert run(store, {"find": "c", **snapshot})["ok"] == 1
+    assert run(store, {"distinct": "c", "key": "x", **snapshot})["ok"] == 1
+
+
 def test_find_options_and_get_more(store: Store) -> None:
     seed(store, [{"_id": i, "v": i % 3} for i in range(10)])
     reply = run(store, {"find": "c", "filter": {"v": {"$ne": 0}}, "sort": {"v": -1, "_id": 1},

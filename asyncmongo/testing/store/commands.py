@@ -115,6 +115,7 @@ class Store:
             raise StoreError(14, "BSON field 'txnNumber' is the wrong type, expected type 'long'")
         if command.get("autocommit") is False:
             return self._in_transaction(name, db_name, command, session, lsid_key, txn_number)
+        _check_snapshot_read_concern(name, command)
         if name in ("commitTransaction", "abortTransaction"):
             raise StoreError(50768, f"txnNumber and autocommit=false are required for {name}"
                              if txn_number is None else "autocommit must be false")
@@ -187,3 +188,17 @@ class Store:
         if state is None or state.transaction is None:
             return None
         return state.transaction.state
+
+
+#: What mongod runs with readConcern {level: "snapshot"} outside a transaction (snapshot reads).
+_SNAPSHOT_READS = frozenset({"find", "aggregate", "distinct"})
+
+
+def _check_snapshot_read_concern(name: str, command: Mapping[str, Any]) -> None:
+    """mongod refuses a snapshot read concern on any other command outside a transaction
+    (InvalidOptions), e.g. a write or listCollections in a snapshot session."""
+    read_concern = command.get("readConcern")
+    if (isinstance(read_concern, Mapping) and read_concern.get("level") == "snapshot"
+            and name not in _SNAPSHOT_READS):
+        raise StoreError(72, f'Command {name} does not support {{ readConcern: {{ level: '
+                             f'"snapshot" }} }}')
