@@ -89,10 +89,14 @@ class OperationSession(Protocol):
 
 def is_retryable_write_operation(op: Any) -> bool:
     """Retryable writes spec, "Supported Write Operations": insert, single-document update
-    and delete, findAndModify (bulk batches: when none of their statements is multi)."""
+    and delete, findAndModify (bulk batches: when none of their statements is multi), and
+    client bulkWrite when none of its (namespace, statement) models is multi."""
     name = op.name
     if name == "findAndModify" or name in _TXN_END:
         return True
+    if name == "bulkWrite":
+        models = getattr(op, "models", ())
+        return not any(statement.multi for _, statement in models[getattr(op, "start", 0):])
     if name not in ("insert", "update", "delete"):
         return False
     statements = getattr(op, "statements", None)
