@@ -38,6 +38,7 @@ from asyncmongo.database import AsyncDatabase
 from asyncmongo.errors import (
     ConfigurationError,
     InvalidArgument,
+    InvalidOperation,
 )
 from asyncmongo.operations import WriteModel
 from asyncmongo.results import (
@@ -355,6 +356,9 @@ class ClientApi:
         index in ``models``, ``write_concern_errors``, the top-level ``error`` if one stopped
         the write, and ``partial_result`` when at least one write is known to have happened.
         """
+        if write_concern is not None and getattr(session, "in_transaction", False):
+            # Transactions spec: a transaction's writes take its write concern, never their own.
+            raise InvalidOperation("Cannot set write concern after starting a transaction")
         options = ClientBulkOptions(
             ordered, verbose_results, bypass_document_validation, comment, let, raw_data
         )
