@@ -16,23 +16,8 @@ from spec_tests.unified.target import TargetPool
 
 __all__ = ["target_pool"]
 
-_FOREIGN_SELECTION_LOGS = (
-    "server selection log messages carry no topologyId (asyncmongo/runtime/selection_log.py), "
-    "so the unified runner (spec_tests/unified/logs.py messages_for) attributes them all to "
-    "the one observing client: failPointClient's configureFailPoint selection (started, "
-    "waiting, succeeded) lands in 'client''s log and 6 messages are seen where 3 are expected"
-)
 #: (file name, test description) -> the written reason it cannot pass yet.
-SKIPS: dict[tuple[str, str], str] = {
-    ("standalone.json", "Failure due to unreachable server"): _FOREIGN_SELECTION_LOGS,
-    ("sharded.json", "Failure due to unreachable server"): _FOREIGN_SELECTION_LOGS,
-    ("operation-id.json", "Failed bulkWrite operation: log messages have operationIds"): (
-        _FOREIGN_SELECTION_LOGS
-    ),
-    ("operation-id.json", "Failed client bulkWrite operation: log messages have operationIds"): (
-        _FOREIGN_SELECTION_LOGS
-    ),
-}
+SKIPS: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.asyncio(loop_scope="module")

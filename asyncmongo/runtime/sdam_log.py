@@ -125,14 +125,22 @@ def selection(
     failure: BaseException | None = None,
     remaining_ms: float | None = None,
     operation_id: int | None = None,
+    topology_id: object = None,
 ) -> LogMessage:
-    """One of the four Server Selection log messages ("Server selection started", ...)."""
+    """One of the four Server Selection log messages ("Server selection started", ...).
+
+    Besides the spec's fields, a message carries the ``topologyId`` of the client that
+    selects (as the SDAM messages do), so that with several clients in one process each
+    selection's messages can be told apart; the spec's matching allows extra fields.
+    """
     fields: dict[str, Any] = {
         "message": message,
         "selector": selector,
         "operation": operation,
         "topologyDescription": topology,
     }
+    if topology_id is not None:
+        fields["topologyId"] = str(topology_id)
     ident = ""
     if operation_id is not None:
         fields["operationId"] = operation_id

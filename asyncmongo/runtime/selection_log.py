@@ -22,10 +22,13 @@ __all__ = ["SelectionLog", "describe_selection", "selection_timeout_error", "why
 
 
 class HasDescription(Protocol):
-    """The topology, as the log sees it: the current description."""
+    """The topology, as the log sees it: its id and the current description."""
 
     @property
     def description(self) -> TopologyDescription: ...
+
+    @property
+    def topology_id(self) -> object: ...
 
 
 class SelectionLog:
@@ -51,6 +54,7 @@ class SelectionLog:
                 self._selector,
                 description,
                 operation_id=self._operation_id,
+                topology_id=self._topology.topology_id,
                 **details,
             )
             logger.log(level, entry)
