@@ -33,6 +33,7 @@ CODE_NAMES = {
     100: "UnsatisfiableWriteConcern",
     112: "WriteConflict",
     115: "CommandNotSupported",
+    123: "NotAReplicaSet",
     125: "CommandFailed",
     134: "ReadConcernMajorityNotAvailableYet",
     175: "QueryPlanKilled",

@@ -587,6 +587,11 @@ class SimServer:
             refused = write_concern.standalone_refusal(command.get("writeConcern"))
             if refused is not None:
                 return refused
+        if self.role is Role.STANDALONE and _read_concern_level(command) == "snapshot":
+            # mongod: snapshot reads need replication (sessions: snapshot-sessions-not-
+            # supported-server-error)
+            return error_reply(123, "node needs to be a replica set member to use "
+                                    "readConcern: snapshot", command)
         reply = await self._handle_in_store(name, db, body)
         if name in WRITE_COMMANDS and self.replica_set is not None and reply.get("ok"):
             self.replica_set.record_write(_now())
@@ -708,6 +713,11 @@ def _open_cursor(reply: Mapping[str, Any]) -> bool:
     """A successful cursor reply whose cursor stays open (id != 0)."""
     cursor = reply.get("cursor")
     return bool(reply.get("ok")) and isinstance(cursor, Mapping) and cursor.get("id", 0) != 0
+
+
+def _read_concern_level(command: Mapping[str, Any]) -> object:
+    read_concern = command.get("readConcern")
+    return read_concern.get("level") if isinstance(read_concern, Mapping) else None
 
 
 def _app_name(command: Mapping[str, Any]) -> str | None:
