@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from asyncmongo.bson import Int64
 from asyncmongo.errors import ConfigurationError
-from asyncmongo.testing import failpoint
+from asyncmongo.testing import failpoint, stable_api
 from asyncmongo.testing.member import Role
 from asyncmongo.testing.replies import error_reply
 
@@ -108,6 +108,29 @@ async def connection_status(server: SimServer, conn: ConnectionInfo, db: str,
     return {"authInfo": {"authenticatedUsers": users, "authenticatedUserRoles": []}, "ok": 1.0}
 
 
+async def get_parameter(server: SimServer, conn: ConnectionInfo, db: str,
+                        command: dict[str, Any]) -> Reply:
+    if db != "admin":
+        return error_reply(13, "getParameter may only be run against the admin database.")
+    return stable_api.get_parameter(command, server.parameters)
+
+
+async def set_parameter(server: SimServer, conn: ConnectionInfo, db: str,
+                        command: dict[str, Any]) -> Reply:
+    if db != "admin":
+        return error_reply(13, "setParameter may only be run against the admin database.")
+    return stable_api.set_parameter(command, server.parameters)
+
+
+async def api_test_command(server: SimServer, conn: ConnectionInfo, db: str,
+                           command: dict[str, Any]) -> Reply:
+    """mongod's Stable API test commands (testVersion2, ...): there only with test commands
+    enabled; the API checks happen before (stable_api.api_refusal)."""
+    if not server.parameters.get("enableTestCommands"):
+        return error_reply(59, f"no such command: '{next(iter(command))}'")
+    return {"ok": 1.0}
+
+
 async def ok(server: SimServer, conn: ConnectionInfo, db: str, command: dict[str, Any]
              ) -> Reply:
     return {"ok": 1.0}
@@ -123,8 +146,9 @@ BUILTINS: dict[str, Builtin] = {
     "serverStatus": server_status,
     "whatsmyuri": whats_my_uri,
     "connectionStatus": connection_status,
-    "getParameter": ok,
-    "setParameter": ok,
+    "getParameter": get_parameter,
+    "setParameter": set_parameter,
+    **{name: api_test_command for name in stable_api.TEST_COMMANDS},
     "killAllSessions": ok,
     "refreshSessions": ok,
     "logout": ok,

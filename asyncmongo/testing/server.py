@@ -27,7 +27,7 @@ from asyncmongo.bson import Binary, Int64, ObjectId, Timestamp
 from asyncmongo.core.wire.compression import SUPPORTED_COMPRESSORS
 from asyncmongo.core.wire.opcodes import HEADER, HEADER_SIZE, OpCode
 from asyncmongo.errors import ConfigurationError, ProtocolError
-from asyncmongo.testing import failpoint, write_concern
+from asyncmongo.testing import failpoint, stable_api, write_concern
 from asyncmongo.testing.builtins import BUILTINS, ConnectionInfo
 from asyncmongo.testing.codes import NOT_PRIMARY_CODES
 from asyncmongo.testing.failpoint import FailCommand, FailPointState
@@ -168,6 +168,9 @@ class SimServer:
         self.count_acknowledgers = count_acknowledgers
         self.clock = TopologyClock()
         self.fail_points: dict[str, FailPointState] = {}
+        #: Server parameters (getParameter/setParameter; requireApiVersion and
+        #: acceptApiVersion2 steer the Stable API checks, see stable_api).
+        self.parameters: dict[str, Any] = dict(stable_api.DEFAULT_PARAMETERS)
         self._port = port
         self._listener: asyncio.Server | None = None
         self._connections: dict[_Connection, asyncio.Task[Any]] = {}
@@ -570,6 +573,9 @@ class SimServer:
             return error_reply(352, f"Unsupported OP_QUERY command: {name}. The client driver "
                                "may require an upgrade. For more details see "
                                "https://dochub.mongodb.org/core/legacy-opcode-removal")
+        refused = stable_api.api_refusal(name, command, self.parameters)
+        if refused is not None:
+            return refused
         body = _strip(command)
         if SaslServer.handles(name):
             return conn.sasl.handle(db, body, peer_subject=conn.peer_subject)

@@ -19,6 +19,7 @@ from asyncmongo.client import AsyncMongoClient
 from asyncmongo.errors import OperationFailure
 from asyncmongo.testing import deployment as sim
 from asyncmongo.testing.builtins import SERVER_VERSION
+from asyncmongo.testing.stable_api import DEFAULT_PARAMETERS
 from spec_tests.unified.schema import ServerInfo, parse_version, requirements_unmet_reason
 
 __all__ = [
@@ -40,9 +41,9 @@ SIMULATED_VERSION: Final = parse_version(SERVER_VERSION)
 #: With auth on, the simulated deployments have this user (SCRAM-SHA-1 and -256).
 SIMULATED_USER: Final = ("unified-user", "unified-pencil")
 _SIMULATED_MECHANISMS: Final = ("SCRAM-SHA-1", "SCRAM-SHA-256")
-#: The simulator has the test commands (configureFailPoint), like mongod with
-#: enableTestCommands; it answers getParameter with no values, so they are stated here.
-_SIMULATED_PARAMETERS: Final = {"enableTestCommands": True}
+#: What the simulator's getParameter answers at start (enableTestCommands, requireApiVersion
+#: off, acceptApiVersion2 on: mongod as the drivers' test matrix runs it).
+_SIMULATED_PARAMETERS: Final = dict(DEFAULT_PARAMETERS)
 
 
 @dataclass(frozen=True, slots=True)
