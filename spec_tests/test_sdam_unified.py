@@ -17,27 +17,8 @@ from spec_tests.unified.target import TargetPool
 
 __all__ = ["target_pool"]
 
-_WHERE = (
-    "the test blocks a find with $where: 'sleep(2000)', which asyncmongo.testing's store "
-    "does not implement (it answers BadValue at once, so no monitor timeout happens)"
-)
-
-SKIPS: dict[tuple[str, str], str] = {
-    (
-        "interruptInUse-pool-clear.json",
-        "Connection pool clear uses interruptInUseConnections=true after monitor timeout",
-    ): _WHERE,
-    (
-        "interruptInUse-pool-clear.json",
-        "Error returned from connection pool clear with interruptInUseConnections=true is "
-        "retryable",
-    ): _WHERE,
-    (
-        "interruptInUse-pool-clear.json",
-        "Error returned from connection pool clear with interruptInUseConnections=true is "
-        "retryable for write",
-    ): _WHERE,
-}
+#: (file name, test description) -> the written reason it cannot pass yet.
+SKIPS: dict[tuple[str, str], str] = {}
 
 
 def _case_key(case: UnifiedCase) -> tuple[str, str]:

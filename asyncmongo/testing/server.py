@@ -37,6 +37,7 @@ from asyncmongo.testing.replies import error_reply
 from asyncmongo.testing.replset import ReplicaSetGroup
 from asyncmongo.testing.scram import SaslServer, UserDirectory
 from asyncmongo.testing.store import Store
+from asyncmongo.testing.store.where import javascript_sleeps
 from asyncmongo.testing.streaming import TopologyClock, awaitable_hello
 from asyncmongo.testing.tls import peer_subject
 
@@ -598,24 +599,39 @@ class SimServer:
             # supported-server-error)
             return error_reply(123, "node needs to be a replica set member to use "
                                     "readConcern: snapshot", command)
-        reply = await self._handle_in_store(name, db, body)
+        reply = await self._handle_in_store(name, db, body, command)
         if name in WRITE_COMMANDS and self.replica_set is not None and reply.get("ok"):
             self.replica_set.record_write(_now())
             return await self._wait_for_write_concern(command.get("writeConcern"), reply)
         return reply
 
-    async def _handle_in_store(self, name: str, db: str, body: Mapping[str, Any]
-                               ) -> dict[str, Any]:
+    async def _handle_in_store(self, name: str, db: str, body: Mapping[str, Any],
+                               command: Mapping[str, Any]) -> dict[str, Any]:
         """Run the command in the store. A plain write refused because an open transaction
         holds its document (112 without labels) that wrote nothing is tried again after
         short pauses, as mongod waits for the lock; then the 112 goes out as it came."""
         for pause in LOCK_WAIT_PAUSES:
             version = self.store.transactions.version
-            reply = self.store.handle(db, body)
+            reply = await self._store_handle(db, body, command)
             if not _locked_out(name, body, reply) or self.store.transactions.version != version:
                 return reply
             await asyncio.sleep(pause)
-        return self.store.handle(db, body)
+        return await self._store_handle(db, body, command)
+
+    async def _store_handle(self, db: str, body: Mapping[str, Any], command: Mapping[str, Any]
+                            ) -> dict[str, Any]:
+        """``store.handle``, then the ``sleep`` of its ``$where`` scripts (store/where.py),
+        awaited so only this command waits; past a positive maxTimeMS it answers 50
+        MaxTimeMSExpired, as mongod interrupts the script."""
+        with javascript_sleeps() as slept:
+            reply = self.store.handle(db, body)
+        if slept.ms <= 0:
+            return reply
+        if _max_time_exceeded(command, slept.ms):
+            await asyncio.sleep(float(command["maxTimeMS"]) / 1000)
+            return error_reply(50, "operation exceeded time limit")
+        await asyncio.sleep(slept.ms / 1000)
+        return reply
 
     async def _wait_for_write_concern(self, concern: Any, reply: dict[str, Any]
                                       ) -> dict[str, Any]:

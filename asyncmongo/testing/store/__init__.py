@@ -8,17 +8,20 @@ Modules: ``compare`` (BSON order), ``paths`` (dotted paths), ``matcher`` (query 
 ``expressions`` (aggregation expressions), ``update`` (update operators), ``projection``,
 ``sorting``, ``aggregate`` (pipelines), ``collection``/``database`` (documents, unique indexes,
 the catalog), ``cursors``, ``crud``/``admin`` (the commands), ``transactions`` (sessions,
-transactions, retryable writes), ``collation``, ``validation`` (validators) and ``commands``
-(``Store``, the routing).
+transactions, retryable writes), ``collation``, ``validation`` (validators), ``where`` (the
+``$where`` scripts without JavaScript; their ``sleep`` is awaited by the server front end) and
+``commands`` (``Store``, the routing).
 
 Simplifications (deliberate): collation approximated (strengths 1-3 by Unicode case folding
 and accent stripping, not ICU tables; no collection default collation), no text/geo queries, no
-``$where``/``$jsonSchema``, no views or time-series collections, ``$merge`` without
-pipelines, batches cut near 16 MiB by an estimate (not the exact BSON size), no write concern or
-read concern semantics (the server front end handles them), and a plain write to a document that
-an open transaction has written fails with 112 WriteConflict instead of waiting for the
-transaction to end. Transactions read a snapshot as of their first command. Retryable writes
-are remembered per command (lsid + txnNumber), not per statement.
+``$jsonSchema``, ``$where`` limited to the scripts the spec tests send (``sleep(N) || true``,
+``function() { sleep(N); return true; }``: see ``where``; other JavaScript is BadValue), no
+views or time-series collections, ``$merge`` without pipelines, batches cut near 16 MiB by an
+estimate (not the exact BSON size), no write concern or read concern semantics (the server
+front end handles them), and a plain write to a document that an open transaction has written
+fails with 112 WriteConflict instead of waiting for the transaction to end. Transactions read
+a snapshot as of their first command. Retryable writes are remembered per command (lsid +
+txnNumber), not per statement.
 
 Differences from jongodb (tests/store/test_store_vs_jongodb.py compares random filters and
 updates; MongoDB's documented behaviour, pinned in tests/store/test_store_semantics.py, is

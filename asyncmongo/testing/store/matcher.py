@@ -3,8 +3,9 @@
 ``compile_filter(query)`` validates the whole filter first (so a bad operator fails even on an
 empty collection, as on the server) and returns a predicate. Supported: $eq $ne $gt $gte $lt
 $lte $in $nin $and $or $nor $not $exists $type $regex/$options $elemMatch $size $all $mod $expr
-$comment, with dotted paths and MongoDB's array semantics (a condition on an array field holds
-if it holds for the array itself or for one of its elements). Anything else raises a
+$comment and ``$where`` (only the sleep/true/false scripts ``where.py`` reads), with dotted
+paths and MongoDB's array semantics (a condition on an array field holds if it holds for the
+array itself or for one of its elements). Anything else raises a
 ``StoreError`` naming the operator (code 2, BadValue), as the server does.
 """
 
@@ -30,6 +31,7 @@ from asyncmongo.testing.store.compare import (
 )
 from asyncmongo.testing.store.errors import StoreError, bad_value
 from asyncmongo.testing.store.paths import MISSING, collect, split_path
+from asyncmongo.testing.store.where import compile_where
 
 Predicate = Callable[[Mapping[str, Any]], bool]
 CandidatesTest = Callable[[list[Any]], bool]
@@ -73,6 +75,8 @@ def _compile_top_level(operator: str, argument: Any,
         return lambda doc: expressions.truthy(expressions.evaluate(expression, doc, variables))
     if operator == "$comment":
         return lambda doc: True
+    if operator == "$where":
+        return compile_where(argument)
     raise bad_value(f"unknown top level operator: {operator}")
 
 
