@@ -17,6 +17,7 @@ database/collection API is built on the executor separately.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any
@@ -33,7 +34,8 @@ from asyncmongo.core.sdam.types import TopologyType
 from asyncmongo.core.selection import PRIMARY, ReadPreference, Selection
 from asyncmongo.core.uri import ClientOptions
 from asyncmongo.core.uri.parse import parse
-from asyncmongo.errors import InvalidOperation
+from asyncmongo.core.wire.handshake import DriverInfo, append_driver_info
+from asyncmongo.errors import ConfigurationError, InvalidOperation
 from asyncmongo.monitoring import Listeners
 from asyncmongo.runtime.auth import CredentialAuthenticator
 from asyncmongo.runtime.connection import Connection, ConnectionSettings
@@ -76,6 +78,8 @@ class AsyncMongoClient(ClientSessions, ClientApi):
         self._connecting: asyncio.Future[None] | None = None
         self._closed = False
         self._scram_cache = ScramCache()
+        #: Each server's connection factory, so append_metadata reaches new connections.
+        self._establishers: dict[Address, Establisher] = {}
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "connected" if self._topology else "not connected"
@@ -227,6 +231,36 @@ class AsyncMongoClient(ClientSessions, ClientApi):
             raise InvalidOperation("the client is not connected yet")
         return self._topology
 
+    def append_metadata(self, driver_info: DriverInfo) -> None:
+        """Append a wrapping library's name/version/platform to the handshake metadata
+        (handshake spec, "Metadata updates after MongoClient initialization").
+
+        Connections made from now on (pooled and monitoring) send it, joined to what is
+        there with "|"; connections already open are left as they are, none is opened or
+        closed for it. Appending info equal to info already given (empty string = unset)
+        changes nothing.
+        """
+        if not isinstance(driver_info, DriverInfo):
+            raise ConfigurationError(
+                f"append_metadata takes a DriverInfo, not {type(driver_info).__name__}"
+            )
+        merged = append_driver_info(self._options.driver_info, driver_info)
+        if merged == self._options.driver_info:
+            return
+        self._options = dataclasses.replace(self._options, driver_info=merged)
+        servers = self._topology.servers if self._topology is not None else {}
+        for address in list(self._establishers):
+            establisher = self._establishers[address]
+            if address not in servers:
+                del self._establishers[address]  # its server left the topology
+                continue
+            establisher.settings = dataclasses.replace(establisher.settings, driver_info=merged)
+        for server in servers.values():
+            if server.monitor is not None:
+                server.monitor.connection_settings = dataclasses.replace(
+                    server.monitor.connection_settings, driver_info=merged
+                )
+
     # -- wiring ----------------------------------------------------------------------------
 
     def _make_server(self, address: Address, topology: Topology) -> Server:
@@ -250,6 +284,7 @@ class AsyncMongoClient(ClientSessions, ClientApi):
             )
 
         establish = Establisher(address, settings, authenticator, lambda: pool.generation, report)
+        self._establishers[address] = establish
 
         pool: Pool[Connection] = Pool(
             address,

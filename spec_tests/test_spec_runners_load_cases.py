@@ -33,8 +33,6 @@ NOT_RUN: dict[str, str] = {
     "deadline per operation (client_api); timeoutMS on a database, collection, session or "
     "single operation, timeoutMode and the CSOT retry rules are not built",
     "gridfs": "no runner: GridFS is not part of issues #2-#10 and asyncmongo has no GridFS API",
-    "mongodb-handshake": "no runner: the handshake spec's unified file (issue #5) is not "
-    "wired to spec_tests/unified; tests/wire covers the handshake document",
 }
 
 #: Folders inside a suite that has a runner, which that runner does not collect, each with why.

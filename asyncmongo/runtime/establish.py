@@ -76,6 +76,17 @@ class Establisher:
     def __repr__(self) -> str:
         return f"<Establisher {self._address}>"
 
+    @property
+    def settings(self) -> ConnectionSettings:
+        """What the next connection is made with. ``AsyncMongoClient.append_metadata`` swaps
+        it: connections made from then on carry the new handshake metadata, connections
+        already made keep theirs (handshake spec)."""
+        return self._settings
+
+    @settings.setter
+    def settings(self, settings: ConnectionSettings) -> None:
+        self._settings = settings
+
     async def __call__(self, connection_id: int) -> Connection:
         generation = self._generation()
         recorder = _PhaseRecorder(self._authenticator) if self._authenticator else None

@@ -214,6 +214,19 @@ class Monitor:
         if left > 0:
             await asyncio.sleep(left)
 
+    @property
+    def connection_settings(self) -> ConnectionSettings:
+        """What the monitor's next connection (and its RTT monitor's) is made with.
+        ``AsyncMongoClient.append_metadata`` swaps it; an open monitoring connection keeps
+        the metadata it was handshaken with (handshake spec)."""
+        return self._connection_settings
+
+    @connection_settings.setter
+    def connection_settings(self, settings: ConnectionSettings) -> None:
+        self._connection_settings = settings
+        if self._rtt_monitor is not None:
+            self._rtt_monitor.connection_settings = settings
+
     def _start_rtt_monitor(self) -> None:
         if self._rtt_monitor is None:
             self._rtt_monitor = RttMonitor(
@@ -375,6 +388,15 @@ class RttMonitor:
 
     def __repr__(self) -> str:
         return f"<RttMonitor {format_address(self._server.address)}: {self.samples} samples>"
+
+    @property
+    def connection_settings(self) -> ConnectionSettings:
+        """What the next RTT connection is made with (see Monitor.connection_settings)."""
+        return self._connection_settings
+
+    @connection_settings.setter
+    def connection_settings(self, settings: ConnectionSettings) -> None:
+        self._connection_settings = settings
 
     def start(self, spawn: Spawn) -> None:
         address = format_address(self._server.address)

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from asyncmongo import operations as models
 from asyncmongo.core.concern import ReadConcern
 from asyncmongo.core.selection.read_preference import ReadPreference
+from asyncmongo.core.wire.handshake import DriverInfo
 from spec_tests.unified.entities import (
     EntityMap,
     call_api,
@@ -380,7 +381,7 @@ async def _drop_database(ctx: OperationContext, obj: Any, kwargs: dict[str, Any]
 async def _append_metadata(ctx: OperationContext, obj: Any, kwargs: dict[str, Any]) -> Any:
     """mongodb-handshake: appendMetadata(driverInfoOptions) is PyMongo's append_metadata."""
     info = _pop(kwargs, "driver_info_options")
-    await call_api(obj, "append_metadata", dict(info))
+    await call_api(obj, "append_metadata", DriverInfo(**info))
     return None
 
 

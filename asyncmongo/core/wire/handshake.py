@@ -207,6 +207,15 @@ def _os_document(host: HostInfo) -> dict[str, str]:
     return os_doc
 
 
+def append_driver_info(
+    infos: Sequence[DriverInfo], info: DriverInfo
+) -> tuple[DriverInfo, ...]:
+    """``infos`` with ``info`` appended, unless an equal one (spec: empty string = unset,
+    case-sensitive comparison) is already there: a wrapping library that appends its info
+    twice, or to a client given it already, adds it once."""
+    return tuple(_unique([*infos, info]))
+
+
 def _unique(infos: Sequence[DriverInfo]) -> list[DriverInfo]:
     """Spec: duplicate DriverInfoOptions (empty string = unset) are appended once."""
     seen: list[tuple[str, str | None, str | None]] = []
