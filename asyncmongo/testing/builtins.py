@@ -1,6 +1,6 @@
 """The commands the simulated server answers itself, not the store: ``ping``, ``buildInfo``,
-``configureFailPoint``, ``replSetStepDown``, ``replSetGetStatus``, ``serverStatus``,
-``whatsmyuri``, ``connectionStatus`` and a few that only need ``ok: 1``.
+``configureFailPoint``, ``replSetStepDown``, ``replSetFreeze``, ``replSetGetStatus``,
+``serverStatus``, ``whatsmyuri``, ``connectionStatus`` and a few that only need ``ok: 1``.
 
 Each takes the server, the connection's view (:class:`ConnectionInfo`), the database and the
 command, and returns the reply document.
@@ -8,6 +8,7 @@ command, and returns the reply document.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -70,6 +71,30 @@ async def repl_set_step_down(server: SimServer, conn: ConnectionInfo, db: str,
         return error_reply(10107, "not primary so can't step down")
     if server.on_step_down is not None:
         await server.on_step_down(server)
+    return {"ok": 1.0}
+
+
+async def repl_set_freeze(server: SimServer, conn: ConnectionInfo, db: str,
+                          command: dict[str, Any]) -> Reply:
+    """mongod's replSetFreeze: a secondary stands for no election for N seconds (0 unfreezes,
+    answering ``info: "unfreezing"``); a primary refuses with 95 NotSecondary."""
+    if db != "admin":
+        return error_reply(13, "replSetFreeze may only be run against the admin database.")
+    group = server.replica_set
+    if group is None:
+        return error_reply(76, "not running with --replSet")
+    seconds = command["replSetFreeze"]
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        return error_reply(14, "replSetFreeze: the number of seconds must be a number, not "
+                               f"{type(seconds).__name__}")
+    if server.role is Role.PRIMARY:
+        return error_reply(95, "cannot freeze node when primary or running for election. "
+                               "state: Primary")
+    group.freeze(server.host, float(seconds), asyncio.get_running_loop().time())
+    if seconds <= 0:
+        return {"info": "unfreezing", "ok": 1.0}
+    if seconds == 1:
+        return {"warning": "you really want to freeze for only 1 second?", "ok": 1.0}
     return {"ok": 1.0}
 
 
@@ -142,6 +167,7 @@ BUILTINS: dict[str, Builtin] = {
     "buildinfo": build_info,
     "configureFailPoint": configure_fail_point,
     "replSetStepDown": repl_set_step_down,
+    "replSetFreeze": repl_set_freeze,
     "replSetGetStatus": repl_set_get_status,
     "serverStatus": server_status,
     "whatsmyuri": whats_my_uri,

@@ -29,6 +29,7 @@ CODE_NAMES = {
     86: "IndexKeySpecsConflict",
     89: "NetworkTimeout",
     91: "ShutdownInProgress",
+    95: "NotSecondary",
     96: "OperationFailed",
     100: "UnsatisfiableWriteConcern",
     112: "WriteConflict",

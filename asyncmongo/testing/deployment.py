@@ -234,7 +234,8 @@ class ReplicaSet(_Deployment):
         if lost is not self.primary or lost.reachable:
             return
         unreachable = {m.host for m in self.members if not m.reachable}
-        host = self.group.next_electable(unreachable)
+        frozen = self.group.frozen(asyncio.get_running_loop().time())
+        host = self.group.next_electable(unreachable | frozen)
         self.group.step_down()
         lost.role = Role.SECONDARY
         if host is not None:
@@ -285,7 +286,9 @@ class ReplicaSet(_Deployment):
             winner: SimServer | None = elect
         else:
             unreachable = {m.host for m in self.members if not m.reachable}
-            host = self.group.next_electable({*unreachable, old.host if old is not None else None})
+            frozen = self.group.frozen(asyncio.get_running_loop().time())
+            host = self.group.next_electable(
+                {*unreachable, *frozen, old.host if old is not None else None})
             winner = self.member(host) if host is not None else None
         if winner is not None:
             self._elect(winner)

@@ -20,8 +20,8 @@ from asyncmongo.testing.member import LastWrite, MemberConfig, ReplicaSetView
 class ReplicaSetGroup:
     """The configuration and election state of one replica set."""
 
-    __slots__ = ("_increment", "_last_op_time", "members", "primary", "replication_lag_ms",
-                 "set_name", "set_version", "term")
+    __slots__ = ("_frozen_until", "_increment", "_last_op_time", "members", "primary",
+                 "replication_lag_ms", "set_name", "set_version", "term")
 
     def __init__(self, set_name: str, members: Iterable[MemberConfig], *,
                  replication_lag_ms: float = 0) -> None:
@@ -33,6 +33,7 @@ class ReplicaSetGroup:
         self.replication_lag_ms = replication_lag_ms
         self._last_op_time = Timestamp(0, 0)
         self._increment = 0
+        self._frozen_until: dict[str, float] = {}
 
     def __repr__(self) -> str:
         return (f"<ReplicaSetGroup {self.set_name} v{self.set_version} term {self.term} "
@@ -55,6 +56,19 @@ class ReplicaSetGroup:
         """The primary steps down; returns the host that was primary."""
         old, self.primary = self.primary, None
         return old
+
+    def freeze(self, host: str, seconds: float, now: float) -> None:
+        """``replSetFreeze``: ``host`` stands for no election until ``now + seconds`` (times
+        on the caller's monotonic clock); 0 unfreezes it at once, as on mongod."""
+        self._config(host)
+        if seconds <= 0:
+            self._frozen_until.pop(host, None)
+        else:
+            self._frozen_until[host] = max(self._frozen_until.get(host, now), now + seconds)
+
+    def frozen(self, now: float) -> set[str]:
+        """The members frozen (by ``replSetFreeze``) at ``now``: not electable."""
+        return {host for host, until in self._frozen_until.items() if until > now}
 
     def reconfig(self, add: Iterable[MemberConfig] = (), remove: Iterable[str] = ()) -> None:
         """Add and remove members: setVersion + 1."""
