@@ -7,9 +7,12 @@ snapshot-reads and retryable-writes specs), as one pure function of a :class:`Se
   ``startTransaction: true`` and the transaction's ``readConcern`` (with ``afterClusterTime``
   in a causally consistent session) on the first one only; no other ``readConcern`` and no
   ``writeConcern`` except on commitTransaction/abortTransaction;
-- a read outside a transaction: ``readConcern.afterClusterTime`` (causal consistency) or
-  ``{level: snapshot, atClusterTime}`` (snapshot session, once the time is known); a write
-  that accepts it (read-write-concern spec, "afterClusterTime"): ``{afterClusterTime}``.
+- a read outside a transaction: ``readConcern.afterClusterTime`` (causal consistency); a write
+  that accepts it (read-write-concern spec, "afterClusterTime"): ``{afterClusterTime}``;
+- in a snapshot session, EVERY command except getMore/killCursors: ``{level: snapshot,
+  atClusterTime}`` (atClusterTime once known). Snapshot sessions spec, "Sending readConcern
+  to the server on all commands": writes and list commands carry it too, so the server
+  refuses them (InvalidOptions) instead of running them outside the snapshot.
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ AFTER_CLUSTER_TIME_WRITE_COMMANDS: Final = frozenset(
     }
 )
 TRANSACTION_END_COMMANDS: Final = frozenset({"commitTransaction", "abortTransaction"})
+#: Commands of a cursor already opened in the session: they never carry a readConcern.
+CURSOR_COMMANDS: Final = frozenset({"getMore", "killCursors"})
 #: Transactions spec: a retried commitTransaction uses w: majority and this wtimeout.
 COMMIT_RETRY_WTIMEOUT_MS: Final = 10_000
 
@@ -81,7 +86,7 @@ def decorate(command: Mapping[str, Any], fields: SessionFields) -> dict[str, Any
     else:
         if fields.txn_number is not None:
             document["txnNumber"] = fields.txn_number
-        if name in READ_CONCERN_COMMANDS:
+        if name in READ_CONCERN_COMMANDS or (fields.snapshot and name not in CURSOR_COMMANDS):
             _read_concern(document, fields)
         elif name in AFTER_CLUSTER_TIME_WRITE_COMMANDS and fields.after_cluster_time is not None:
             document["readConcern"] = {"afterClusterTime": fields.after_cluster_time}
