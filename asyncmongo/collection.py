@@ -54,6 +54,7 @@ from asyncmongo.results import (
     InsertOneResult,
     UpdateResult,
 )
+from asyncmongo.scope import NamedScope, no_session
 from asyncmongo.session import sessions_bound
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
 __all__ = ["AsyncCollection", "ReturnDocument"]
 
 _T = TypeVar("_T")
+_R = TypeVar("_R", UpdateResult, DeleteResult)
 
 #: PyMongo passes some options under the server's camelCase names in ``**kwargs``.
 _ALIASES = {
@@ -76,6 +78,14 @@ _ALIASES = {
 }
 
 
+def _command_options(
+    kwargs: Mapping[str, Any], allowed: frozenset[str], what: str
+) -> tuple[dict[str, Any], bool | None]:
+    """The command's options from ``kwargs`` (see _snake), and ``raw_data`` apart."""
+    options = _snake(kwargs, allowed, what)
+    return options, options.pop("raw_data", None)
+
+
 def _snake(kwargs: Mapping[str, Any], allowed: frozenset[str], what: str) -> dict[str, Any]:
     """Normalise camelCase aliases and refuse unknown keywords (a typo must not be ignored)."""
     result: dict[str, Any] = {}
@@ -87,23 +97,13 @@ def _snake(kwargs: Mapping[str, Any], allowed: frozenset[str], what: str) -> dic
     return result
 
 
-def _no_session(session: Any) -> None:
-    """Nothing to do: ``sessions_bound`` (asyncmongo.session) runs the call in ``session``."""
-
-
 @sessions_bound
-class AsyncCollection:
+class AsyncCollection(NamedScope["AsyncDatabase"]):
     """One collection; ``db["name"]`` or ``db.get_collection("name", ...)``."""
 
-    __slots__ = (
-        "_codec_options",
-        "_database",
-        "_name",
-        "_namespace",
-        "_read_concern",
-        "_read_preference",
-        "_write_concern",
-    )
+    __slots__ = ("_namespace",)
+
+    _ITEM_HINT = "coll[{name}] for a sub-collection"
 
     def __init__(
         self,
@@ -114,53 +114,26 @@ class AsyncCollection:
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
     ) -> None:
-        self._database = database
-        self._name = check_collection_name(name)
+        super().__init__(
+            database,
+            check_collection_name(name),
+            codec_options,
+            read_preference,
+            write_concern,
+            read_concern,
+        )
         self._namespace = Namespace(database.name, name)
-        self._codec_options = codec_options or database.codec_options
-        self._read_preference = read_preference or database.read_preference
-        self._write_concern = write_concern or database.write_concern
-        self._read_concern = read_concern or database.read_concern
 
     # -- identity and settings ---------------------------------------------------------------
 
-    def __repr__(self) -> str:
-        return f"AsyncCollection({self._database!r}, {self._name!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, AsyncCollection):
-            return self._database == other._database and self._name == other._name
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash((self._database, self._name))
-
     def __getattr__(self, name: str) -> AsyncCollection:
         if name.startswith("_"):
-            raise AttributeError(
-                f"AsyncCollection has no attribute {name!r}; use coll[{name!r}] for a "
-                "sub-collection"
-            )
+            raise self._private_attribute(name)
         return self[name]
 
     def __getitem__(self, name: str) -> AsyncCollection:
-        return AsyncCollection(
-            self._database,
-            f"{self._name}.{name}",
-            self._codec_options,
-            self._read_preference,
-            self._write_concern,
-            self._read_concern,
-        )
-
-    def __bool__(self) -> bool:
-        raise NotImplementedError(
-            "AsyncCollection objects do not implement truth value testing; compare with None"
-        )
-
-    @property
-    def name(self) -> str:
-        return self._name
+        settings = (self._codec_options, self._read_preference, self._write_concern)
+        return self._parent.get_collection(f"{self._name}.{name}", *settings, self._read_concern)
 
     @property
     def full_name(self) -> str:
@@ -168,44 +141,16 @@ class AsyncCollection:
 
     @property
     def database(self) -> AsyncDatabase:
-        return self._database
-
-    @property
-    def codec_options(self) -> CodecOptions:
-        return self._codec_options
-
-    @property
-    def read_preference(self) -> ReadPreference:
-        return self._read_preference
-
-    @property
-    def write_concern(self) -> WriteConcern:
-        return self._write_concern
-
-    @property
-    def read_concern(self) -> ReadConcern:
-        return self._read_concern
-
-    def with_options(
-        self,
-        codec_options: CodecOptions | None = None,
-        read_preference: ReadPreference | None = None,
-        write_concern: WriteConcern | None = None,
-        read_concern: ReadConcern | None = None,
-    ) -> AsyncCollection:
-        """A copy of this collection with some settings replaced (the rest inherited)."""
-        return AsyncCollection(
-            self._database,
-            self._name,
-            codec_options or self._codec_options,
-            read_preference or self._read_preference,
-            write_concern or self._write_concern,
-            read_concern or self._read_concern,
-        )
+        return self._parent
 
     @property
     def _client(self) -> Any:
-        return self._database.client
+        return self._parent.client
+
+    async def _run(self, op: CommandOperation[_T], raw_data: bool | None = None) -> _T:
+        """Run one command operation (with ``rawData`` when given) through the client."""
+        result: _T = await self._client._run_operation(_raw(op, raw_data))
+        return result
 
     # -- writes -----------------------------------------------------------------------------
 
@@ -221,6 +166,17 @@ class AsyncCollection:
             options,
         )
 
+    async def _write_one(
+        self, statement: WriteStatement, options: WriteOptions, result: type[_R]
+    ) -> _R:
+        """The update/replace/delete family: one statement, its reply checked and shaped
+        (an unacknowledged write has no reply to check)."""
+        (reply,) = await self._write([statement], options)
+        if not self._write_concern.acknowledged:
+            return result(None, False)
+        check_write_reply(reply)
+        return result(reply, True)
+
     async def insert_one(
         self,
         document: Any,
@@ -230,7 +186,7 @@ class AsyncCollection:
         raw_data: bool | None = None,
     ) -> InsertOneResult:
         """Insert one document (an ``_id`` is added to it when missing)."""
-        _no_session(session)
+        no_session(session)
         statement = insert_statement(document)
         options = WriteOptions(True, bypass_document_validation, comment, raw_data=raw_data)
         (reply,) = await self._write([statement], options)
@@ -250,34 +206,17 @@ class AsyncCollection:
 
         Failures raise BulkWriteError with each error's index in ``documents``.
         """
-        _no_session(session)
+        no_session(session)
         if isinstance(documents, Mapping) or not isinstance(documents, Sequence | list):
             documents = list(documents) if not isinstance(documents, Mapping) else documents
         if isinstance(documents, Mapping) or not documents:
             raise InvalidArgument("documents must be a non-empty list of documents")
         statements = [insert_statement(document) for document in documents]
-        await self._bulk(statements, ordered, bypass_document_validation, comment, None, raw_data)
+        options = WriteOptions(ordered, bypass_document_validation, comment, None, raw_data)
+        await self._bulk(statements, options)
         return InsertManyResult(
             [document.get("_id") for document in documents], self._write_concern.acknowledged
         )
-
-    async def _update(
-        self,
-        statement: WriteStatement,
-        bypass_document_validation: bool | None,
-        comment: Any,
-        let: Mapping[str, Any] | None,
-        session: Any,
-        raw_data: bool | None,
-    ) -> UpdateResult:
-        _no_session(session)
-        options = WriteOptions(True, bypass_document_validation, comment, let, raw_data)
-        (reply,) = await self._write([statement], options)
-        acknowledged = self._write_concern.acknowledged
-        if not acknowledged:
-            return UpdateResult(None, False)
-        check_write_reply(reply)
-        return UpdateResult(reply, True)
 
     async def replace_one(
         self,
@@ -293,19 +232,13 @@ class AsyncCollection:
         comment: Any = None,
         raw_data: bool | None = None,
     ) -> UpdateResult:
+        no_session(session)
         statement = update_statement(
-            filter,
-            replacement,
-            multi=False,
-            replace=True,
-            upsert=upsert or None,
-            collation=collation,
-            hint=hint,
-            sort=sort,
+            filter, replacement, multi=False, replace=True, upsert=upsert or None,
+            collation=collation, hint=hint, sort=sort,
         )
-        return await self._update(
-            statement, bypass_document_validation, comment, let, session, raw_data
-        )
+        options = WriteOptions(True, bypass_document_validation, comment, let, raw_data)
+        return await self._write_one(statement, options, UpdateResult)
 
     async def update_one(
         self,
@@ -322,19 +255,13 @@ class AsyncCollection:
         comment: Any = None,
         raw_data: bool | None = None,
     ) -> UpdateResult:
+        no_session(session)
         statement = update_statement(
-            filter,
-            update,
-            multi=False,
-            upsert=upsert or None,
-            collation=collation,
-            array_filters=array_filters,
-            hint=hint,
-            sort=sort,
+            filter, update, multi=False, upsert=upsert or None, collation=collation,
+            array_filters=array_filters, hint=hint, sort=sort,
         )
-        return await self._update(
-            statement, bypass_document_validation, comment, let, session, raw_data
-        )
+        options = WriteOptions(True, bypass_document_validation, comment, let, raw_data)
+        return await self._write_one(statement, options, UpdateResult)
 
     async def update_many(
         self,
@@ -350,18 +277,13 @@ class AsyncCollection:
         comment: Any = None,
         raw_data: bool | None = None,
     ) -> UpdateResult:
+        no_session(session)
         statement = update_statement(
-            filter,
-            update,
-            multi=True,
-            upsert=upsert or None,
-            collation=collation,
-            array_filters=array_filters,
-            hint=hint,
+            filter, update, multi=True, upsert=upsert or None, collation=collation,
+            array_filters=array_filters, hint=hint,
         )
-        return await self._update(
-            statement, bypass_document_validation, comment, let, session, raw_data
-        )
+        options = WriteOptions(True, bypass_document_validation, comment, let, raw_data)
+        return await self._write_one(statement, options, UpdateResult)
 
     async def _delete(
         self,
@@ -369,19 +291,13 @@ class AsyncCollection:
         multi: bool,
         collation: Mapping[str, Any] | None,
         hint: Any,
-        session: Any,
         let: Mapping[str, Any] | None,
         comment: Any,
         raw_data: bool | None,
     ) -> DeleteResult:
-        _no_session(session)
         statement = delete_statement(filter, multi=multi, collation=collation, hint=hint)
         options = WriteOptions(True, None, comment, let, raw_data)
-        (reply,) = await self._write([statement], options)
-        if not self._write_concern.acknowledged:
-            return DeleteResult(None, False)
-        check_write_reply(reply)
-        return DeleteResult(reply, True)
+        return await self._write_one(statement, options, DeleteResult)
 
     async def delete_one(
         self,
@@ -393,7 +309,8 @@ class AsyncCollection:
         comment: Any = None,
         raw_data: bool | None = None,
     ) -> DeleteResult:
-        return await self._delete(filter, False, collation, hint, session, let, comment, raw_data)
+        no_session(session)
+        return await self._delete(filter, False, collation, hint, let, comment, raw_data)
 
     async def delete_many(
         self,
@@ -405,7 +322,8 @@ class AsyncCollection:
         comment: Any = None,
         raw_data: bool | None = None,
     ) -> DeleteResult:
-        return await self._delete(filter, True, collation, hint, session, let, comment, raw_data)
+        no_session(session)
+        return await self._delete(filter, True, collation, hint, let, comment, raw_data)
 
     async def bulk_write(
         self,
@@ -419,7 +337,7 @@ class AsyncCollection:
     ) -> BulkWriteResult:
         """Run write models in batches; BulkWriteError carries every error with the index of
         its model in ``requests``."""
-        _no_session(session)
+        no_session(session)
         if isinstance(requests, str | bytes | Mapping) or not isinstance(requests, Iterable):
             raise InvalidArgument("requests must be a list of write models")
         statements = []
@@ -427,21 +345,13 @@ class AsyncCollection:
             if not isinstance(request, WriteModel):
                 raise InvalidArgument(f"{request!r} is not a valid request (a write model)")
             statements.append(request._statement())
-        result = await self._bulk(
-            statements, ordered, bypass_document_validation, comment, let, raw_data
-        )
+        options = WriteOptions(ordered, bypass_document_validation, comment, let, raw_data)
+        result = await self._bulk(statements, options)
         return BulkWriteResult(result.document(), self._write_concern.acknowledged)
 
     async def _bulk(
-        self,
-        statements: Sequence[WriteStatement],
-        ordered: bool,
-        bypass_document_validation: bool | None,
-        comment: Any,
-        let: Mapping[str, Any] | None,
-        raw_data: bool | None = None,
+        self, statements: Sequence[WriteStatement], options: WriteOptions
     ) -> BulkResult:
-        options = WriteOptions(ordered, bypass_document_validation, comment, let, raw_data)
         return await run_bulk(
             self._client,
             self._namespace,
@@ -460,7 +370,7 @@ class AsyncCollection:
         max_await_time_ms, allow_disk_use, cursor_type, no_cursor_timeout,
         allow_partial_results, return_key, show_record_id, max, min.
         """
-        _no_session(kwargs.pop("session", None))
+        no_session(kwargs.pop("session", None))
         if filter is not None:
             check_document(filter, "filter")
         return AsyncCursor(self, find_options(filter, projection, **kwargs))
@@ -469,7 +379,7 @@ class AsyncCollection:
         """The first matching document or None; a non-mapping filter means ``{_id: filter}``."""
         if filter is not None and not isinstance(filter, Mapping):
             filter = {"_id": filter}
-        _no_session(kwargs.pop("session", None))
+        no_session(kwargs.pop("session", None))
         kwargs["limit"] = 1  # CRUD findOne: limit 1 and singleBatch, no batchSize
         kwargs["single_batch"] = True
         options = find_options(filter, *args, **kwargs)
@@ -488,35 +398,22 @@ class AsyncCollection:
         self, filter: Mapping[str, Any], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> int:
         """The number of matching documents (an aggregate; exact, unlike the estimate)."""
-        _no_session(session)
-        options = _snake(kwargs, _COUNT_OPTIONS, "count_documents")
-        raw_data = options.pop("raw_data", None)
+        no_session(session)
+        options, raw_data = _command_options(kwargs, _COUNT_OPTIONS, "count_documents")
+        settings = self._read_settings()
         op = count_ops.count_documents(
-            self._namespace,
-            filter,
-            comment=comment,
-            read_preference=self._read_preference,
-            read_concern=self._read_concern,
-            codec_options=self._codec_options,
-            **options,
+            self._namespace, filter, comment=comment, **settings, **options
         )
-        result: int = await self._client._run_operation(_raw(op, raw_data))
-        return result
+        return await self._run(op, raw_data)
 
     async def estimated_document_count(self, comment: Any = None, **kwargs: Any) -> int:
         """The collection's document count from its metadata (fast; no filter)."""
-        options = _snake(kwargs, _RAW | {"max_time_ms"}, "estimated_document_count")
-        raw_data = options.pop("raw_data", None)
+        options, raw_data = _command_options(kwargs, _MAX_TIME, "estimated_document_count")
+        settings = self._read_settings()
         op = count_ops.estimated_document_count(
-            self._namespace,
-            comment=comment,
-            read_preference=self._read_preference,
-            read_concern=self._read_concern,
-            codec_options=self._codec_options,
-            **options,
+            self._namespace, comment=comment, **settings, **options
         )
-        result: int = await self._client._run_operation(_raw(op, raw_data))
-        return result
+        return await self._run(op, raw_data)
 
     async def distinct(
         self,
@@ -527,22 +424,13 @@ class AsyncCollection:
         hint: Any = None,
         **kwargs: Any,
     ) -> list[Any]:
-        _no_session(session)
-        options = _snake(kwargs, _RAW | {"max_time_ms", "collation"}, "distinct")
-        raw_data = options.pop("raw_data", None)
+        no_session(session)
+        options, raw_data = _command_options(kwargs, _MAX_TIME | {"collation"}, "distinct")
+        settings = self._read_settings()
         op = distinct_op(
-            self._namespace,
-            key,
-            filter,
-            comment=comment,
-            hint=hint,
-            read_preference=self._read_preference,
-            read_concern=self._read_concern,
-            codec_options=self._codec_options,
-            **options,
+            self._namespace, key, filter, comment=comment, hint=hint, **settings, **options
         )
-        result: list[Any] = await self._client._run_operation(_raw(op, raw_data))
-        return result
+        return await self._run(op, raw_data)
 
     async def aggregate(
         self,
@@ -553,24 +441,17 @@ class AsyncCollection:
         **kwargs: Any,
     ) -> AsyncCommandCursor:
         """Run the pipeline; a cursor over its results ($out/$merge: usually empty)."""
-        _no_session(session)
+        no_session(session)
         return await _aggregate(self, self._namespace, False, pipeline, let, comment, kwargs)
 
     # -- find and modify --------------------------------------------------------------------
 
     async def _find_and_modify(self, filter: Any, session: Any, **options: Any) -> Any:
-        _no_session(session)
-        extra = _snake(options.pop("kwargs"), _FAM_OPTIONS, "find_one_and_*")
-        raw_data = extra.pop("raw_data", None)
-        op = find_and_modify(
-            self._namespace,
-            filter,
-            write_concern=self._write_concern,
-            codec_options=self._codec_options,
-            **options,
-            **extra,
-        )
-        return await self._client._run_operation(_raw(op, raw_data))
+        no_session(session)
+        extra, raw_data = _command_options(options.pop("kwargs"), _FAM_OPTIONS, "find_one_and_*")
+        settings = self._write_settings()
+        op = find_and_modify(self._namespace, filter, **settings, **options, **extra)
+        return await self._run(op, raw_data)
 
     async def find_one_and_delete(
         self,
@@ -682,36 +563,31 @@ class AsyncCollection:
     async def create_indexes(
         self, indexes: Sequence[IndexModel], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> list[str]:
-        _no_session(session)
-        options = _snake(kwargs, _RAW | {"commit_quorum", "max_time_ms"}, "create_indexes")
-        raw_data = options.pop("raw_data", None)
+        no_session(session)
+        allowed = _MAX_TIME | {"commit_quorum"}
+        options, raw_data = _command_options(kwargs, allowed, "create_indexes")
         documents = []
         for index in indexes:
             if not isinstance(index, IndexModel):
                 raise InvalidArgument(f"{index!r} is not an IndexModel")
             documents.append(index.document)
+        settings = self._write_settings()
         op = index_ops.create_indexes(
-            self._namespace,
-            documents,
-            comment=comment,
-            write_concern=self._write_concern,
-            codec_options=self._codec_options,
-            **options,
+            self._namespace, documents, comment=comment, **settings, **options
         )
-        names: list[str] = await self._client._run_operation(_raw(op, raw_data))
-        return names
+        return await self._run(op, raw_data)
 
     async def list_indexes(
         self, session: Any = None, comment: Any = None, raw_data: bool | None = None
     ) -> AsyncCommandCursor:
-        _no_session(session)
+        no_session(session)
         op = index_ops.list_indexes(
             self._namespace,
             comment=comment,
             read_preference=self._read_preference,
             codec_options=self._codec_options,
         )
-        page: CursorPage = await self._client._run_cursor_operation(_raw(op, raw_data))
+        page = await self._client._run_cursor_operation(_raw(op, raw_data))
         return AsyncCommandCursor(self._client, page, self._codec_options, comment=comment)
 
     async def index_names(self, session: Any = None, comment: Any = None) -> list[str]:
@@ -753,18 +629,11 @@ class AsyncCollection:
     async def _drop_indexes(
         self, index: str, session: Any, comment: Any, kwargs: Mapping[str, Any]
     ) -> None:
-        _no_session(session)
-        options = _snake(kwargs, _RAW | {"max_time_ms"}, "drop_index")
-        raw_data = options.pop("raw_data", None)
-        op = index_ops.drop_indexes(
-            self._namespace,
-            index,
-            comment=comment,
-            write_concern=self._write_concern,
-            codec_options=self._codec_options,
-            **options,
-        )
-        await self._client._run_operation(_raw(op, raw_data))
+        no_session(session)
+        options, raw_data = _command_options(kwargs, _MAX_TIME, "drop_index")
+        settings = self._write_settings()
+        op = index_ops.drop_indexes(self._namespace, index, comment=comment, **settings, **options)
+        await self._run(op, raw_data)
 
     # -- search indexes (Atlas) -------------------------------------------------------------
 
@@ -779,7 +648,7 @@ class AsyncCollection:
         self, models: Iterable[Any], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> list[str]:
         """createSearchIndexes (no read or write concern is sent: Atlas refuses them)."""
-        _no_session(session)
+        no_session(session)
         _snake(kwargs, frozenset(), "create_search_indexes")
         documents = []
         for model in models:
@@ -791,8 +660,7 @@ class AsyncCollection:
         op = search_ops.create_search_indexes(
             self._namespace, documents, comment=comment, codec_options=self._codec_options
         )
-        names: list[str] = await self._client._run_operation(op)
-        return names
+        return await self._run(op)
 
     async def update_search_index(
         self,
@@ -802,30 +670,30 @@ class AsyncCollection:
         comment: Any = None,
         **kwargs: Any,
     ) -> None:
-        _no_session(session)
+        no_session(session)
         _snake(kwargs, frozenset(), "update_search_index")
         op = search_ops.update_search_index(
             self._namespace, name, definition, comment=comment, codec_options=self._codec_options
         )
-        await self._client._run_operation(op)
+        await self._run(op)
 
     async def drop_search_index(
         self, name: str, session: Any = None, comment: Any = None, **kwargs: Any
     ) -> None:
         """Drop a search index (a missing one is not an error: drops are idempotent)."""
-        _no_session(session)
+        no_session(session)
         _snake(kwargs, frozenset(), "drop_search_index")
         op = search_ops.drop_search_index(
             self._namespace, name, comment=comment, codec_options=self._codec_options
         )
-        await self._client._run_operation(op)
+        await self._run(op)
 
     async def list_search_indexes(
         self, name: str | None = None, session: Any = None, comment: Any = None, **kwargs: Any
     ) -> AsyncCommandCursor:
         """A cursor over the search indexes (``$listSearchIndexes``); kwargs are aggregate's
         options (also accepted grouped as ``aggregation_options``, the spec's name)."""
-        _no_session(session)
+        no_session(session)
         grouped = kwargs.pop("aggregation_options", None) or {}
         kwargs = {**check_document(grouped, "aggregation_options"), **kwargs}
         plain = self.with_options(read_concern=ReadConcern(), write_concern=WriteConcern())
@@ -838,14 +706,14 @@ class AsyncCollection:
         self, session: Any = None, comment: Any = None, encrypted_fields: Any = None
     ) -> None:
         """Drop the collection (dropping one that does not exist is not an error)."""
-        await self._database.drop_collection(self._name, session=session, comment=comment)
+        await self._parent.drop_collection(self._name, session=session, comment=comment)
 
     async def rename(
         self, new_name: str, session: Any = None, comment: Any = None, **kwargs: Any
     ) -> Mapping[str, Any]:
         """renameCollection to ``new_name`` in the same database (``dropTarget=True`` to
         replace an existing one)."""
-        _no_session(session)
+        no_session(session)
         check_collection_name(new_name)
         drop_target = kwargs.pop("dropTarget", kwargs.pop("drop_target", None))
         if kwargs:
@@ -855,15 +723,13 @@ class AsyncCollection:
             Namespace(self._namespace.database, new_name),
             drop_target=drop_target,
             comment=comment,
-            write_concern=self._write_concern,
-            codec_options=self._codec_options,
+            **self._write_settings(),
         )
-        result: Mapping[str, Any] = await self._client._run_operation(op)
-        return result
+        return await self._run(op)
 
     async def options(self, session: Any = None, comment: Any = None) -> dict[str, Any]:
         """The options the collection was created with (``{}`` when there are none)."""
-        cursor = await self._database.list_collections(
+        cursor = await self._parent.list_collections(
             session=session, filter={"name": self._name}, comment=comment
         )
         for info in await cursor.to_list():
@@ -889,8 +755,7 @@ async def _aggregate(
     kwargs: Mapping[str, Any],
 ) -> AsyncCommandCursor:
     """Collection and database aggregate share this."""
-    options = _snake(kwargs, _AGGREGATE_OPTIONS, "aggregate")
-    raw_data = options.pop("raw_data", None)
+    options, raw_data = _command_options(kwargs, _AGGREGATE_OPTIONS, "aggregate")
     max_await_time_ms = options.pop("max_await_time_ms", None)
     op = aggregate_ops.aggregate(
         namespace,
@@ -904,7 +769,7 @@ async def _aggregate(
         codec_options=owner.codec_options,
         **options,
     )
-    client = owner.database.client if hasattr(owner, "database") else owner.client
+    client = owner.database.client  # a database's ``database`` is itself
     page: CursorPage = await client._run_cursor_operation(_raw(op, raw_data))
     return AsyncCommandCursor(
         client,
@@ -925,7 +790,8 @@ def _raw(op: CommandOperation[_T], raw_data: bool | None) -> CommandOperation[_T
 
 
 _RAW = frozenset({"raw_data"})
-_COUNT_OPTIONS = _RAW | {"skip", "limit", "max_time_ms", "collation", "hint"}
+_MAX_TIME = _RAW | {"max_time_ms"}
+_COUNT_OPTIONS = _MAX_TIME | {"skip", "limit", "collation", "hint"}
 _FAM_OPTIONS = _RAW | {
     "collation",
     "max_time_ms",

@@ -26,6 +26,7 @@ from asyncmongo.errors import (
     InvalidArgument,
     OperationFailure,
 )
+from asyncmongo.scope import NamedScope, no_session
 from asyncmongo.session import sessions_bound
 
 if TYPE_CHECKING:
@@ -37,22 +38,13 @@ __all__ = ["AsyncDatabase"]
 NAMESPACE_EXISTS = 48
 
 
-def _no_session(session: Any) -> None:
-    """Nothing to do: ``sessions_bound`` (asyncmongo.session) runs the call in ``session``."""
-
-
 @sessions_bound
-class AsyncDatabase:
+class AsyncDatabase(NamedScope["AsyncMongoClient"]):
     """One database; ``client["name"]`` or ``client.get_database("name", ...)``."""
 
-    __slots__ = (
-        "_client",
-        "_codec_options",
-        "_name",
-        "_read_concern",
-        "_read_preference",
-        "_write_concern",
-    )
+    __slots__ = ()
+
+    _ITEM_HINT = "db[{name}] for a collection"
 
     def __init__(
         self,
@@ -63,34 +55,18 @@ class AsyncDatabase:
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
     ) -> None:
-        self._client = client
-        self._name = check_database_name(name)
-        self._codec_options = codec_options or client.codec_options
-        self._read_preference = read_preference or client.read_preference
-        self._write_concern = write_concern or client.write_concern
-        self._read_concern = read_concern or client.read_concern
-
-    def __repr__(self) -> str:
-        return f"AsyncDatabase({self._client!r}, {self._name!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, AsyncDatabase):
-            return self._client is other._client and self._name == other._name
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash((id(self._client), self._name))
-
-    def __bool__(self) -> bool:
-        raise NotImplementedError(
-            "AsyncDatabase objects do not implement truth value testing; compare with None"
+        super().__init__(
+            client,
+            check_database_name(name),
+            codec_options,
+            read_preference,
+            write_concern,
+            read_concern,
         )
 
     def __getattr__(self, name: str) -> AsyncCollection:
         if name.startswith("_"):
-            raise AttributeError(
-                f"AsyncDatabase has no attribute {name!r}; use db[{name!r}] for a collection"
-            )
+            raise self._private_attribute(name)
         return self[name]
 
     def __getitem__(self, name: str) -> AsyncCollection:
@@ -99,28 +75,12 @@ class AsyncDatabase:
         return AsyncCollection(self, name)
 
     @property
-    def name(self) -> str:
-        return self._name
-
-    @property
     def client(self) -> AsyncMongoClient:
-        return self._client
+        return self._parent
 
     @property
-    def codec_options(self) -> CodecOptions:
-        return self._codec_options
-
-    @property
-    def read_preference(self) -> ReadPreference:
-        return self._read_preference
-
-    @property
-    def write_concern(self) -> WriteConcern:
-        return self._write_concern
-
-    @property
-    def read_concern(self) -> ReadConcern:
-        return self._read_concern
+    def _client(self) -> AsyncMongoClient:
+        return self._parent
 
     @property
     def database(self) -> AsyncDatabase:
@@ -141,22 +101,6 @@ class AsyncDatabase:
             self, name, codec_options, read_preference, write_concern, read_concern
         )
 
-    def with_options(
-        self,
-        codec_options: CodecOptions | None = None,
-        read_preference: ReadPreference | None = None,
-        write_concern: WriteConcern | None = None,
-        read_concern: ReadConcern | None = None,
-    ) -> AsyncDatabase:
-        return AsyncDatabase(
-            self._client,
-            self._name,
-            codec_options or self._codec_options,
-            read_preference or self._read_preference,
-            write_concern or self._write_concern,
-            read_concern or self._read_concern,
-        )
-
     # -- commands ---------------------------------------------------------------------------
 
     async def command(
@@ -175,7 +119,7 @@ class AsyncDatabase:
 
         The read preference defaults to primary (not the database's), as in PyMongo.
         """
-        _no_session(session)
+        no_session(session)
         if comment is not None:
             kwargs["comment"] = comment
         document = command_document(command, value, **kwargs)
@@ -207,7 +151,7 @@ class AsyncDatabase:
         ``max_await_time_ms`` only into the getMores (as PyMongo's ``cursor_command``). The
         getMores go to the server that answered the command.
         """
-        _no_session(session)
+        no_session(session)
         document = command_document(command, value, **kwargs)
         codec = codec_options or self._codec_options
         op = run_cursor_command(self._name, document, read_preference or PRIMARY, codec)
@@ -236,7 +180,7 @@ class AsyncDatabase:
         """Database-level aggregate (``$currentOp``, ``$documents``, ...)."""
         from asyncmongo.collection import _aggregate
 
-        _no_session(session)
+        no_session(session)
         namespace = Namespace(self._name, "$cmd.aggregate")
         return await _aggregate(self, namespace, True, pipeline, let, comment, kwargs)
 
@@ -250,7 +194,7 @@ class AsyncDatabase:
         **kwargs: Any,
     ) -> AsyncCommandCursor:
         """A cursor of collection information documents."""
-        _no_session(session)
+        no_session(session)
         name_only = kwargs.pop("nameOnly", kwargs.pop("name_only", None))
         authorized = kwargs.pop(
             "authorizedCollections", kwargs.pop("authorized_collections", None)
@@ -306,7 +250,7 @@ class AsyncDatabase:
         existing collection raises CollectionInvalid (a server that refuses with
         NamespaceExists raises it too); ``check_exists=False`` sends only ``create``.
         """
-        _no_session(session)
+        no_session(session)
         collection = self.get_collection(
             name, codec_options, read_preference, write_concern, read_concern
         )
@@ -334,7 +278,7 @@ class AsyncDatabase:
         encrypted_fields: Any = None,
     ) -> Mapping[str, Any]:
         """Drop a collection; one that does not exist is not an error."""
-        _no_session(session)
+        no_session(session)
         name = getattr(name_or_collection, "name", name_or_collection)
         if not isinstance(name, str):
             raise InvalidArgument("name_or_collection must be a str or an AsyncCollection")

@@ -1,0 +1,144 @@
+"""The part AsyncDatabase and AsyncCollection share: a name under a parent, and settings.
+
+A database lives under a client, a collection under a database. Each has codec options, a
+read preference and read and write concerns, given or inherited from its parent (client ->
+database -> collection), and ``with_options`` copies it with some of them replaced. One base
+class holds that, so the two API classes only add what is theirs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, Protocol, Self, TypeVar
+
+from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.core.concern import ReadConcern, WriteConcern
+from asyncmongo.core.selection import ReadPreference
+
+__all__ = ["NamedScope", "SettingsSource", "no_session"]
+
+
+class SettingsSource(Protocol):
+    """What a scope inherits its settings from (a client or a database)."""
+
+    @property
+    def codec_options(self) -> CodecOptions: ...
+
+    @property
+    def read_preference(self) -> ReadPreference: ...
+
+    @property
+    def write_concern(self) -> WriteConcern: ...
+
+    @property
+    def read_concern(self) -> ReadConcern: ...
+
+
+P = TypeVar("P", bound=SettingsSource)
+
+
+def no_session(session: Any) -> None:
+    """Nothing to do: ``sessions_bound`` (asyncmongo.session) runs the call in ``session``."""
+
+
+class NamedScope(Generic[P]):
+    """A named child of ``P`` with its own or inherited settings; equal when the parent and
+    the name are, and never truthy (compare with None, as in PyMongo)."""
+
+    __slots__ = (
+        "_codec_options",
+        "_name",
+        "_parent",
+        "_read_concern",
+        "_read_preference",
+        "_write_concern",
+    )
+
+    #: The hint in the AttributeError for a private name (``{name}`` is the name's repr).
+    _ITEM_HINT = "obj[{name}] for an item"
+
+    def __init__(
+        self,
+        parent: P,
+        name: str,
+        codec_options: CodecOptions | None = None,
+        read_preference: ReadPreference | None = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+    ) -> None:
+        self._parent = parent
+        self._name = name
+        self._codec_options = codec_options or parent.codec_options
+        self._read_preference = read_preference or parent.read_preference
+        self._write_concern = write_concern or parent.write_concern
+        self._read_concern = read_concern or parent.read_concern
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._parent!r}, {self._name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, type(self)):
+            return self._parent == other._parent and self._name == other._name
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self._parent, self._name))
+
+    def __bool__(self) -> bool:
+        raise NotImplementedError(
+            f"{type(self).__name__} objects do not implement truth value testing; "
+            "compare with None"
+        )
+
+    def _private_attribute(self, name: str) -> AttributeError:
+        """The error for ``obj._x`` (``obj.x`` is ``obj["x"]`` in the subclasses)."""
+        hint = self._ITEM_HINT.format(name=repr(name))
+        return AttributeError(f"{type(self).__name__} has no attribute {name!r}; use {hint}")
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def codec_options(self) -> CodecOptions:
+        return self._codec_options
+
+    @property
+    def read_preference(self) -> ReadPreference:
+        return self._read_preference
+
+    @property
+    def write_concern(self) -> WriteConcern:
+        return self._write_concern
+
+    @property
+    def read_concern(self) -> ReadConcern:
+        return self._read_concern
+
+    def with_options(
+        self,
+        codec_options: CodecOptions | None = None,
+        read_preference: ReadPreference | None = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+    ) -> Self:
+        """A copy of this object with some settings replaced (the rest kept)."""
+        return type(self)(
+            self._parent,
+            self._name,
+            codec_options or self._codec_options,
+            read_preference or self._read_preference,
+            write_concern or self._write_concern,
+            read_concern or self._read_concern,
+        )
+
+    def _read_settings(self) -> dict[str, Any]:
+        """The keywords a read operation takes from this scope."""
+        return {
+            "read_preference": self._read_preference,
+            "read_concern": self._read_concern,
+            "codec_options": self._codec_options,
+        }
+
+    def _write_settings(self) -> dict[str, Any]:
+        """The keywords a write operation takes from this scope."""
+        return {"write_concern": self._write_concern, "codec_options": self._codec_options}
