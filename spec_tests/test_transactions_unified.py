@@ -21,18 +21,11 @@ _BACKPRESSURE = (
     "exponential backoff, up to maxAttempts) is not implemented: asyncmongo retries a "
     "retryable read or write once, per the retryable reads/writes specs"
 )
-_NO_RECOVERY_TOKEN = (
-    "asyncmongo.testing's mongos does not return a recoveryToken (the driver keeps the last "
-    "one a reply gives and sends it with commit/abort: tests/sessions)"
-)
 SKIPS: dict[tuple[str, str], str] = {
     ("backpressure-retryable-abort.json", "*"): _BACKPRESSURE,
     ("backpressure-retryable-commit.json", "*"): _BACKPRESSURE,
     ("backpressure-retryable-reads.json", "*"): _BACKPRESSURE,
     ("backpressure-retryable-writes.json", "*"): _BACKPRESSURE,
-    ("mongos-recovery-token.json", "commitTransaction explicit retries include recoveryToken"): (
-        _NO_RECOVERY_TOKEN
-    ),
 }
 
 

@@ -32,6 +32,7 @@ from asyncmongo.testing.builtins import BUILTINS, ConnectionInfo
 from asyncmongo.testing.codes import NOT_PRIMARY_CODES
 from asyncmongo.testing.failpoint import FailCommand, FailPointState
 from asyncmongo.testing.member import HelloState, Role, build_hello
+from asyncmongo.testing.mongos_router import TransactionRouter
 from asyncmongo.testing.protocol import Request, decode_request, encode_reply, read_header
 from asyncmongo.testing.replies import error_reply
 from asyncmongo.testing.replset import ReplicaSetGroup
@@ -168,6 +169,7 @@ class SimServer:
         #: How many data-bearing members could acknowledge a write now (write concern).
         self.count_acknowledgers = count_acknowledgers
         self.clock = TopologyClock()
+        self.transaction_router = TransactionRouter()
         self.fail_points: dict[str, FailPointState] = {}
         #: Server parameters (getParameter/setParameter; requireApiVersion and
         #: acceptApiVersion2 steer the Stable API checks, see stable_api).
@@ -405,9 +407,18 @@ class SimServer:
             return verdict
         if request.name in HELLO_NAMES:
             return await self._hello(conn, request)
+        if self.role is Role.MONGOS:
+            recovered = self.transaction_router.refusal(request.name, command,
+                                                        self.store.transactions)
+            if recovered is not None:
+                return await self._send(conn, request, self._decorate(recovered))
         reply = await self._run(conn, request)
         if fired is not None and fired.write_concern_error is not None and reply.get("ok"):
             reply = fired.add_write_concern_error(reply, command)
+        if self.role is Role.MONGOS and command.get("autocommit") is False:
+            # mongos' transaction router answers every command of a transaction with the
+            # recoveryToken the driver must send with commit/abort (transactions spec).
+            reply["recoveryToken"] = TransactionRouter.recovery_token()
         if request.more_to_come:
             return True
         if request.name == "getMore" and request.exhaust_allowed:
