@@ -72,7 +72,9 @@ UNSUPPORTED_FEATURES = {
     "prepareUnique": "collMod index conversion (prepareUnique) is not in the store",
 }
 DRIVER_ONLY_OPERATIONS = {
-    "clientBulkWrite": "client bulkWrite is the admin bulkWrite command, not in the store",
+    "clientBulkWrite": "client bulkWrite (the store's admin bulkWrite) runs through the driver "
+                       "in spec_tests/test_crud_unified.py; this runner maps collection "
+                       "operations only",
     "failPoint": "failpoints belong to the simulated server, not the store",
     "targetedFailPoint": "failpoints belong to the simulated server, not the store",
     "createSearchIndex": "Atlas search indexes are not in the store",

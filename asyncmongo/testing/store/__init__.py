@@ -7,8 +7,8 @@ document a MongoDB server would send. Plain Python, no asyncio, no sockets.
 Modules: ``compare`` (BSON order), ``paths`` (dotted paths), ``matcher`` (query operators),
 ``expressions`` (aggregation expressions), ``update`` (update operators), ``projection``,
 ``sorting``, ``aggregate`` (pipelines), ``collection``/``database`` (documents, unique indexes,
-the catalog), ``cursors``, ``crud``/``admin`` (the commands), ``transactions`` (sessions,
-transactions, retryable writes), ``collation``, ``validation`` (validators), ``where`` (the
+the catalog), ``cursors``, ``crud``/``admin`` (the commands), ``client_bulk`` (8.0's admin
+``bulkWrite``), ``transactions`` (sessions, transactions, retryable writes), ``collation``, ``validation`` (validators), ``where`` (the
 ``$where`` scripts without JavaScript; their ``sleep`` is awaited by the server front end) and
 ``commands`` (``Store``, the routing).
 
