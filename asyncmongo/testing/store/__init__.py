@@ -8,7 +8,8 @@ Modules: ``compare`` (BSON order), ``paths`` (dotted paths), ``matcher`` (query 
 ``expressions`` (aggregation expressions), ``update`` (update operators), ``projection``,
 ``sorting``, ``aggregate`` (pipelines), ``collection``/``database`` (documents, unique indexes,
 the catalog), ``cursors``, ``crud``/``admin`` (the commands), ``client_bulk`` (8.0's admin
-``bulkWrite``), ``transactions`` (sessions, transactions, retryable writes), ``collation``, ``validation`` (validators), ``where`` (the
+``bulkWrite``), ``transactions`` (sessions, transactions, retryable writes), ``collation``,
+``validation`` (validators), ``where`` (the
 ``$where`` scripts without JavaScript; their ``sleep`` is awaited by the server front end) and
 ``commands`` (``Store``, the routing).
 
