@@ -290,7 +290,14 @@ class Monitor:
         finally:
             self._checking = False
         self._server.rtt = rtt
-        self._hello_ok = reply.get("helloOk") is True
+        if fresh:
+            # Handshake spec: the handshake's reply (helloOk) or a declared serverApi decides
+            # that this connection's later checks use hello; a reply to hello itself does not
+            # repeat helloOk, so it must not switch the checks back to a legacy isMaster
+            # (which a server refuses under apiStrict: it is not in API Version 1).
+            self._hello_ok = (
+                self._connection_settings.server_api is not None or reply.get("helloOk") is True
+            )
         topology.publish_heartbeat(
             ServerHeartbeatSucceededEvent(self._server.address, duration, reply, awaited),
             self._connection_id,

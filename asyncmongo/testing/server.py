@@ -406,6 +406,11 @@ class SimServer:
         if verdict is not None:
             return verdict
         if request.name in HELLO_NAMES:
+            # mongod checks a hello's API parameters like any command's (a strict
+            # isMaster is refused: it is not in API Version 1).
+            refused = stable_api.api_refusal(request.name, command, self.parameters)
+            if refused is not None:
+                return await self._send(conn, request, refused)
             return await self._hello(conn, request)
         if self.role is Role.MONGOS:
             recovered = self.transaction_router.refusal(request.name, command,

@@ -119,3 +119,17 @@ async def test_require_api_version_and_parameters() -> None:
             assert fixed["ok"] == 0.0
         finally:
             await client.close()
+
+
+async def test_hello_api_parameters_are_checked() -> None:
+    async with SimServer() as server:
+        client = await RawClient.connect(server.port)
+        try:
+            strict_hello = await client.command({"hello": 1, "$db": "admin", **V1_STRICT})
+            assert strict_hello["ok"] == 1.0
+            strict_legacy = await client.command({"isMaster": 1, "$db": "admin", **V1_STRICT})
+            assert strict_legacy["codeName"] == "APIStrictError"
+            unknown = await client.command({"hello": 1, "apiVersion": "9", "$db": "admin"})
+            assert unknown["codeName"] == "APIVersionError"
+        finally:
+            await client.close()
