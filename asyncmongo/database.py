@@ -178,11 +178,11 @@ class AsyncDatabase(NamedScope["AsyncMongoClient"]):
         **kwargs: Any,
     ) -> AsyncCommandCursor:
         """Database-level aggregate (``$currentOp``, ``$documents``, ...)."""
-        from asyncmongo.collection import _aggregate
+        from asyncmongo.collection.aggregate import aggregate_cursor
 
         no_session(session)
         namespace = Namespace(self._name, "$cmd.aggregate")
-        return await _aggregate(self, namespace, True, pipeline, let, comment, kwargs)
+        return await aggregate_cursor(self, namespace, True, pipeline, let, comment, kwargs)
 
     # -- collections ------------------------------------------------------------------------
 

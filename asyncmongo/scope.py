@@ -121,7 +121,8 @@ class NamedScope(Generic[P]):
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
     ) -> Self:
-        """A copy of this object with some settings replaced (the rest kept)."""
+        """A copy of this database or collection with some settings replaced (the rest
+        inherited)."""
         return type(self)(
             self._parent,
             self._name,

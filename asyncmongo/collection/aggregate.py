@@ -1,0 +1,59 @@
+"""Aggregation, shared by AsyncCollection.aggregate and AsyncDatabase.aggregate.
+
+The two differ only in the namespace (``$cmd.aggregate`` for a database) and whose settings
+apply, so one function builds the operation, runs it and wraps the first page in a cursor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from asyncmongo.collection.arguments import AGGREGATE_OPTIONS, command_options, with_raw_data
+from asyncmongo.core.operations import aggregate as aggregate_ops
+from asyncmongo.core.operations.common import Namespace
+from asyncmongo.core.operations.cursors import CursorPage
+from asyncmongo.cursor import AsyncCommandCursor
+
+if TYPE_CHECKING:
+    from asyncmongo.collection.base import CollectionBase
+    from asyncmongo.database import AsyncDatabase
+
+__all__ = ["aggregate_cursor"]
+
+
+async def aggregate_cursor(
+    owner: AsyncDatabase | CollectionBase,
+    namespace: Namespace,
+    database_level: bool,
+    pipeline: Any,
+    let: Mapping[str, Any] | None,
+    comment: Any,
+    kwargs: Mapping[str, Any],
+) -> AsyncCommandCursor:
+    """Run ``aggregate`` for a collection or a database (``owner``'s settings) and wrap the
+    first page in a command cursor; collection and database aggregate share this."""
+    options, raw_data = command_options(kwargs, AGGREGATE_OPTIONS, "aggregate")
+    max_await_time_ms = options.pop("max_await_time_ms", None)
+    op = aggregate_ops.aggregate(
+        namespace,
+        pipeline,
+        database_level=database_level,
+        let=let,
+        comment=comment,
+        read_preference=owner.read_preference,
+        read_concern=owner.read_concern,
+        write_concern=owner.write_concern,
+        codec_options=owner.codec_options,
+        **options,
+    )
+    client = owner.database.client  # a database's ``database`` is itself
+    page: CursorPage = await client._run_cursor_operation(with_raw_data(op, raw_data))
+    return AsyncCommandCursor(
+        client,
+        page,
+        owner.codec_options,
+        batch_size=options.get("batch_size") or 0,
+        comment=comment,
+        max_await_time_ms=max_await_time_ms,
+    )

@@ -1,0 +1,79 @@
+"""What every part of AsyncCollection stands on: the collection's identity and runner.
+
+The method groups (writes, reads, find-and-modify, indexes, management) are mixins over this
+class, so each module keeps one job and all of them see the same namespace, settings and
+``_run``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.collection.arguments import with_raw_data
+from asyncmongo.core.concern import ReadConcern, WriteConcern
+from asyncmongo.core.operations.command import CommandOperation
+from asyncmongo.core.operations.common import Namespace, check_collection_name
+from asyncmongo.core.selection import ReadPreference
+from asyncmongo.scope import NamedScope
+
+if TYPE_CHECKING:
+    from asyncmongo.collection import AsyncCollection
+    from asyncmongo.database import AsyncDatabase
+
+__all__ = ["CollectionBase"]
+
+_T = TypeVar("_T")
+
+
+class CollectionBase(NamedScope["AsyncDatabase"]):
+    """A collection's database, name, namespace and settings (AsyncCollection's base)."""
+
+    __slots__ = ("_namespace",)
+
+    _ITEM_HINT = "coll[{name}] for a sub-collection"
+
+    def __init__(
+        self,
+        database: AsyncDatabase,
+        name: str,
+        codec_options: CodecOptions | None = None,
+        read_preference: ReadPreference | None = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+    ) -> None:
+        super().__init__(
+            database,
+            check_collection_name(name),
+            codec_options,
+            read_preference,
+            write_concern,
+            read_concern,
+        )
+        self._namespace = Namespace(database.name, name)
+
+    def __getattr__(self, name: str) -> AsyncCollection:
+        if name.startswith("_"):
+            raise self._private_attribute(name)
+        return self[name]
+
+    def __getitem__(self, name: str) -> AsyncCollection:
+        settings = (self._codec_options, self._read_preference, self._write_concern)
+        return self._parent.get_collection(f"{self._name}.{name}", *settings, self._read_concern)
+
+    @property
+    def full_name(self) -> str:
+        return self._namespace.full_name
+
+    @property
+    def database(self) -> AsyncDatabase:
+        return self._parent
+
+    @property
+    def _client(self) -> Any:
+        return self._parent.client
+
+    async def _run(self, op: CommandOperation[_T], raw_data: bool | None = None) -> _T:
+        """Run one command operation (with ``rawData`` when given) through the client."""
+        result: _T = await self._client._run_operation(with_raw_data(op, raw_data))
+        return result

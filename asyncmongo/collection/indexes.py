@@ -1,0 +1,204 @@
+"""AsyncCollection's index management: regular indexes and Atlas search indexes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from asyncmongo.collection.aggregate import aggregate_cursor
+from asyncmongo.collection.arguments import (
+    MAX_TIME,
+    command_options,
+    snake,
+    with_raw_data,
+)
+from asyncmongo.collection.base import CollectionBase
+from asyncmongo.core.concern import ReadConcern, WriteConcern
+from asyncmongo.core.operations import indexes as index_ops
+from asyncmongo.core.operations import search_indexes as search_ops
+from asyncmongo.core.operations.common import (
+    check_document,
+    index_keys,
+    index_name,
+)
+from asyncmongo.cursor import AsyncCommandCursor
+from asyncmongo.errors import InvalidArgument
+from asyncmongo.operations import IndexModel, SearchIndexModel
+from asyncmongo.scope import no_session
+from asyncmongo.session import sessions_bound
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = ["CollectionIndexes"]
+
+
+
+@sessions_bound
+class CollectionIndexes(CollectionBase):
+    """The index methods of :class:`~asyncmongo.collection.AsyncCollection`."""
+
+    __slots__ = ()
+
+    async def create_index(
+        self, keys: Any, session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> str:
+        """Create one index; returns its name (generated as ``a_1_b_-1`` if not given)."""
+        command_options = (
+            "commitQuorum",
+            "maxTimeMS",
+            "commit_quorum",
+            "max_time_ms",
+            "raw_data",
+            "rawData",
+        )
+        options = {k: v for k, v in kwargs.items() if k not in command_options}
+        model = IndexModel(keys, **options)
+        names = await self.create_indexes(
+            [model],
+            session=session,
+            comment=comment,
+            **{k: v for k, v in kwargs.items() if k in command_options},
+        )
+        return names[0]
+
+    async def create_indexes(
+        self, indexes: Sequence[IndexModel], session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> list[str]:
+        no_session(session)
+        allowed = MAX_TIME | {"commit_quorum"}
+        options, raw_data = command_options(kwargs, allowed, "create_indexes")
+        documents = []
+        for index in indexes:
+            if not isinstance(index, IndexModel):
+                raise InvalidArgument(f"{index!r} is not an IndexModel")
+            documents.append(index.document)
+        settings = self._write_settings()
+        op = index_ops.create_indexes(
+            self._namespace, documents, comment=comment, **settings, **options
+        )
+        return await self._run(op, raw_data)
+
+    async def list_indexes(
+        self, session: Any = None, comment: Any = None, raw_data: bool | None = None
+    ) -> AsyncCommandCursor:
+        no_session(session)
+        op = index_ops.list_indexes(
+            self._namespace,
+            comment=comment,
+            read_preference=self._read_preference,
+            codec_options=self._codec_options,
+        )
+        page = await self._client._run_cursor_operation(with_raw_data(op, raw_data))
+        return AsyncCommandCursor(self._client, page, self._codec_options, comment=comment)
+
+    async def index_names(self, session: Any = None, comment: Any = None) -> list[str]:
+        """The names of the collection's indexes (index-management's listIndexNames; not in
+        PyMongo, whose index_information() gives the names as keys)."""
+        cursor = await self.list_indexes(session=session, comment=comment)
+        return [index["name"] for index in await cursor.to_list()]
+
+    async def index_information(
+        self, session: Any = None, comment: Any = None
+    ) -> dict[str, dict[str, Any]]:
+        """``{name: {"key": [(field, direction), ...], <options>}}`` (PyMongo's shape)."""
+        cursor = await self.list_indexes(session=session, comment=comment)
+        info: dict[str, dict[str, Any]] = {}
+        for index in await cursor.to_list():
+            index = dict(index)
+            name = index.pop("name")
+            index["key"] = list(index["key"].items())
+            info[name] = index
+        return info
+
+    async def drop_index(
+        self, index_or_name: Any, session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> None:
+        """Drop one index, by name or by its keys (``"*"`` is refused: use drop_indexes)."""
+        name = index_or_name
+        if isinstance(index_or_name, IndexModel):
+            name = index_or_name.document["name"]
+        elif not isinstance(index_or_name, str):
+            name = index_name(index_keys(index_or_name))
+        if name == "*":
+            raise InvalidArgument("use drop_indexes() to drop all indexes")
+        await self._drop_indexes(name, session, comment, kwargs)
+
+    async def drop_indexes(self, session: Any = None, comment: Any = None, **kwargs: Any) -> None:
+        """Drop every index but ``_id_``."""
+        await self._drop_indexes("*", session, comment, kwargs)
+
+    async def _drop_indexes(
+        self, index: str, session: Any, comment: Any, kwargs: Mapping[str, Any]
+    ) -> None:
+        no_session(session)
+        options, raw_data = command_options(kwargs, MAX_TIME, "drop_index")
+        settings = self._write_settings()
+        op = index_ops.drop_indexes(self._namespace, index, comment=comment, **settings, **options)
+        await self._run(op, raw_data)
+
+    # -- search indexes (Atlas) -------------------------------------------------------------
+
+    async def create_search_index(
+        self, model: Any, session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> str:
+        """Create one search index (a SearchIndexModel or its fields as a mapping); its name."""
+        names = await self.create_search_indexes([model], session, comment, **kwargs)
+        return names[0]
+
+    async def create_search_indexes(
+        self, models: Iterable[Any], session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> list[str]:
+        """createSearchIndexes (no read or write concern is sent: Atlas refuses them)."""
+        no_session(session)
+        snake(kwargs, frozenset(), "create_search_indexes")
+        documents = []
+        for model in models:
+            if isinstance(model, Mapping):
+                model = SearchIndexModel(**model)
+            if not isinstance(model, SearchIndexModel):
+                raise InvalidArgument(f"{model!r} is not a SearchIndexModel")
+            documents.append(model.document)
+        op = search_ops.create_search_indexes(
+            self._namespace, documents, comment=comment, codec_options=self._codec_options
+        )
+        return await self._run(op)
+
+    async def update_search_index(
+        self,
+        name: str,
+        definition: Mapping[str, Any],
+        session: Any = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        no_session(session)
+        snake(kwargs, frozenset(), "update_search_index")
+        op = search_ops.update_search_index(
+            self._namespace, name, definition, comment=comment, codec_options=self._codec_options
+        )
+        await self._run(op)
+
+    async def drop_search_index(
+        self, name: str, session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> None:
+        """Drop a search index (a missing one is not an error: drops are idempotent)."""
+        no_session(session)
+        snake(kwargs, frozenset(), "drop_search_index")
+        op = search_ops.drop_search_index(
+            self._namespace, name, comment=comment, codec_options=self._codec_options
+        )
+        await self._run(op)
+
+    async def list_search_indexes(
+        self, name: str | None = None, session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> AsyncCommandCursor:
+        """A cursor over the search indexes (``$listSearchIndexes``); kwargs are aggregate's
+        options (also accepted grouped as ``aggregation_options``, the spec's name)."""
+        no_session(session)
+        grouped = kwargs.pop("aggregation_options", None) or {}
+        kwargs = {**check_document(grouped, "aggregation_options"), **kwargs}
+        plain = self.with_options(read_concern=ReadConcern(), write_concern=WriteConcern())
+        pipeline = search_ops.list_search_indexes_pipeline(name)
+        namespace = self._namespace
+        return await aggregate_cursor(plain, namespace, False, pipeline, None, comment, kwargs)

@@ -1,0 +1,119 @@
+"""AsyncCollection's reads: find, find_one, counts, distinct and aggregate."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from asyncmongo.collection.aggregate import aggregate_cursor
+from asyncmongo.collection.arguments import (
+    COUNT_OPTIONS,
+    MAX_TIME,
+    command_options,
+)
+from asyncmongo.collection.base import CollectionBase
+from asyncmongo.core.operations import count as count_ops
+from asyncmongo.core.operations.common import (
+    check_document,
+)
+from asyncmongo.core.operations.cursors import CursorPage
+from asyncmongo.core.operations.distinct import distinct as distinct_op
+from asyncmongo.core.operations.find import Find
+from asyncmongo.cursor import AsyncCommandCursor, AsyncCursor, find_options
+from asyncmongo.errors import InvalidOperation
+from asyncmongo.scope import no_session
+from asyncmongo.session import sessions_bound
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = ["CollectionReads"]
+
+
+
+@sessions_bound
+class CollectionReads(CollectionBase):
+    """The read methods of :class:`~asyncmongo.collection.AsyncCollection`."""
+
+    __slots__ = ()
+
+    def find(self, filter: Any = None, projection: Any = None, **kwargs: Any) -> AsyncCursor:
+        """A cursor over the matching documents (the command runs on the first read).
+
+        Keywords: skip, limit, sort, batch_size, hint, collation, comment, let, max_time_ms,
+        max_await_time_ms, allow_disk_use, cursor_type, no_cursor_timeout,
+        allow_partial_results, return_key, show_record_id, max, min.
+        """
+        no_session(kwargs.pop("session", None))
+        if filter is not None:
+            check_document(filter, "filter")
+        return AsyncCursor(self, find_options(filter, projection, **kwargs))
+
+    async def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
+        """The first matching document or None; a non-mapping filter means ``{_id: filter}``."""
+        if filter is not None and not isinstance(filter, Mapping):
+            filter = {"_id": filter}
+        no_session(kwargs.pop("session", None))
+        kwargs["limit"] = 1  # CRUD findOne: limit 1 and singleBatch, no batchSize
+        kwargs["single_batch"] = True
+        options = find_options(filter, *args, **kwargs)
+        op = Find(
+            self._namespace, options, self._read_preference, self._read_concern, self._codec_options
+        )
+        page: CursorPage = await self._client._run_cursor_operation(op)
+        if page.cursor_id and page.address is not None:  # a server that kept it open anyway
+            await AsyncCommandCursor(self._client, page, self._codec_options).close()
+        return page.documents[0] if page.documents else None
+
+    async def find_raw_batches(self, *args: Any, **kwargs: Any) -> Any:
+        raise InvalidOperation("find_raw_batches is not implemented by asyncmongo")
+
+    async def count_documents(
+        self, filter: Mapping[str, Any], session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> int:
+        """The number of matching documents (an aggregate; exact, unlike the estimate)."""
+        no_session(session)
+        options, raw_data = command_options(kwargs, COUNT_OPTIONS, "count_documents")
+        settings = self._read_settings()
+        op = count_ops.count_documents(
+            self._namespace, filter, comment=comment, **settings, **options
+        )
+        return await self._run(op, raw_data)
+
+    async def estimated_document_count(self, comment: Any = None, **kwargs: Any) -> int:
+        """The collection's document count from its metadata (fast; no filter)."""
+        options, raw_data = command_options(kwargs, MAX_TIME, "estimated_document_count")
+        settings = self._read_settings()
+        op = count_ops.estimated_document_count(
+            self._namespace, comment=comment, **settings, **options
+        )
+        return await self._run(op, raw_data)
+
+    async def distinct(
+        self,
+        key: str,
+        filter: Mapping[str, Any] | None = None,
+        session: Any = None,
+        comment: Any = None,
+        hint: Any = None,
+        **kwargs: Any,
+    ) -> list[Any]:
+        no_session(session)
+        options, raw_data = command_options(kwargs, MAX_TIME | {"collation"}, "distinct")
+        settings = self._read_settings()
+        op = distinct_op(
+            self._namespace, key, filter, comment=comment, hint=hint, **settings, **options
+        )
+        return await self._run(op, raw_data)
+
+    async def aggregate(
+        self,
+        pipeline: list[Mapping[str, Any]],
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> AsyncCommandCursor:
+        """Run the pipeline; a cursor over its results ($out/$merge: usually empty)."""
+        no_session(session)
+        return await aggregate_cursor(self, self._namespace, False, pipeline, let, comment, kwargs)

@@ -1,0 +1,254 @@
+"""AsyncCollection's writes: insert, update, replace, delete and bulk_write.
+
+Each builds write statements and runs them through ``asyncmongo.bulk`` (which splits batches
+and retries); the update/replace/delete family shares :meth:`CollectionWrites._write_one`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from asyncmongo.bulk import run_bulk, run_writes
+from asyncmongo.collection.base import CollectionBase
+from asyncmongo.core.operations.bulk import BulkResult
+from asyncmongo.core.operations.replies import check_write_reply
+from asyncmongo.core.operations.statements import (
+    WriteStatement,
+    delete_statement,
+    insert_statement,
+    update_statement,
+)
+from asyncmongo.core.operations.write import WriteOptions
+from asyncmongo.errors import InvalidArgument
+from asyncmongo.operations import WriteModel
+from asyncmongo.results import (
+    BulkWriteResult,
+    DeleteResult,
+    InsertManyResult,
+    InsertOneResult,
+    UpdateResult,
+)
+from asyncmongo.scope import no_session
+from asyncmongo.session import sessions_bound
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = ["CollectionWrites"]
+
+_R = TypeVar("_R", UpdateResult, DeleteResult)
+
+
+@sessions_bound
+class CollectionWrites(CollectionBase):
+    """The write methods of :class:`~asyncmongo.collection.AsyncCollection`."""
+
+    __slots__ = ()
+
+    async def _write(
+        self, statements: Sequence[WriteStatement], options: WriteOptions
+    ) -> list[Mapping[str, Any]]:
+        return await run_writes(
+            self._client,
+            self._namespace,
+            statements,
+            self._write_concern,
+            self._codec_options,
+            options,
+        )
+
+    async def _write_one(
+        self, statement: WriteStatement, options: WriteOptions, result: type[_R]
+    ) -> _R:
+        """The update/replace/delete family: one statement, its reply checked and shaped
+        (an unacknowledged write has no reply to check)."""
+        (reply,) = await self._write([statement], options)
+        if not self._write_concern.acknowledged:
+            return result(None, False)
+        check_write_reply(reply)
+        return result(reply, True)
+
+    async def insert_one(
+        self,
+        document: Any,
+        bypass_document_validation: bool | None = None,
+        session: Any = None,
+        comment: Any = None,
+        raw_data: bool | None = None,
+    ) -> InsertOneResult:
+        """Insert one document (an ``_id`` is added to it when missing)."""
+        no_session(session)
+        statement = insert_statement(document)
+        options = WriteOptions(True, bypass_document_validation, comment, raw_data=raw_data)
+        (reply,) = await self._write([statement], options)
+        check_write_reply(reply)
+        return InsertOneResult(document.get("_id"), self._write_concern.acknowledged)
+
+    async def insert_many(
+        self,
+        documents: Any,
+        ordered: bool = True,
+        bypass_document_validation: bool | None = None,
+        session: Any = None,
+        comment: Any = None,
+        raw_data: bool | None = None,
+    ) -> InsertManyResult:
+        """Insert documents in order (``ordered=False``: all are attempted).
+
+        Failures raise BulkWriteError with each error's index in ``documents``.
+        """
+        no_session(session)
+        if isinstance(documents, Mapping) or not isinstance(documents, Sequence | list):
+            documents = list(documents) if not isinstance(documents, Mapping) else documents
+        if isinstance(documents, Mapping) or not documents:
+            raise InvalidArgument("documents must be a non-empty list of documents")
+        statements = [insert_statement(document) for document in documents]
+        options = WriteOptions(ordered, bypass_document_validation, comment, None, raw_data)
+        await self._bulk(statements, options)
+        return InsertManyResult(
+            [document.get("_id") for document in documents], self._write_concern.acknowledged
+        )
+
+    async def replace_one(
+        self,
+        filter: Mapping[str, Any],
+        replacement: Mapping[str, Any],
+        upsert: bool = False,
+        bypass_document_validation: bool | None = None,
+        collation: Mapping[str, Any] | None = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        sort: Any = None,
+        comment: Any = None,
+        raw_data: bool | None = None,
+    ) -> UpdateResult:
+        no_session(session)
+        statement = update_statement(
+            filter, replacement, multi=False, replace=True, upsert=upsert or None,
+            collation=collation, hint=hint, sort=sort,
+        )
+        options = WriteOptions(True, bypass_document_validation, comment, let, raw_data)
+        return await self._write_one(statement, options, UpdateResult)
+
+    async def update_one(
+        self,
+        filter: Mapping[str, Any],
+        update: Any,
+        upsert: bool = False,
+        bypass_document_validation: bool | None = None,
+        collation: Mapping[str, Any] | None = None,
+        array_filters: list[Mapping[str, Any]] | None = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        sort: Any = None,
+        comment: Any = None,
+        raw_data: bool | None = None,
+    ) -> UpdateResult:
+        no_session(session)
+        statement = update_statement(
+            filter, update, multi=False, upsert=upsert or None, collation=collation,
+            array_filters=array_filters, hint=hint, sort=sort,
+        )
+        options = WriteOptions(True, bypass_document_validation, comment, let, raw_data)
+        return await self._write_one(statement, options, UpdateResult)
+
+    async def update_many(
+        self,
+        filter: Mapping[str, Any],
+        update: Any,
+        upsert: bool = False,
+        array_filters: list[Mapping[str, Any]] | None = None,
+        bypass_document_validation: bool | None = None,
+        collation: Mapping[str, Any] | None = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        raw_data: bool | None = None,
+    ) -> UpdateResult:
+        no_session(session)
+        statement = update_statement(
+            filter, update, multi=True, upsert=upsert or None, collation=collation,
+            array_filters=array_filters, hint=hint,
+        )
+        options = WriteOptions(True, bypass_document_validation, comment, let, raw_data)
+        return await self._write_one(statement, options, UpdateResult)
+
+    async def _delete(
+        self,
+        filter: Mapping[str, Any],
+        multi: bool,
+        collation: Mapping[str, Any] | None,
+        hint: Any,
+        let: Mapping[str, Any] | None,
+        comment: Any,
+        raw_data: bool | None,
+    ) -> DeleteResult:
+        statement = delete_statement(filter, multi=multi, collation=collation, hint=hint)
+        options = WriteOptions(True, None, comment, let, raw_data)
+        return await self._write_one(statement, options, DeleteResult)
+
+    async def delete_one(
+        self,
+        filter: Mapping[str, Any],
+        collation: Mapping[str, Any] | None = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        raw_data: bool | None = None,
+    ) -> DeleteResult:
+        no_session(session)
+        return await self._delete(filter, False, collation, hint, let, comment, raw_data)
+
+    async def delete_many(
+        self,
+        filter: Mapping[str, Any],
+        collation: Mapping[str, Any] | None = None,
+        hint: Any = None,
+        session: Any = None,
+        let: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        raw_data: bool | None = None,
+    ) -> DeleteResult:
+        no_session(session)
+        return await self._delete(filter, True, collation, hint, let, comment, raw_data)
+
+    async def bulk_write(
+        self,
+        requests: Iterable[WriteModel],
+        ordered: bool = True,
+        bypass_document_validation: bool | None = None,
+        session: Any = None,
+        comment: Any = None,
+        let: Mapping[str, Any] | None = None,
+        raw_data: bool | None = None,
+    ) -> BulkWriteResult:
+        """Run write models in batches; BulkWriteError carries every error with the index of
+        its model in ``requests``."""
+        no_session(session)
+        if isinstance(requests, str | bytes | Mapping) or not isinstance(requests, Iterable):
+            raise InvalidArgument("requests must be a list of write models")
+        statements = []
+        for request in requests:
+            if not isinstance(request, WriteModel):
+                raise InvalidArgument(f"{request!r} is not a valid request (a write model)")
+            statements.append(request._statement())
+        options = WriteOptions(ordered, bypass_document_validation, comment, let, raw_data)
+        result = await self._bulk(statements, options)
+        return BulkWriteResult(result.document(), self._write_concern.acknowledged)
+
+    async def _bulk(
+        self, statements: Sequence[WriteStatement], options: WriteOptions
+    ) -> BulkResult:
+        return await run_bulk(
+            self._client,
+            self._namespace,
+            statements,
+            self._write_concern,
+            self._codec_options,
+            options,
+        )
