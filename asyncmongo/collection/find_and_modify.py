@@ -29,11 +29,32 @@ class CollectionFindAndModify(CollectionBase):
 
     __slots__ = ()
 
-    async def _find_and_modify(self, filter: Any, session: Any, **options: Any) -> Any:
-        no_session(session)
-        extra, raw_data = command_options(options.pop("kwargs"), FAM_OPTIONS, "find_one_and_*")
-        settings = self._write_settings()
-        op = find_and_modify(self._namespace, filter, **settings, **options, **extra)
+    async def _find_and_modify(
+        self,
+        filter: Any,
+        projection: Any,
+        sort: Any,
+        hint: Any,
+        let: Mapping[str, Any] | None,
+        comment: Any,
+        kwargs: Mapping[str, Any],
+        **change: Any,
+    ) -> Any:
+        """One findAndModify: the options all three methods share, and ``change`` (remove,
+        replacement or update, with their own options)."""
+        extra, raw_data = command_options(kwargs, FAM_OPTIONS, "find_one_and_*")
+        op = find_and_modify(
+            self._namespace,
+            filter,
+            projection=projection_document(projection),
+            sort=sort,
+            hint=hint,
+            let=let,
+            comment=comment,
+            **self._write_settings(),
+            **change,
+            **extra,
+        )
         return await self._run(op, raw_data)
 
     async def find_one_and_delete(
@@ -47,16 +68,9 @@ class CollectionFindAndModify(CollectionBase):
         comment: Any = None,
         **kwargs: Any,
     ) -> Any:
+        no_session(session)
         return await self._find_and_modify(
-            filter,
-            session,
-            remove=True,
-            projection=projection_document(projection),
-            sort=sort,
-            hint=hint,
-            let=let,
-            comment=comment,
-            kwargs=kwargs,
+            filter, projection, sort, hint, let, comment, kwargs, remove=True
         )
 
     async def find_one_and_replace(
@@ -73,18 +87,10 @@ class CollectionFindAndModify(CollectionBase):
         comment: Any = None,
         **kwargs: Any,
     ) -> Any:
+        no_session(session)
         return await self._find_and_modify(
-            filter,
-            session,
-            replacement=replacement,
-            projection=projection_document(projection),
-            sort=sort,
-            upsert=upsert or None,
-            return_document=return_document,
-            hint=hint,
-            let=let,
-            comment=comment,
-            kwargs=kwargs,
+            filter, projection, sort, hint, let, comment, kwargs,
+            replacement=replacement, upsert=upsert or None, return_document=return_document,
         )
 
     async def find_one_and_update(
@@ -104,17 +110,9 @@ class CollectionFindAndModify(CollectionBase):
     ) -> Any:
         if update is None:
             raise InvalidArgument("update must be an update document or a pipeline")
+        no_session(session)
         return await self._find_and_modify(
-            filter,
-            session,
-            update=update,
-            projection=projection_document(projection),
-            sort=sort,
-            upsert=upsert or None,
-            return_document=return_document,
+            filter, projection, sort, hint, let, comment, kwargs,
+            update=update, upsert=upsert or None, return_document=return_document,
             array_filters=array_filters,
-            hint=hint,
-            let=let,
-            comment=comment,
-            kwargs=kwargs,
         )
