@@ -111,6 +111,11 @@ class _Cursor:
         """The server that owns the cursor (None before the first batch)."""
         return self._address
 
+    @property
+    def session(self) -> Any:
+        """The explicit session the cursor runs in, or None (implicit session)."""
+        return _explicit_session(self._runner)
+
     # -- batches ---------------------------------------------------------------------------
 
     async def _first_page(self) -> CursorPage:
@@ -280,11 +285,6 @@ class AsyncCommandCursor(_Cursor):
         self._batch_size = batch_size
         return self
 
-    @property
-    def session(self) -> Any:
-        """The explicit session the cursor runs in, or None (implicit session)."""
-        return _explicit_session(self._runner)
-
 
 class AsyncCursor(_Cursor):
     """A ``find`` cursor: lazily runs the command on the first read; the chainable
@@ -309,17 +309,15 @@ class AsyncCursor(_Cursor):
     def collection(self) -> Any:
         return self._collection
 
-    @property
-    def session(self) -> Any:
-        """The explicit session the cursor runs in, or None (implicit session)."""
-        return _explicit_session(self._runner)
-
-    async def _first_page(self) -> CursorPage:
+    def _find(self) -> Find:
+        """The find operation for the current options and the collection's settings."""
         c = self._collection
-        op = Find(
+        return Find(
             self._namespace, self._options, c.read_preference, c.read_concern, c.codec_options
         )
-        return await self._runner._run_cursor_operation(op)
+
+    async def _first_page(self) -> CursorPage:
+        return await self._runner._run_cursor_operation(self._find())
 
     def _change(self, **changes: Any) -> AsyncCursor:
         if self._started:
@@ -396,11 +394,8 @@ class AsyncCursor(_Cursor):
 
     async def explain(self, verbosity: str | None = None) -> Mapping[str, Any]:
         """The server's explain output for this cursor's ``find`` (the cursor is not used)."""
-        c = self._collection
-        find = Find(
-            self._namespace, self._options, c.read_preference, c.read_concern, c.codec_options
-        )
-        result: Mapping[str, Any] = await self._runner._run_operation(Explain(find, verbosity))
+        op: Explain[Mapping[str, Any]] = Explain(self._find(), verbosity)
+        result = await self._runner._run_operation(op)
         return result
 
     async def distinct(self, key: str) -> list[Any]:
