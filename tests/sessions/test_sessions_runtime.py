@@ -23,6 +23,7 @@ from asyncmongo.errors import (
     ConfigurationError,
     InvalidOperation,
     MongoError,
+    NetworkTimeout,
     OperationFailure,
 )
 from asyncmongo.testing import ReplicaSet
@@ -491,11 +492,11 @@ async def test_load_balanced_cursor_pins_its_connection() -> None:
 async def test_with_transaction_gives_up_after_its_budget(
     rs: ReplicaSet, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import asyncmongo.session as session_module
+    import asyncmongo.with_transaction as with_transaction_module
 
     client, _ = await _client(rs)
     clock = iter([0.0, 0.0, 200.0, 200.0, 200.0, 200.0])
-    monkeypatch.setattr(session_module, "monotonic", lambda: next(clock, 200.0))
+    monkeypatch.setattr(with_transaction_module, "monotonic", lambda: next(clock, 200.0))
     calls = 0
 
     async def callback(session: Any) -> None:
@@ -506,9 +507,13 @@ async def test_with_transaction_gives_up_after_its_budget(
         raise error
 
     async with client.start_session() as session:
-        with pytest.raises(OperationFailure, match="conflict"):
+        with pytest.raises(NetworkTimeout, match="conflict") as raised:
             await session.with_transaction(callback)
     assert calls == 1  # the 120-second budget was spent: no retry
+    # Convenient API spec, "Timeout error propagation": a timeout error wrapping the last
+    # error, with its labels.
+    assert isinstance(raised.value.__cause__, OperationFailure)
+    assert raised.value.has_error_label("TransientTransactionError")
     await client.close()
 
 
