@@ -96,6 +96,11 @@ class Executor:
     ) -> tuple[T, Address]:
         """Run ``op`` in its session with the retry rules; (result, the server's address)."""
         session, implicit = self._session_for(op)
+        # CSOT, convenient transactions API: inside with_transaction with timeoutMS, the
+        # whole call shares one deadline (the session carries it).
+        cap = getattr(session, "_with_transaction_deadline", None)
+        if cap is not None and (deadline is None or cap < deadline):
+            deadline = cap
         owner = self.sessions
         options = getattr(owner, "options", None)
         attempt = SessionOperation(
@@ -351,8 +356,16 @@ class Executor:
 
     async def _check_out(self, server: Server, deadline: float | None) -> Connection:
         """A connection from the server's pool. Establishment errors already went to SDAM
-        (``runtime.establish``: it alone knows whether authentication had begun)."""
-        return await server.pool.check_out(deadline)
+        (``runtime.establish``: it alone knows whether authentication had begun).
+
+        The connection's handshake reply feeds the client's cluster time (as PyMongo does:
+        it is an application connection's reply, so the first command on it already
+        gossips). The monitors' hello replies do NOT: the sessions spec takes cluster times
+        from non-SDAM responses only, since a heartbeat to a member of another deployment
+        would otherwise leave an invalid, possibly never-surpassed cluster time."""
+        conn = await server.pool.check_out(deadline)
+        self.clock.advance(conn.hello)
+        return conn
 
     async def _run(
         self,
