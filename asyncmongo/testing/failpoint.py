@@ -193,7 +193,7 @@ class FailPointState:
     @classmethod
     def from_command(cls, command: Mapping[str, Any]) -> FailPointState:
         """Parse a ``configureFailPoint`` command (``mode`` and ``data``)."""
-        mode, remaining = _parse_mode(command.get("mode"))
+        mode, remaining = parse_mode(command.get("mode"))
         data = command.get("data", {})
         if not isinstance(data, Mapping):
             raise ConfigurationError("configureFailPoint data must be a document")
@@ -213,19 +213,26 @@ class FailPointState:
             return None
         if self.data.app_name is not None and self.data.app_name != app_name:
             return None
+        return self.data if self.activate() else None
+
+    def activate(self) -> bool:
+        """One evaluation of the fail point: whether it fires now, per its mode (a skip or a
+        times count is used up as mongod's ``shouldFail`` does)."""
+        if self.mode is FailPointMode.OFF:
+            return False
         if self.mode is FailPointMode.SKIP:
             if self.remaining > 0:
                 self.remaining -= 1
-                return None
-            return self.data
+                return False
+            return True
         if self.mode is FailPointMode.TIMES:
             self.remaining -= 1
             if self.remaining <= 0:
                 self.mode = FailPointMode.OFF
-        return self.data
+        return True
 
 
-def _parse_mode(mode: Any) -> tuple[FailPointMode, int]:
+def parse_mode(mode: Any) -> tuple[FailPointMode, int]:
     if mode == "alwaysOn":
         return FailPointMode.ALWAYS_ON, 0
     if mode == "off":
@@ -243,8 +250,15 @@ def _parse_mode(mode: Any) -> tuple[FailPointMode, int]:
 def configure(points: dict[str, FailPointState], command: Mapping[str, Any]) -> None:
     """Apply one ``configureFailPoint`` command to a member's fail points."""
     name = command.get("configureFailPoint")
+    if name == "onPrimaryTransactionalWrite":
+        # Imported here: that module builds on this one (FailPointState, parse_mode).
+        from asyncmongo.testing.primary_write_failpoint import PrimaryWritePoint
+
+        points[name] = PrimaryWritePoint.from_command(command)
+        return
     if name != "failCommand":
-        raise ConfigurationError(f"unknown fail point {name!r} (only failCommand exists here)")
+        raise ConfigurationError(f"unknown fail point {name!r} (only failCommand and "
+                                 "onPrimaryTransactionalWrite exist here)")
     points[name] = FailPointState.from_command(command)
 
 

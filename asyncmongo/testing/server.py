@@ -27,7 +27,7 @@ from asyncmongo.bson import Binary, Int64, ObjectId, Timestamp
 from asyncmongo.core.wire.compression import SUPPORTED_COMPRESSORS
 from asyncmongo.core.wire.opcodes import HEADER, HEADER_SIZE, OpCode
 from asyncmongo.errors import ConfigurationError, ProtocolError
-from asyncmongo.testing import failpoint, stable_api, write_concern
+from asyncmongo.testing import failpoint, primary_write_failpoint, stable_api, write_concern
 from asyncmongo.testing.builtins import BUILTINS, ConnectionInfo
 from asyncmongo.testing.codes import NOT_PRIMARY_CODES
 from asyncmongo.testing.failpoint import FailCommand, FailPointState
@@ -38,6 +38,7 @@ from asyncmongo.testing.replies import error_reply
 from asyncmongo.testing.replset import ReplicaSetGroup
 from asyncmongo.testing.scram import SaslServer, UserDirectory
 from asyncmongo.testing.store import Store
+from asyncmongo.testing.store.transactions import lsid_of
 from asyncmongo.testing.store.where import javascript_sleeps
 from asyncmongo.testing.streaming import TopologyClock, awaitable_hello
 from asyncmongo.testing.tls import peer_subject
@@ -412,12 +413,17 @@ class SimServer:
             if refused is not None:
                 return await self._send(conn, request, refused)
             return await self._hello(conn, request)
+        written = self._primary_write_verdict(command)
+        if written is not None and not written.applies_write:
+            return await self._refuse_primary_write(conn, request, written)
         if self.role is Role.MONGOS:
             recovered = self.transaction_router.refusal(request.name, command,
                                                         self.store.transactions)
             if recovered is not None:
                 return await self._send(conn, request, self._decorate(recovered))
         reply = await self._run(conn, request)
+        if written is not None and written.fault.close_connection:
+            return False  # onPrimaryTransactionalWrite: applied and recorded, no reply
         if fired is not None and fired.write_concern_error is not None and reply.get("ok"):
             reply = fired.add_write_concern_error(reply, command)
         if self.role is Role.MONGOS and command.get("autocommit") is False:
@@ -468,6 +474,34 @@ class SimServer:
             return await self._send(conn, request, self._decorate(error_reply(
                 50, "operation exceeded time limit")), response_to=response_to)
         return None
+
+    def _primary_write_verdict(self, command: Mapping[str, Any]
+                               ) -> primary_write_failpoint.PrimaryWriteVerdict | None:
+        """Where ``onPrimaryTransactionalWrite`` fires in this command: only on a primary and
+        only for a retryable write the store will apply now (a retry it answers from the
+        bookkeeping applies no statement, so the fail point is not evaluated)."""
+        point = self.fail_points.get(primary_write_failpoint.NAME)
+        if point is None or self.role is not Role.PRIMARY:
+            return None
+        txn_number = command.get("txnNumber")
+        lsid_key = lsid_of(command)
+        if not isinstance(txn_number, int) or lsid_key is None or (
+                self.store.transactions.already_applied(lsid_key, txn_number)):
+            return None
+        return primary_write_failpoint.evaluate(point, command)
+
+    async def _refuse_primary_write(self, conn: _Connection, request: Request,
+                                    written: primary_write_failpoint.PrimaryWriteVerdict
+                                    ) -> bool:
+        """``failBeforeCommitExceptionCode``: the write is not applied; the connection is
+        closed (False), or, with ``closeConnection: false``, the code is the reply."""
+        if written.fault.close_connection:
+            return False
+        code = written.fault.fail_before_commit_code
+        assert code is not None
+        return await self._send(conn, request, self._decorate(error_reply(
+            code, f"Failing write for {request.command.get('txnNumber')} due to failpoint. "
+                  "The write must not be reflected.", request.command)))
 
     def _take_fault(self, command_name: str) -> ReplyFault | None:
         """The first pending reply fault that targets this command (consumed), if any."""

@@ -122,6 +122,13 @@ class TransactionManager:
         self._advance(state, txn_number)
         return None
 
+    def already_applied(self, lsid_key: Any, txn_number: int) -> bool:
+        """True if a retryable write with this lsid + txnNumber would be answered from the
+        bookkeeping (or refused as too old) instead of being applied (read-only)."""
+        state = self.sessions.get(lsid_key)
+        return state is not None and (txn_number < state.txn_number
+                                      or txn_number in state.retry_replies)
+
     def remember_reply(self, lsid_key: Any, txn_number: int, reply: dict[str, Any]) -> None:
         self.session(lsid_key).retry_replies[txn_number] = reply
 
