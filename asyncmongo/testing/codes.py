@@ -50,6 +50,7 @@ CODE_NAMES = {
     322: "APIVersionError",
     323: "APIStrictError",
     324: "APIDeprecationError",
+    325: "APIMismatchError",
     352: "UnsupportedOpQueryCommand",
     9001: "SocketException",
     10107: "NotWritablePrimary",

@@ -175,6 +175,8 @@ class SimServer:
         #: Server parameters (getParameter/setParameter; requireApiVersion and
         #: acceptApiVersion2 steer the Stable API checks, see stable_api).
         self.parameters: dict[str, Any] = dict(stable_api.DEFAULT_PARAMETERS)
+        #: The API parameters open cursors and transactions began with.
+        self.api_memory = stable_api.ApiParameterMemory()
         self._port = port
         self._listener: asyncio.Server | None = None
         self._connections: dict[_Connection, asyncio.Task[Any]] = {}
@@ -422,6 +424,7 @@ class SimServer:
             if recovered is not None:
                 return await self._send(conn, request, self._decorate(recovered))
         reply = await self._run(conn, request)
+        self.api_memory.record(request.name, command, reply, lsid_of(command))
         if written is not None and written.fault.close_connection:
             return False  # onPrimaryTransactionalWrite: applied and recorded, no reply
         if fired is not None and fired.write_concern_error is not None and reply.get("ok"):
@@ -624,7 +627,8 @@ class SimServer:
             return error_reply(352, f"Unsupported OP_QUERY command: {name}. The client driver "
                                "may require an upgrade. For more details see "
                                "https://dochub.mongodb.org/core/legacy-opcode-removal")
-        refused = stable_api.api_refusal(name, command, self.parameters)
+        refused = stable_api.api_refusal(name, command, self.parameters) or (
+            self.api_memory.refusal(name, command, lsid_of(command)))
         if refused is not None:
             return refused
         body = _strip(command)

@@ -33,6 +33,8 @@ __all__ = [
     "UNSTABLE_FIELDS",
     "V1_REFUSED_STAGES",
     "ApiCommand",
+    "ApiParameterMemory",
+    "api_parameters",
     "api_refusal",
     "get_parameter",
     "set_parameter",
@@ -168,6 +170,70 @@ def _strict_refusal(name: str, version: str, command: Mapping[str, Any]
                 return error_reply(API_STRICT_ERROR, f"{stage_name} is not allowed with "
                                    f"'apiStrict: true' in API Version {version}", command)
     return None
+
+
+API_MISMATCH_ERROR = 325
+_API_FIELDS = ("apiVersion", "apiStrict", "apiDeprecationErrors")
+
+
+def api_parameters(command: Mapping[str, Any]) -> dict[str, Any]:
+    """The command's Stable API parameters (only those it carries)."""
+    return {field: command[field] for field in _API_FIELDS if field in command}
+
+
+class ApiParameterMemory:
+    """The API parameters a cursor or a transaction began with (versioned-api spec,
+    "Cursors" and "Transactions"): a getMore, or a command continuing a transaction, must
+    repeat them, else mongod answers an API parameter mismatch (325)."""
+
+    __slots__ = ("_cursors", "_transactions")
+
+    def __init__(self) -> None:
+        self._cursors: dict[Any, dict[str, Any]] = {}
+        #: By session: (txnNumber, the parameters of the transaction's first command).
+        self._transactions: dict[Any, tuple[Any, dict[str, Any]]] = {}
+
+    def refusal(self, name: str, command: Mapping[str, Any], session: Any
+                ) -> dict[str, Any] | None:
+        """The mismatch error for a getMore or a transaction-continuing command, or None.
+
+        ``session`` is a hashable key of the command's lsid (None without one)."""
+        used = api_parameters(command)
+        if name == "getMore":
+            began = self._cursors.get(command.get("getMore"))
+            if began is not None and began != used:
+                return error_reply(API_MISMATCH_ERROR, f"API parameter mismatch: getMore used "
+                                   f"params {used}, the cursor-creating command used {began}",
+                                   command)
+        if (session is not None and command.get("autocommit") is False
+                and not command.get("startTransaction")):
+            txn_number, began = self._transactions.get(session, (None, None))
+            if (began is not None and txn_number == command.get("txnNumber")
+                    and began != used):
+                return error_reply(API_MISMATCH_ERROR, "API parameter mismatch: "
+                                   f"transaction-continuing command used {used}, the "
+                                   f"transaction's first command used {began}", command)
+        return None
+
+    def record(self, name: str, command: Mapping[str, Any], reply: Mapping[str, Any],
+               session: Any) -> None:
+        """Note the parameters of a command that opened a cursor or began a transaction;
+        forget cursors that are exhausted or killed."""
+        if session is not None and command.get("startTransaction") and reply.get("ok"):
+            self._transactions[session] = (command.get("txnNumber"), api_parameters(command))
+        if name == "killCursors":
+            ids = command.get("cursors")
+            for cursor_id in ids if isinstance(ids, list) else ():
+                self._cursors.pop(cursor_id, None)
+            return
+        cursor = reply.get("cursor")
+        if not reply.get("ok") or not isinstance(cursor, Mapping):
+            return
+        cursor_id = cursor.get("id", 0)
+        if name != "getMore" and cursor_id:
+            self._cursors[cursor_id] = api_parameters(command)
+        elif name == "getMore" and not cursor_id:
+            self._cursors.pop(command.get("getMore"), None)
 
 
 def get_parameter(command: Mapping[str, Any], parameters: Mapping[str, Any]

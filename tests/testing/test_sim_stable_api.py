@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from asyncmongo.testing import SimServer
-from asyncmongo.testing.stable_api import DEFAULT_PARAMETERS, api_refusal
+from asyncmongo.testing.stable_api import DEFAULT_PARAMETERS, ApiParameterMemory, api_refusal
 from tests.testing.raw_client import RawClient
 
 pytestmark = pytest.mark.timeout(15)
@@ -133,3 +133,28 @@ async def test_hello_api_parameters_are_checked() -> None:
             assert unknown["codeName"] == "APIVersionError"
         finally:
             await client.close()
+
+
+def test_get_more_must_repeat_the_cursor_api_parameters() -> None:
+    memory = ApiParameterMemory()
+    find = {"find": "c", "apiVersion": "1", "apiStrict": True}
+    memory.record("find", find, {"ok": 1.0, "cursor": {"id": 42, "firstBatch": []}}, None)
+    same = {"getMore": 42, "collection": "c", "apiVersion": "1", "apiStrict": True}
+    assert memory.refusal("getMore", same, None) is None
+    bare = {"getMore": 42, "collection": "c"}
+    assert _code(memory.refusal("getMore", bare, None)) == (325, "APIMismatchError")
+    memory.record("killCursors", {"killCursors": "c", "cursors": [42]}, {"ok": 1.0}, None)
+    assert memory.refusal("getMore", bare, None) is None  # forgotten with the cursor
+
+
+def test_transaction_commands_must_repeat_the_first_command_parameters() -> None:
+    memory = ApiParameterMemory()
+    first = {"insert": "c", "txnNumber": 1, "autocommit": False, "startTransaction": True,
+             "apiVersion": "1"}
+    memory.record("insert", first, {"ok": 1.0, "n": 1}, "session")
+    later = {"insert": "c", "txnNumber": 1, "autocommit": False}
+    assert _code(memory.refusal("insert", later, "session")) == (325, "APIMismatchError")
+    commit = {"commitTransaction": 1, "txnNumber": 1, "autocommit": False, "apiVersion": "1"}
+    assert memory.refusal("commitTransaction", commit, "session") is None
+    assert memory.refusal("insert", later, "another session") is None
+    assert memory.refusal("insert", {**later, "txnNumber": 2}, "session") is None
