@@ -3,7 +3,7 @@ through the unified runner, against asyncmongo.testing's simulated deployments.
 
 Every test passes, or is skipped with the reason the runner gives (an unmet runOnRequirement,
 a server feature asyncmongo.testing lacks) or the specific reason written in SKIPS below.
-run_case first emulates killAllSessions on the simulator (spec_tests/support/session_suites).
+The runner sends killAllSessions before each test; the simulator ends every session for it.
 """
 
 from __future__ import annotations

@@ -156,6 +156,17 @@ async def api_test_command(server: SimServer, conn: ConnectionInfo, db: str,
     return {"ok": 1.0}
 
 
+async def kill_all_sessions(server: SimServer, conn: ConnectionInfo, db: str,
+                            command: dict[str, Any]) -> Reply:
+    """mongod's killAllSessions (``[]``: every user's sessions): their open transactions are
+    aborted and their cursors closed (the store is shared by a replica set's members, so one
+    member's command ends them set-wide, as the unified runner expects before each test)."""
+    if db != "admin":
+        return error_reply(13, "killAllSessions may only be run against the admin database.")
+    server.store.kill_all_sessions()
+    return {"ok": 1.0}
+
+
 async def ok(server: SimServer, conn: ConnectionInfo, db: str, command: dict[str, Any]
              ) -> Reply:
     return {"ok": 1.0}
@@ -175,7 +186,7 @@ BUILTINS: dict[str, Builtin] = {
     "getParameter": get_parameter,
     "setParameter": set_parameter,
     **{name: api_test_command for name in stable_api.TEST_COMMANDS},
-    "killAllSessions": ok,
+    "killAllSessions": kill_all_sessions,
     "refreshSessions": ok,
     "logout": ok,
     "getLastError": ok,

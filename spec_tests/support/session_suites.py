@@ -1,11 +1,10 @@
 """Shared by the session, transaction and retryability suite runners: written skip reasons
-looked up by (file, test description), and running one case on a clean simulated server.
+looked up by (file, test description), and running one case.
 
 Before each test the unified format has the runner send ``killAllSessions`` so that no
 transaction left open by an earlier test (one whose abort failed on purpose, for instance)
-holds document locks. asyncmongo.testing answers ``killAllSessions`` with ok and does nothing,
-so :func:`run_case` ends every server-side session of the simulated deployments itself
-before the test (the same thing the command does on a real server).
+holds document locks; asyncmongo.testing honours it (its store aborts every open transaction
+and closes the sessions' cursors: asyncmongo/testing/builtins.py), so no emulation is needed.
 """
 
 from __future__ import annotations
@@ -38,15 +37,6 @@ def skip_reason(skips: dict[tuple[str, str], str], case: UnifiedCase) -> str | N
     return skips.get((name, description)) or skips.get((name, "*"))
 
 
-def kill_all_sessions(pool: TargetPool) -> None:
-    """End every session (aborting its open transaction) in the simulated deployments."""
-    for deployment in pool._deployments.values():
-        transactions = deployment.store.transactions
-        for key in list(transactions.sessions):
-            transactions.end_session(key)
-
-
 async def run_case(pool: TargetPool, case: UnifiedCase) -> None:
-    """Run one case after emulating killAllSessions."""
-    kill_all_sessions(pool)
+    """Run one case (the unified runner sends killAllSessions first)."""
     await run_unified_case(pool, case)

@@ -21,6 +21,7 @@ from asyncmongo.testing.store.context import CommandContext, SessionContext
 from asyncmongo.testing.store.cursors import CursorManager
 from asyncmongo.testing.store.database import Catalog, Namespaces, check_database_name
 from asyncmongo.testing.store.errors import StoreError
+from asyncmongo.testing.store.local_sessions import LocalSessionCache
 from asyncmongo.testing.store.transactions import (
     TRANSIENT,
     TransactionManager,
@@ -55,6 +56,7 @@ class Store:
         self.catalog.guard = self.transactions.direct_guard
         self.catalog.before_change = self.transactions.snapshot_open_transactions
         self.cursors = CursorManager()
+        self.local_sessions = LocalSessionCache()
         self._handlers: dict[str, Handler] = {
             "insert": crud.insert,
             "update": crud.update,
@@ -109,6 +111,8 @@ class Store:
             raise StoreError(59, f"no such command: '{name}'")
         check_database_name(db_name)
         lsid_key = lsid_of(command)
+        if lsid_key is not None:
+            self.local_sessions.touch(lsid_key, command["lsid"], session.now or self._clock())
         txn_number = command.get("txnNumber")
         if txn_number is not None and (isinstance(txn_number, bool)
                                        or not isinstance(txn_number, int)):
@@ -166,6 +170,7 @@ class Store:
             in_transaction=in_transaction,
             lsid_key=lsid_key,
             new_object_id=ObjectId,
+            local_sessions=self.local_sessions,
         )
         with using(parse_collation(command.get("collation"))):
             return self._handlers[name](context, command)
@@ -180,7 +185,17 @@ class Store:
         sessions = command.get("endSessions")
         for lsid in sessions if isinstance(sessions, list) else []:
             self.transactions.end_session(lsid_of({"lsid": lsid}))
+            self.local_sessions.end(lsid_of({"lsid": lsid}))
         return {"ok": 1.0}
+
+    def kill_all_sessions(self) -> None:
+        """``killAllSessions``: abort every open transaction (releasing its document locks)
+        and close every cursor opened in a session, as mongod kills the sessions'
+        operations. The sessions' retryable-write bookkeeping stays (mongod keeps it in
+        config.transactions), and so does the session cache."""
+        self.transactions.abort_all()
+        self.cursors.kill([cursor_id for cursor_id, cursor in self.cursors.cursors.items()
+                           if cursor.lsid_key is not None])
 
     def transaction_state(self, lsid: Mapping[str, Any]) -> TransactionState | None:
         """The state of the session's newest transaction (for tests and the server)."""

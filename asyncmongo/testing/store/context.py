@@ -12,6 +12,7 @@ from asyncmongo.bson.types import Timestamp
 from asyncmongo.testing.store.cursors import CursorManager
 from asyncmongo.testing.store.database import Namespaces, check_collection_name
 from asyncmongo.testing.store.errors import StoreError, bad_value
+from asyncmongo.testing.store.local_sessions import LocalSessionCache
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,8 @@ class CommandContext:
     in_transaction: bool
     lsid_key: Any
     new_object_id: Callable[[], Any]
+    #: The store's logical session cache ($listLocalSessions), None where there is none.
+    local_sessions: LocalSessionCache | None = None
 
 
 def collection_name(command: Mapping[str, Any], name: str, db_name: str) -> str:

@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from asyncmongo.bson.types import Regex
-from asyncmongo.testing.store import expressions
+from asyncmongo.testing.store import expressions, local_sessions
 from asyncmongo.testing.store.aggregate import UPDATE_STAGES, PipelineContext, run_pipeline
 from asyncmongo.testing.store.collation import parse_collation, using
 from asyncmongo.testing.store.collection import Collection, Document, id_key
@@ -458,11 +458,18 @@ def _check_read_concern(command: Mapping[str, Any], pipeline: Any) -> None:
 
 def aggregate(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     target = command["aggregate"]
-    pipeline = command.get("pipeline")
+    pipeline: Any = command.get("pipeline")
     if "cursor" not in command and not command.get("explain"):
         raise StoreError(9, "The 'cursor' option is required, except for aggregate with the "
                             "explain argument")
-    if target == 1:
+    if local_sessions.is_list_local_sessions(pipeline):
+        local_sessions.check_namespace(target)
+        if ctx.local_sessions is None:
+            raise StoreError(40324, "Unrecognized pipeline stage name: '$listLocalSessions'")
+        name = "$cmd.aggregate"
+        documents = ctx.local_sessions.documents(pipeline[0][local_sessions.STAGE])
+        pipeline = pipeline[1:]
+    elif target == 1:
         name, documents = "$cmd.aggregate", []
     else:
         name = collection_name(command, "aggregate", ctx.db_name)

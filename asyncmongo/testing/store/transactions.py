@@ -216,6 +216,13 @@ class TransactionManager:
         transaction.state = TransactionState.ABORTED
         self._release(transaction)
 
+    def abort_all(self) -> None:
+        """Abort every session's open transaction (killAllSessions)."""
+        for state in self.sessions.values():
+            if state.transaction is not None and (
+                    state.transaction.state is TransactionState.IN_PROGRESS):
+                self.abort(state.transaction)
+
     def end_session(self, lsid_key: Any) -> None:
         state = self.sessions.pop(lsid_key, None)
         if state is not None and state.transaction is not None and (
