@@ -594,6 +594,12 @@ class SimServer:
             eof.cancel()
             if change is not None:
                 change.cancel()
+            # The read must be over before the connection's read loop reads again (a fail
+            # point's error reply ends the stream, the connection stays): a pending read(1)
+            # makes the next readexactly raise "another coroutine is already waiting".
+            await asyncio.wait({eof})
+            if not eof.cancelled():
+                eof.exception()  # retrieved; EOF or a reset is the caller's business
 
     def hello_reply(self, command: Mapping[str, Any], conn: _Connection | None = None
                     ) -> dict[str, Any]:
