@@ -52,6 +52,23 @@ def run_pipeline(documents: list[Document], pipeline: Any, context: PipelineCont
     return result
 
 
+def check_update_pipeline(pipeline: Any) -> None:
+    """mongod parses a pipeline-style update before it looks for documents: an unknown stage
+    (40324) or one not allowed in an update (72) fails the command even when nothing
+    matches."""
+    if not isinstance(pipeline, list):
+        raise StoreError(14, "'pipeline' option must be specified as an array")
+    for spec in pipeline:
+        if not isinstance(spec, Mapping) or len(spec) != 1:
+            raise StoreError(40323, "A pipeline stage specification object must contain "
+                                    "exactly one field.")
+        name = next(iter(spec))
+        if name not in _STAGES:
+            raise StoreError(40324, f"Unrecognized pipeline stage name: '{name}'")
+        if name not in UPDATE_STAGES:
+            raise StoreError(72, f"{name} is not allowed to be used within an update")
+
+
 def compile_pipeline(pipeline: Any, context: PipelineContext,
                      *, allowed: frozenset[str] | None = None) -> list[Stage]:
     if not isinstance(pipeline, list):

@@ -11,7 +11,12 @@ from typing import Any
 
 from asyncmongo.bson.types import Regex
 from asyncmongo.testing.store import expressions, local_sessions
-from asyncmongo.testing.store.aggregate import UPDATE_STAGES, PipelineContext, run_pipeline
+from asyncmongo.testing.store.aggregate import (
+    UPDATE_STAGES,
+    PipelineContext,
+    check_update_pipeline,
+    run_pipeline,
+)
 from asyncmongo.testing.store.collation import parse_collation, using
 from asyncmongo.testing.store.collection import Collection, Document, id_key
 from asyncmongo.testing.store.compare import compare, hash_key
@@ -174,6 +179,7 @@ def compute_update(ctx: CommandContext, document: Document, update: Any,
 
 def _validate_update(update: Any, multi: bool) -> None:
     if isinstance(update, list):
+        check_update_pipeline(update)
         return
     if not isinstance(update, Mapping):
         raise StoreError(14, "Update argument must be either an object or an array")
@@ -253,6 +259,11 @@ def update(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     name = collection_name(command, "update", ctx.db_name)
     updates = require_list(command, "updates")
     ordered = command.get("ordered", True) is not False
+    for spec in updates:
+        # mongod parses every statement's pipeline with the command: a bad stage fails the
+        # whole command (ok: 0), not one statement, even when nothing matches.
+        if isinstance(spec, Mapping) and isinstance(spec.get("u"), list):
+            check_update_pipeline(spec["u"])
     counts: dict[str, Any] = {"n": 0, "nModified": 0, "upserted": []}
     errors: list[Reply] = []
     for index, spec in enumerate(updates):
