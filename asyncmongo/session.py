@@ -5,8 +5,10 @@ operation. ``await s.with_transaction(callback)`` runs ``callback(s)`` in a tran
 retries it (sessions spec, transactions spec, convenient transactions API). The pieces:
 
 - :mod:`asyncmongo.session_options`: SessionOptions and TransactionOptions.
-- :mod:`asyncmongo.client_session`: AsyncClientSession (lsid, causal consistency, snapshots,
-  the transaction state, what the executor asks of a session).
+- :mod:`asyncmongo.client_session`: AsyncClientSession, assembled from
+  :mod:`asyncmongo.session_state` (its fields and bookkeeping), :mod:`asyncmongo.session_hooks`
+  (what the executor asks of a session) and :mod:`asyncmongo.session_transactions` (start /
+  commit / abort).
 - :mod:`asyncmongo.with_transaction`: the convenient API's retry loop and its time budget.
 - :mod:`asyncmongo.session_binding`: ``session=`` on API methods and cursors.
 - :mod:`asyncmongo.session_pool`: the client's side (start_session, the server session pool,
