@@ -9,9 +9,8 @@ to a member of another deployment could otherwise install an invalid cluster tim
 
 from __future__ import annotations
 
-from typing import Any
-
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -66,7 +65,7 @@ async def test_handshake_reply_advances_the_cluster_time_before_the_first_reply(
         client = AsyncMongoClient(rs.uri, event_listeners=[events])
         try:
             await client.db.c.insert_one({"_id": 1})
-            first = [cmd for name, cmd in events.commands if name == "insert"][0]
+            first = next(cmd for name, cmd in events.commands if name == "insert")
             # No command reply had arrived yet: this cluster time came from the handshake.
             gossiped = first["$clusterTime"]
             assert isinstance(gossiped["clusterTime"], Timestamp)

@@ -601,15 +601,18 @@ async def test_sharded_retry_goes_to_another_mongos() -> None:
 
 async def test_snapshot_session_reads_at_its_snapshot_time(rs: ReplicaSet) -> None:
     client, recorder = await _client(rs)
-    await client.db.c.insert_one({"_id": 1})
+    async with client.start_session() as writer:
+        await client.db.c.insert_one({"_id": 1}, session=writer)
+        written = writer.operation_time  # a time the server still has a snapshot of
+    assert written is not None
     with pytest.raises(ConfigurationError):
         client.start_session(snapshot_time=Timestamp(1, 1))
-    async with client.start_session(snapshot=True, snapshot_time=Timestamp(5, 6)) as session:
-        assert session.get_snapshot_time() == Timestamp(5, 6)
+    async with client.start_session(snapshot=True, snapshot_time=written) as session:
+        assert session.get_snapshot_time() == written
         with pytest.raises(InvalidOperation, match="snapshot"):
             session.start_transaction()
         recorder.clear()
-        await client.db.c.find_one({"_id": 1}, session=session)
+        assert await client.db.c.find_one({"_id": 1}, session=session) == {"_id": 1}
         (find,) = recorder.started("find")
-        assert find["readConcern"] == {"level": "snapshot", "atClusterTime": Timestamp(5, 6)}
+        assert find["readConcern"] == {"level": "snapshot", "atClusterTime": written}
     await client.close()

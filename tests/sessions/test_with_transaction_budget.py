@@ -254,9 +254,7 @@ async def test_backoff_grows_and_is_capped(clock: Clock, monkeypatch: pytest.Mon
     assert slept[0] == pytest.approx(0.005 * 1.5)
     assert slept[1] == pytest.approx(0.005 * 1.5**2)
     assert max(slept) == wt.BACKOFF_MAX_S
-    assert sum(slept) == pytest.approx(
-        sum(min(0.005 * 1.5**n, 0.5) for n in range(1, 16))
-    )
+    assert sum(slept) == pytest.approx(sum(min(0.005 * 1.5**n, 0.5) for n in range(1, 16)))
 
 
 def test_budget_for_timeout_ms_zero_is_unlimited(clock: Clock) -> None:
