@@ -37,7 +37,7 @@ from asyncmongo.testing.protocol import Request, decode_request, encode_reply, r
 from asyncmongo.testing.replies import error_reply
 from asyncmongo.testing.replset import ReplicaSetGroup
 from asyncmongo.testing.scram import SaslServer, UserDirectory
-from asyncmongo.testing.store import Store
+from asyncmongo.testing.store import SessionContext, Store
 from asyncmongo.testing.store.transactions import lsid_of
 from asyncmongo.testing.store.where import javascript_sleeps
 from asyncmongo.testing.streaming import TopologyClock, awaitable_hello
@@ -684,7 +684,7 @@ class SimServer:
         awaited so only this command waits; past a positive maxTimeMS it answers 50
         MaxTimeMSExpired, as mongod interrupts the script."""
         with javascript_sleeps() as slept:
-            reply = self.store.handle(db, body)
+            reply = self.store.handle(db, body, SessionContext(cluster_time=self._store_time()))
         if slept.ms <= 0:
             return reply
         if _max_time_exceeded(command, slept.ms):
@@ -692,6 +692,16 @@ class SimServer:
             return error_reply(50, "operation exceeded time limit")
         await asyncio.sleep(slept.ms / 1000)
         return reply
+
+    def _store_time(self) -> Timestamp | None:
+        """The cluster time the store's snapshot reads run at: a replica set's newest optime
+        (no write is newer), a mongos's own clock; None for a standalone (no snapshots)."""
+        if self.replica_set is not None:
+            return self.replica_set.cluster_time(_now())
+        if self.role is Role.MONGOS:
+            return self._cluster_time if self._cluster_time.time else (
+                Timestamp(int(_now().timestamp()), 1))
+        return None
 
     async def _wait_for_write_concern(self, concern: Any, reply: dict[str, Any]
                                       ) -> dict[str, Any]:

@@ -8,7 +8,9 @@ Modules: ``compare`` (BSON order), ``paths`` (dotted paths), ``matcher`` (query 
 ``expressions`` (aggregation expressions), ``update`` (update operators), ``projection``,
 ``sorting``, ``aggregate`` (pipelines), ``collection``/``database`` (documents, unique indexes,
 the catalog), ``cursors``, ``crud``/``admin`` (the commands), ``client_bulk`` (8.0's admin
-``bulkWrite``), ``transactions`` (sessions, transactions, retryable writes), ``collation``,
+``bulkWrite``), ``transactions`` (sessions, transactions, retryable writes), ``snapshots``
+(snapshot reads' bounded history by cluster time), ``local_sessions`` (the session cache
+``$listLocalSessions`` lists), ``collation``,
 ``validation`` (validators), ``where`` (the
 ``$where`` scripts without JavaScript; their ``sleep`` is awaited by the server front end) and
 ``commands`` (``Store``, the routing).
@@ -19,8 +21,10 @@ and accent stripping, not ICU tables; no collection default collation), no text/
 ``function() { sleep(N); return true; }``: see ``where``; other JavaScript is BadValue), no
 views or time-series collections, ``$merge`` without pipelines, batches cut near 16 MiB by an
 estimate (not the exact BSON size), no write concern or read concern semantics (the server
-front end handles them), and a plain write to a document that an open transaction has written
-fails with 112 WriteConflict instead of waiting for the transaction to end. Transactions read
+front end handles them) except snapshot reads, which see a snapshot retained when a read first
+named its cluster time (an older time nobody read at is SnapshotTooOld), and a plain write
+to a document that an open transaction has written fails with 112 WriteConflict instead of
+waiting for the transaction to end. Transactions read
 a snapshot as of their first command. Retryable writes are remembered per command (lsid +
 txnNumber), not per statement.
 

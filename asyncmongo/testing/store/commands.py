@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from asyncmongo.bson.objectid import ObjectId
-from asyncmongo.testing.store import admin, client_bulk, crud
+from asyncmongo.testing.store import admin, client_bulk, crud, snapshots
 from asyncmongo.testing.store.collation import parse_collation, using
 from asyncmongo.testing.store.collection import new_uuid
 from asyncmongo.testing.store.context import CommandContext, SessionContext
@@ -119,7 +119,8 @@ class Store:
             raise StoreError(14, "BSON field 'txnNumber' is the wrong type, expected type 'long'")
         if command.get("autocommit") is False:
             return self._in_transaction(name, db_name, command, session, lsid_key, txn_number)
-        _check_snapshot_read_concern(name, command)
+        if _check_snapshot_read_concern(name, command) and session.cluster_time is not None:
+            return self._snapshot_read(name, db_name, command, session, lsid_key)
         if name in ("commitTransaction", "abortTransaction"):
             raise StoreError(50768, f"txnNumber and autocommit=false are required for {name}"
                              if txn_number is None else "autocommit must be false")
@@ -131,6 +132,23 @@ class Store:
             self.transactions.remember_reply(lsid_key, int(txn_number), reply)
             return reply
         return self._run(name, db_name, command, session, self.catalog, False, lsid_key)
+
+    def _snapshot_read(self, name: str, db_name: str, command: Mapping[str, Any],
+                       session: SessionContext, lsid_key: Any) -> Reply:
+        """A read with readConcern {level: snapshot} outside a transaction: run against the
+        retained state at its atClusterTime (or now), which the reply reports back."""
+        assert session.cluster_time is not None
+        read_concern = command.get("readConcern")
+        requested = snapshots.requested_time(
+            read_concern if isinstance(read_concern, Mapping) else None)
+        view, at = self.transactions.history.view_at(requested, session.cluster_time)
+        reply = self._run(name, db_name, command, session, view, False, lsid_key)
+        cursor = reply.get("cursor")
+        if isinstance(cursor, dict):
+            cursor["atClusterTime"] = at
+        else:
+            reply["atClusterTime"] = at
+        return reply
 
     def _in_transaction(self, name: str, db_name: str, command: Mapping[str, Any],
                         session: SessionContext, lsid_key: Any, txn_number: Any) -> Reply:
@@ -209,11 +227,13 @@ class Store:
 _SNAPSHOT_READS = frozenset({"find", "aggregate", "distinct"})
 
 
-def _check_snapshot_read_concern(name: str, command: Mapping[str, Any]) -> None:
-    """mongod refuses a snapshot read concern on any other command outside a transaction
-    (InvalidOptions), e.g. a write or listCollections in a snapshot session."""
+def _check_snapshot_read_concern(name: str, command: Mapping[str, Any]) -> bool:
+    """True for a snapshot read. mongod refuses a snapshot read concern on any other command
+    outside a transaction (InvalidOptions), e.g. a write or listCollections in a snapshot
+    session."""
     read_concern = command.get("readConcern")
     if (isinstance(read_concern, Mapping) and read_concern.get("level") == "snapshot"
             and name not in _SNAPSHOT_READS):
         raise StoreError(72, f'Command {name} does not support {{ readConcern: {{ level: '
                              f'"snapshot" }} }}')
+    return isinstance(read_concern, Mapping) and read_concern.get("level") == "snapshot"

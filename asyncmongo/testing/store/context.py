@@ -27,6 +27,10 @@ class SessionContext:
 
     now: datetime.datetime | None = None
     timestamp: Timestamp | None = None
+    #: The deployment's current cluster time (no write is newer): snapshot reads are
+    #: answered at it, or at their atClusterTime, from the store's history (None: the store
+    #: runs without a deployment and a snapshot read sees the current data).
+    cluster_time: Timestamp | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from typing import Any
 from asyncmongo.testing.store.collection import Collection
 from asyncmongo.testing.store.database import Catalog, Namespace, TransactionView
 from asyncmongo.testing.store.errors import StoreError
+from asyncmongo.testing.store.snapshots import SnapshotHistory
 
 TRANSIENT = "TransientTransactionError"
 DocumentKey = tuple[str, str, Any]
@@ -79,6 +80,8 @@ class TransactionManager:
         self.versions: dict[DocumentKey, int] = {}
         self.version = 0
         self.open_transactions: dict[int, Transaction] = {}
+        #: Snapshot reads' retained states (copied before a change, like transactions).
+        self.history = SnapshotHistory(catalog)
 
     def __repr__(self) -> str:
         open_count = sum(1 for s in self.sessions.values() if s.transaction is not None
@@ -107,6 +110,7 @@ class TransactionManager:
         for transaction in list(self.open_transactions.values()):
             if transaction is not skip:
                 transaction.view.get(db_name, name)
+        self.history.before_change(db_name, name)
 
     # --- retryable writes -----------------------------------------------------------------
 
