@@ -55,11 +55,11 @@ class SessionState:
         "_pinned_pool",
         "_recovery_token",
         "_server_session",
+        "_session_deadline",
         "_snapshot_time",
         "_txn_options",
         "_txn_state",
         "_txn_writes_unacknowledged",
-        "_with_transaction_deadline",
     )
 
     def __init__(
@@ -86,9 +86,10 @@ class SessionState:
         self._pinned_pool: Any = None
         self._recovery_token: Mapping[str, Any] | None = None
         self._txn_writes_unacknowledged = False
-        #: CSOT: while with_transaction runs with timeoutMS, the ``loop.time()`` every
-        #: operation in this session must finish by (the executor caps its deadline).
-        self._with_transaction_deadline: float | None = None
+        #: CSOT: the ``loop.time()`` every operation in this session must finish by, while
+        #: one is set (with_transaction under timeoutMS; commit/abort under the session's
+        #: defaultTimeoutMS): the executor caps the operation's deadline with it.
+        self._session_deadline: float | None = None
 
     @property
     def in_transaction(self) -> bool:

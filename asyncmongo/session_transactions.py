@@ -7,6 +7,7 @@ machine is :mod:`asyncmongo.core.sessions.transaction`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
@@ -140,6 +141,11 @@ class TransactionMethods(SessionState):
         op: CommandOperation[Mapping[str, Any]] = CommandOperation(
             "admin", document, _check_finish, target
         )
+        outer = self._session_deadline
+        timeout_ms = self._options.default_timeout_ms
+        if outer is None and timeout_ms:
+            # CSOT: defaultTimeoutMS is the timeoutMS of commitTransaction/abortTransaction.
+            self._session_deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
         try:
             with session_scope(self):
                 await self._client._run_operation(op)
@@ -147,6 +153,8 @@ class TransactionMethods(SessionState):
             if name == "commitTransaction":
                 label_commit_error(exc)
             raise
+        finally:
+            self._session_deadline = outer
 
     def _client_transaction_defaults(self) -> TransactionOptions:
         client = self._client

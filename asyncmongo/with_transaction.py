@@ -10,7 +10,7 @@ timeoutMS, ExecutionTimeout with it) that carries the same error labels and has 
 as its ``__cause__`` (convenient API spec, "Timeout error propagation").
 
 With timeoutMS the whole call shares one deadline: the session carries it
-(``_with_transaction_deadline``) and the executor caps every operation run in the session by
+(``_session_deadline``) and the executor caps every operation run in the session by
 it; the abort after a failed callback gets a fresh timeoutMS (CSOT spec, "Convenient
 Transactions API").
 """
@@ -112,11 +112,11 @@ async def run_with_transaction(
     budget = budget_for(timeout_ms)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + budget.limit_s if budget.csot and budget.limit_s < math.inf else None
-    session._with_transaction_deadline = deadline
+    session._session_deadline = deadline
     try:
         return await _run(session, callback, options, budget, deadline)
     finally:
-        session._with_transaction_deadline = None
+        session._session_deadline = None
 
 
 async def _run(
@@ -169,11 +169,11 @@ async def _abort_with_fresh_timeout(
 ) -> None:
     """CSOT: the abort after a failed callback gets a fresh timeoutMS, not what is left."""
     if deadline is not None:
-        session._with_transaction_deadline = asyncio.get_running_loop().time() + budget.limit_s
+        session._session_deadline = asyncio.get_running_loop().time() + budget.limit_s
     try:
         await session.abort_transaction()
     finally:
-        session._with_transaction_deadline = deadline
+        session._session_deadline = deadline
 
 
 async def _commit_with_retries(

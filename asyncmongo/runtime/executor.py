@@ -96,9 +96,9 @@ class Executor:
     ) -> tuple[T, Address]:
         """Run ``op`` in its session with the retry rules; (result, the server's address)."""
         session, implicit = self._session_for(op)
-        # CSOT, convenient transactions API: inside with_transaction with timeoutMS, the
-        # whole call shares one deadline (the session carries it).
-        cap = getattr(session, "_with_transaction_deadline", None)
+        # CSOT: inside with_transaction with timeoutMS the whole call shares one deadline,
+        # and commit/abort honour the session's defaultTimeoutMS (the session carries it).
+        cap = getattr(session, "_session_deadline", None)
         if cap is not None and (deadline is None or cap < deadline):
             deadline = cap
         owner = self.sessions

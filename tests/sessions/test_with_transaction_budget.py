@@ -44,7 +44,7 @@ class FakeSession:
         self.started = 0
         self.commits = 0
         self.aborts = 0
-        self._with_transaction_deadline: float | None = None
+        self._session_deadline: float | None = None
         self.abort_deadlines: list[float | None] = []
 
     @property
@@ -57,7 +57,7 @@ class FakeSession:
 
     async def abort_transaction(self) -> None:
         self.aborts += 1
-        self.abort_deadlines.append(self._with_transaction_deadline)
+        self.abort_deadlines.append(self._session_deadline)
         self._txn_state = TxnState.ABORTED
 
     def _abandon_transaction(self) -> None:
@@ -274,7 +274,7 @@ async def test_timeout_ms_is_one_deadline_for_the_callback_and_a_fresh_one_for_a
     seen: list[float | None] = []
 
     async def callback(s: Any) -> None:
-        seen.append(s._with_transaction_deadline)
+        seen.append(s._session_deadline)
         if len(seen) == 1:
             await asyncio.sleep(0.02)  # real time passes: the abort's deadline is later
             raise _labelled("TransientTransactionError")
@@ -285,7 +285,7 @@ async def test_timeout_ms_is_one_deadline_for_the_callback_and_a_fresh_one_for_a
     assert before + 5 <= seen[0] <= loop.time() + 5
     (abort_deadline,) = session.abort_deadlines
     assert abort_deadline is not None and abort_deadline > seen[0]  # refreshed for abort
-    assert session._with_transaction_deadline is None  # cleared when the call ends
+    assert session._session_deadline is None  # cleared when the call ends
 
 
 async def test_without_timeout_ms_operations_get_no_session_deadline(clock: Clock) -> None:
@@ -293,7 +293,7 @@ async def test_without_timeout_ms_operations_get_no_session_deadline(clock: Cloc
     seen: list[float | None] = []
 
     async def callback(s: Any) -> None:
-        seen.append(s._with_transaction_deadline)
+        seen.append(s._session_deadline)
 
     await _run(session, callback)
     assert seen == [None]

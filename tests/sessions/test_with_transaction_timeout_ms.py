@@ -52,3 +52,33 @@ async def test_session_timeout_ms_bounds_the_whole_with_transaction_call() -> No
             assert await client.db.c.count_documents({}) == 1  # the transaction was aborted
         finally:
             await client.close()
+
+
+async def test_default_timeout_ms_bounds_commit_transaction() -> None:
+    async with ReplicaSet(members=1) as rs:
+        client = AsyncMongoClient(rs.uri)
+        try:
+            await client.db.c.insert_one({"_id": 0})
+            async with client.start_session(default_timeout_ms=300) as session:
+                session.start_transaction()
+                await client.db.c.insert_one({"_id": 1}, session=session)
+                await client.admin.command(
+                    {
+                        "configureFailPoint": "failCommand",
+                        "mode": {"times": 2},
+                        "data": {
+                            "failCommands": ["commitTransaction"],
+                            "blockConnection": True,
+                            "blockTimeMS": 3000,
+                        },
+                    }
+                )
+                began = time.monotonic()
+                with pytest.raises(MongoError) as raised:
+                    await session.commit_transaction()
+                elapsed = time.monotonic() - began
+                assert raised.value.timeout
+                assert elapsed < 2.0  # the session's 300 ms, not the server's 3 s
+                assert session._session_deadline is None  # only while the commit ran
+        finally:
+            await client.close()
