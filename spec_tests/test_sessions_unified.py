@@ -16,29 +16,11 @@ from spec_tests.unified.target import TargetPool
 
 __all__ = ["target_pool"]
 
-_SNAPSHOT_TIME_NOT_RESOLVED = (
-    "the unified runner passes sessionOptions.snapshotTime through as the entity's NAME (the "
-    "string 'savedSnapshotTime') instead of the saved entity (spec_tests/unified/entities.py "
-    "_create_session / session_options), so the driver sends readConcern.atClusterTime as a "
-    "string and the server answers TypeMismatch; with the entity resolved the test passes "
-    "against the simulator's snapshot history"
-)
-
-#: (file name, test description) -> the written reason it cannot pass here. The
-#: snapshot-sessions tests used to skip because the store kept no history; it now answers
-#: snapshot reads from retained snapshots keyed by cluster time
-#: (asyncmongo/testing/store/snapshots.py), and the 8 without snapshotTime pass.
-SKIPS: dict[tuple[str, str], str] = {
-    **{
-        ("snapshot-sessions.json", f"{name} operation with snapshot and snapshot time"): (
-            _SNAPSHOT_TIME_NOT_RESOLVED
-        )
-        for name in ("Find", "Distinct", "Aggregate", "countDocuments")
-    },
-    ("snapshot-sessions.json", "Mixed operation with snapshot and snapshotTime"): (
-        _SNAPSHOT_TIME_NOT_RESOLVED
-    ),
-}
+#: (file name, test description) -> the written reason it cannot pass here. None now: the
+#: snapshot-sessions tests run against the store's snapshot history
+#: (asyncmongo/testing/store/snapshots.py), the snapshotTime ones with the saved entity
+#: resolved by the unified runner.
+SKIPS: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.asyncio(loop_scope="module")

@@ -245,6 +245,9 @@ class EntityMap:
     async def _create_session(self, options: Mapping[str, Any]) -> None:
         client = self.get(options["client"], "client").client
         kwargs = session_options(options.get("sessionOptions", {}))
+        if "snapshot_time" in kwargs:
+            # sessionOptions.snapshotTime names the entity getSnapshotTime saved its value as
+            kwargs["snapshot_time"] = self.get(kwargs["snapshot_time"])
         session = await call_api(client, "start_session", **kwargs)
         self.add(options["id"], "session", session)
 

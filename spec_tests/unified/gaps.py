@@ -6,7 +6,8 @@ Three kinds, and nothing else is excused (a failing test outside them fails):
   because asyncmongo.testing does not do what mongod/mongos do, each with the specific
   missing behaviour. Only against the simulator: with ``MONGODB_URI`` they must pass.
 - :data:`KNOWN_DRIVER_GAPS`: tests that fail because asyncmongo lacks a behaviour, each
-  naming it and its issue; kept apart so they are not mistaken for simulator limits.
+  naming it and its issue; kept apart so they are not mistaken for simulator limits; and
+  :data:`API_NOT_BUILT`, the API methods/parameters the runner may find missing;
 - precise predicates on the simulator's own answer (:func:`simulator_gap_reason`: an unknown
   command, pipeline stage or fail point; :func:`simulator_error_gap`: a failCommand error
   lacking the label/codeName mongod adds).
@@ -24,6 +25,7 @@ from typing import Any, Final
 from asyncmongo.errors import OperationFailure
 
 __all__ = [
+    "API_NOT_BUILT",
     "KNOWN_DRIVER_GAPS",
     "SIMULATOR_GAPS",
     "known_gap_reason",
@@ -56,6 +58,15 @@ SIMULATOR_GAPS: Final[Mapping[tuple[str, str], str]] = {
 #: (path under spec_tests/data, test description) -> the driver behaviour that is missing,
 #: with its issue. These are driver bugs, listed only so CI stays green while they are open.
 KNOWN_DRIVER_GAPS: Final[Mapping[tuple[str, str], str]] = {
+}
+
+#: asyncmongo API pieces not built yet (``ApiMissing.what`` -> the missing behaviour and its
+#: issue). Any other missing method or parameter fails the test: it is a regression or a
+#: runner mapping bug, never a silent skip.
+API_NOT_BUILT: Final[Mapping[str, str]] = {
+    "AsyncCollection.list_indexes(batch_size=...)": (
+        "AsyncCollection.list_indexes takes no batch_size, so listIndexes cannot send "
+        "cursor.batchSize (index management spec, 'listIndexes' options; issue #10)"),
 }
 
 
