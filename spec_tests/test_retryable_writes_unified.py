@@ -16,24 +16,14 @@ from spec_tests.unified.target import TargetPool
 
 __all__ = ["target_pool"]
 
-_NO_PARTIAL_RESULT_ON_NETWORK_ERROR = (
-    "the onPrimaryTransactionalWrite fail point plays as mongod's (the write is refused and the "
-    "connection closed, on the retry too), but asyncmongo's Collection.bulk_write raises the "
-    "retry's network error (AutoReconnect) without the partial BulkWriteResult of the earlier "
-    "commands of the bulk, which the test expects in the error (expectError.expectResult)"
-)
-
 #: (file name, test description) -> the written reason it cannot pass here. The
 #: "succeeds after WriteConcernError" tests used to be skipped because the simulator's fail
 #: point attached its writeConcernError to the reply the store keeps for the retry; it now
 #: attaches it to a copy (asyncmongo/testing/failpoint.py), and they pass. The
-#: onPrimaryTransactionalWrite tests run (asyncmongo/testing/primary_write_failpoint.py).
-SKIPS: dict[tuple[str, str], str] = {
-    ("bulkWrite.json", description): _NO_PARTIAL_RESULT_ON_NETWORK_ERROR
-    for description in ("First insertOne is never committed",
-                        "Second updateOne is never committed",
-                        "Third updateOne is never committed")
-}
+#: onPrimaryTransactionalWrite tests run (asyncmongo/testing/primary_write_failpoint.py); the
+#: 3 bulkWrite ones that need a partial result on a network error are a known driver gap
+#: (spec_tests/unified/gaps.py KNOWN_DRIVER_GAPS).
+SKIPS: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.asyncio(loop_scope="module")
