@@ -8,9 +8,9 @@ Three kinds, and nothing else is excused (a failing test outside them fails):
 - :data:`KNOWN_DRIVER_GAPS`: tests that fail because asyncmongo lacks a behaviour, each
   naming it and its issue; kept apart so they are not mistaken for simulator limits; and
   :data:`API_NOT_BUILT`, the API methods/parameters the runner may find missing;
-- precise predicates on the simulator's own answer (:func:`simulator_gap_reason`: an unknown
-  command, pipeline stage or fail point; :func:`simulator_error_gap`: a failCommand error
-  lacking the label/codeName mongod adds).
+- a precise predicate on the simulator's own answer (:func:`simulator_gap_reason`): an
+  unknown command, pipeline stage or fail point that the test itself names, or a limit the
+  store states ("not supported by the asyncmongo store").
 
 A listed test that passes is reported as a failure ("remove the entry"), so the lists
 cannot go stale and hide a later regression.
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 from asyncmongo.errors import OperationFailure
 
@@ -29,7 +29,6 @@ __all__ = [
     "KNOWN_DRIVER_GAPS",
     "SIMULATOR_GAPS",
     "known_gap_reason",
-    "simulator_error_gap",
     "simulator_gap_reason",
 ]
 
@@ -122,26 +121,4 @@ def simulator_gap_reason(exc: BaseException, test_text: str) -> str | None:
         return f"asyncmongo.testing lacks this {what} (the test uses it): {message}"
     if "not supported by the asyncmongo store" in message:
         return f"asyncmongo.testing's store lacks this: {message}"
-    return None
-
-
-def simulator_error_gap(expected: Mapping[str, Any], exc: BaseException) -> str | None:
-    """Why a server error from the simulator misses what the test expects of a real one.
-
-    mongod and mongos label errors inside a transaction TransientTransactionError
-    themselves (the driver only labels network and selection errors), and name every code
-    ("Interrupted" for 11601); asyncmongo.testing's failCommand does neither.
-    """
-    reply = getattr(exc, "details", None) or getattr(exc, "errors", None)
-    if not isinstance(reply, Mapping) or "failCommand" not in str(reply.get("errmsg", "")):
-        return None
-    labels: frozenset[str] = getattr(exc, "error_labels", frozenset())
-    if ("TransientTransactionError" in expected.get("errorLabelsContain", ())
-            and "TransientTransactionError" not in labels):
-        return ("asyncmongo.testing's failCommand does not add the TransientTransactionError "
-                "label mongod/mongos add to this error inside a transaction")
-    name = str(reply.get("codeName", ""))
-    if "errorCodeName" in expected and name.startswith("Location"):
-        return (f"asyncmongo.testing's failCommand names code {reply.get('code')} {name!r}, "
-                f"not {expected['errorCodeName']!r}")
     return None

@@ -25,7 +25,7 @@ from spec_tests.unified.entities import ClientEntity, EntityMap
 from spec_tests.unified.errors import TestFormatError, Unsupported
 from spec_tests.unified.events import check_expected_events
 from spec_tests.unified.expect_error import check_error
-from spec_tests.unified.gaps import simulator_error_gap, simulator_gap_reason
+from spec_tests.unified.gaps import simulator_gap_reason
 from spec_tests.unified.logs import LogCapture, LogEntry, check_log_messages, messages_for
 from spec_tests.unified.matcher import MatchError, exactly_equal, match
 from spec_tests.unified.operations import VERBATIM_OPERATIONS, convert_arguments, find_handler
@@ -187,9 +187,6 @@ class UnifiedTestRunner:
                 check_error(operation["expectError"], exc, self.entities)
             except MatchError:
                 self._excuse(exc)
-                reason = simulator_error_gap(operation["expectError"], exc)
-                if reason is not None and self.excuse_simulator_gaps:
-                    raise Unsupported(reason) from exc
                 raise
             if propagate_errors:
                 raise
