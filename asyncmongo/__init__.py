@@ -45,7 +45,7 @@ from asyncmongo.results import (
     InsertOneResult,
     UpdateResult,
 )
-from asyncmongo.session import AsyncClientSession
+from asyncmongo.session import AsyncClientSession, SessionOptions, TransactionOptions
 
 __version__ = "0.1.0.dev0"
 
@@ -82,6 +82,8 @@ __all__ = [
     "ReturnDocument",
     "SearchIndexModel",
     "ServerApi",
+    "SessionOptions",
+    "TransactionOptions",
     "UpdateMany",
     "UpdateOne",
     "UpdateResult",

@@ -50,6 +50,7 @@ from asyncmongo.session import sessions_bound
 if TYPE_CHECKING:
     from asyncmongo.core.sdam.topology_description import TopologyDescription
     from asyncmongo.core.uri import ClientOptions
+    from asyncmongo.runtime.executor import Executor
     from asyncmongo.runtime.tasks import TaskSet
     from asyncmongo.runtime.topology import Topology
 
@@ -132,6 +133,8 @@ class ClientApi:
 
         @property
         def _topology_runtime(self) -> Topology: ...
+
+        _executor: Executor | None
 
     # -- construction (called from AsyncMongoClient.__init__) -------------------------------
 
@@ -395,6 +398,8 @@ class ClientApi:
         if executor is None:
             executor = OperationExecutor(self._topology_runtime)
             executor.sessions = self  # implicit sessions, retryWrites/retryReads (issue #10)
+            if self._executor is not None:
+                executor.clock = self._executor.clock  # one cluster time per client (sessions)
             self._operation_executor = executor
             self._update_publisher()
         return executor
