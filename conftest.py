@@ -1,7 +1,9 @@
-"""Test-wide settings: the event loop every async test runs on.
+"""Test-wide settings: the event loops async tests run on.
 
-Set ``ASYNCMONGO_TEST_LOOP=uvloop`` to run every async test on uvloop instead of asyncio's
-default loop.
+The runtime's tests (connections, pools, the topology, sessions) run twice in every test run,
+on asyncio's default loop and on uvloop, so each has an ``[asyncio]`` and a ``[uvloop]`` id:
+the runtime must behave the same on both (issue #8). Every other async test runs on asyncio's
+loop. ``ASYNCMONGO_TEST_LOOP=uvloop`` runs every async test on uvloop only (tox -e uvloop).
 """
 
 from __future__ import annotations
@@ -9,15 +11,29 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import pytest
+import uvloop
+
+LoopFactory = Callable[[], asyncio.AbstractEventLoop]
+
+ROOT = Path(__file__).resolve().parent
+RUNTIME_TESTS = tuple(
+    ROOT / "tests" / name for name in ("connection", "pool", "topology", "sessions")
+)
+BOTH_LOOPS: Mapping[str, LoopFactory] = {
+    "asyncio": asyncio.new_event_loop,
+    "uvloop": uvloop.new_event_loop,
+}
 
 
 def pytest_asyncio_loop_factories(
     config: pytest.Config, item: pytest.Item
-) -> Mapping[str, Callable[[], asyncio.AbstractEventLoop]]:
+) -> Mapping[str, LoopFactory]:
     if os.environ.get("ASYNCMONGO_TEST_LOOP") == "uvloop":
-        import uvloop
-
         return {"uvloop": uvloop.new_event_loop}
+    path = Path(str(item.path))
+    if any(path.is_relative_to(folder) for folder in RUNTIME_TESTS):
+        return BOTH_LOOPS
     return {"asyncio": asyncio.new_event_loop}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from asyncmongo.bson import ObjectId
 from asyncmongo.client import AsyncMongoClient
 from asyncmongo.core.sdam import ServerType, TopologyType
 from asyncmongo.core.sdam.events import ServerHeartbeatSucceededEvent
@@ -27,8 +28,10 @@ async def test_discovers_and_runs_commands(jongodb_uri: str) -> None:
             TopologyType.REPLICA_SET_WITH_PRIMARY,
         )
         assert server.server_type in (ServerType.STANDALONE, ServerType.RS_PRIMARY)
+        # the raw command adds no _id, and the shared jongodb (no drop) outlives this test
+        document = {"_id": ObjectId(), "x": 1}
         reply = await client._run_command(
-            "topology_tests", {"insert": "things", "documents": [{"x": 1}]}
+            "topology_tests", {"insert": "things", "documents": [document]}
         )
         assert reply["n"] == 1
         # the monitor keeps checking (streaming if jongodb sends topologyVersion, else polls)
