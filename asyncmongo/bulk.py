@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.bson.errors import BSONError
 from asyncmongo.core.address import Address
 from asyncmongo.core.concern import WriteConcern
 from asyncmongo.core.operations.base import Operation
@@ -29,6 +30,7 @@ from asyncmongo.core.operations.write import WriteCommand, WriteOptions
 from asyncmongo.errors import ClientBulkWriteException, InvalidArgument, MongoError
 from asyncmongo.operations import WriteModel
 from asyncmongo.results import (
+    BulkWriteResult,
     ClientBulkWriteResult,
     DeleteResult,
     InsertOneResult,
@@ -81,23 +83,35 @@ async def run_bulk(
     codec_options: CodecOptions,
     options: WriteOptions,
 ) -> BulkResult:
-    """A collection bulk write (runs of one kind, in batches); BulkWriteError on failure."""
+    """A collection bulk write (runs of one kind, in batches); BulkWriteError on failure.
+
+    Every MongoError or BSONError raised out of it (BulkWriteError, the retry's network
+    error, a timeout, a document too large for a later batch) carries ``partial_result``:
+    the BulkWriteResult of the batches acknowledged before it (None when unacknowledged), so
+    the caller knows what was already applied (CRUD spec, issue #10).
+    """
     acknowledged = write_concern.acknowledged
     result = BulkResult()
     operation_id = runner._next_operation_id()
-    for run in plan_runs(statements, options.ordered):
-        command: WriteCommand | None = WriteCommand(
-            namespace, run.kind, run.statements, write_concern, codec_options, options
+    try:
+        for run in plan_runs(statements, options.ordered):
+            command: WriteCommand | None = WriteCommand(
+                namespace, run.kind, run.statements, write_concern, codec_options, options
+            )
+            while command is not None:
+                batch = await runner._run_operation(command, operation_id)
+                if acknowledged:
+                    result.add(run, batch)
+                    if options.ordered and result.has_write_errors:
+                        result.raise_if_failed()
+                command = command.rest(batch.count)
+        if acknowledged:
+            result.raise_if_failed()
+    except (MongoError, BSONError) as exc:
+        exc.partial_result = (
+            BulkWriteResult(result.document(), True) if acknowledged else None
         )
-        while command is not None:
-            batch = await runner._run_operation(command, operation_id)
-            if acknowledged:
-                result.add(run, batch)
-                if options.ordered and result.has_write_errors:
-                    result.raise_if_failed()
-            command = command.rest(batch.count)
-    if acknowledged:
-        result.raise_if_failed()
+        raise
     return result
 
 

@@ -59,7 +59,20 @@ __all__ = [
 
 
 class MongoError(Exception):
-    """Base class of every error asyncmongo raises (except the BSON codec's own)."""
+    """Base class of every error asyncmongo raises (except the BSON codec's own).
+
+    ``partial_result``: on any error raised out of ``AsyncCollection.bulk_write`` or
+    ``insert_many`` (a network error, a timeout, a server error, a BulkWriteError), the
+    BulkWriteResult of what the server acknowledged before the failure (CRUD spec: a bulk
+    write error carries the partial result); None when the write was unacknowledged (w:0) or
+    the error did not come out of a collection bulk write. ``client.bulk_write`` keeps its own
+    on ClientBulkWriteException. PyMongo-compatible: BulkWriteError still has ``details``;
+    the attribute is an addition, and the error's type is unchanged so ``except`` clauses
+    (AutoReconnect, ...) keep working.
+    """
+
+    #: The partial BulkWriteResult of a failed collection bulk write (see the class doc).
+    partial_result: Any = None
 
     def __init__(self, message: str = "", error_labels: Iterable[str] | None = None) -> None:
         super().__init__(message)

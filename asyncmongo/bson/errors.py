@@ -11,6 +11,10 @@ from __future__ import annotations
 class BSONError(Exception):
     """Base class of every BSON error."""
 
+    #: Set by a collection bulk write that failed encoding a later batch: the partial
+    #: BulkWriteResult of the batches already acknowledged (see asyncmongo.errors.MongoError).
+    partial_result: object = None
+
 
 class InvalidBSON(BSONError):
     """The bytes are not valid BSON (bad length, truncated, unknown type, bad UTF-8, ...)."""

@@ -96,7 +96,9 @@ class CollectionWrites(CollectionBase):
     ) -> InsertManyResult:
         """Insert documents in order (``ordered=False``: all are attempted).
 
-        Failures raise BulkWriteError with each error's index in ``documents``.
+        Failures raise BulkWriteError with each error's index in ``documents``. Any error
+        raised (BulkWriteError, a network error, ...) has ``partial_result``: the
+        BulkWriteResult of the inserts acknowledged before it (None when w:0).
         """
         no_session(session)
         if isinstance(documents, Mapping) or not isinstance(documents, Sequence | list):
@@ -228,7 +230,15 @@ class CollectionWrites(CollectionBase):
         raw_data: bool | None = None,
     ) -> BulkWriteResult:
         """Run write models in batches; BulkWriteError carries every error with the index of
-        its model in ``requests``."""
+        its model in ``requests``.
+
+        Every error raised out of it, whatever its type (BulkWriteError, AutoReconnect after
+        the retry, a timeout, DocumentTooLarge, ...), has ``partial_result``: the
+        BulkWriteResult of the batches the server acknowledged before the failure, so the
+        caller knows what was already applied (an ordered bulk whose second batch fails
+        counts the first). It is None for an unacknowledged (w:0) write. BulkWriteError
+        keeps PyMongo's ``details`` (the same totals plus the errors) as well.
+        """
         no_session(session)
         if isinstance(requests, str | bytes | Mapping) or not isinstance(requests, Iterable):
             raise InvalidArgument("requests must be a list of write models")

@@ -4,7 +4,8 @@ isError, isClientError (not derived from a server reply), isTimeoutError (timeou
 errorContains (case-insensitive; a bulk write error's individual messages count),
 errorCode / errorCodeName (the server's, including a bulk write's write errors and write
 concern error), errorLabelsContain / errorLabelsOmit, errorResponse (the server reply as a
-root-level document), expectResult (the partial result a bulk write error carries),
+root-level document), expectResult (the partial result a bulk write error carries: a
+BulkWriteError's details, or ``partial_result`` on any error out of a bulk write),
 writeErrors / writeConcernErrors (client bulk write).
 """
 
@@ -14,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from asyncmongo.errors import (
+    BSONError,
     BulkWriteError,
     ClientBulkWriteException,
     MongoError,
@@ -160,7 +162,9 @@ def _error_response(want: Any, exc: BaseException, ctx: MatchContext | None) -> 
 def _expect_result(want: Any, exc: BaseException, ctx: MatchContext | None) -> None:
     if isinstance(exc, BulkWriteError):
         actual: Any = bulk_write_result_document(exc.details or {})
-    elif isinstance(exc, ClientBulkWriteException) and exc.partial_result is not None:
+    elif isinstance(exc, MongoError | BSONError) and exc.partial_result is not None:
+        # a collection bulk write's partial BulkWriteResult on any other error (issue #10)
+        # or a client bulk write's on ClientBulkWriteException
         actual = result_document(exc.partial_result)
     elif isinstance(exc, ClientBulkWriteException) and _may_be_unset(want):
         return  # no write succeeded: the partial result is unset, as the test allows

@@ -56,17 +56,7 @@ SIMULATOR_GAPS: Final[Mapping[tuple[str, str], str]] = {
 
 #: (path under spec_tests/data, test description) -> the driver behaviour that is missing,
 #: with its issue. These are driver bugs, listed only so CI stays green while they are open.
-KNOWN_DRIVER_GAPS: Final[Mapping[tuple[str, str], str]] = {
-    ("retryable-writes/unified/bulkWrite.json", description): (
-        "asyncmongo's Collection.bulk_write raises the retry's network error (AutoReconnect) "
-        "without the partial BulkWriteResult of the bulk's earlier commands, which the test "
-        "expects in the error (expectError.expectResult; the simulator's "
-        "onPrimaryTransactionalWrite refuses the write and closes the connection as mongod "
-        "does); issue #10")
-    for description in ("First insertOne is never committed",
-                        "Second updateOne is never committed",
-                        "Third updateOne is never committed")
-}
+KNOWN_DRIVER_GAPS: Final[Mapping[tuple[str, str], str]] = {}
 
 #: asyncmongo API pieces not built yet (``ApiMissing.what`` -> the missing behaviour and its
 #: issue). Any other missing method or parameter fails the test: it is a regression or a
