@@ -20,9 +20,9 @@ __all__ = ["target_pool"]
 #: "succeeds after WriteConcernError" tests used to be skipped because the simulator's fail
 #: point attached its writeConcernError to the reply the store keeps for the retry; it now
 #: attaches it to a copy (asyncmongo/testing/failpoint.py), and they pass. The
-#: onPrimaryTransactionalWrite tests run (asyncmongo/testing/primary_write_failpoint.py); the
-#: 3 bulkWrite ones that need a partial result on a network error are a known driver gap
-#: (spec_tests/unified/gaps.py KNOWN_DRIVER_GAPS).
+#: onPrimaryTransactionalWrite tests run (asyncmongo/testing/primary_write_failpoint.py),
+#: including the 3 bulkWrite ones that expect the error's partial result (partial_result on
+#: every error out of a collection bulk write, issue #10).
 SKIPS: dict[tuple[str, str], str] = {}
 
 
