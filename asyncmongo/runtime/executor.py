@@ -367,6 +367,31 @@ class Executor:
         self.clock.advance(conn.hello)
         return conn
 
+    async def _release_after_error(
+        self, server: Server, conn: Connection, generation: int, exc: BaseException
+    ) -> None:
+        """Give back the connection an operation failed on: SDAM hears of the error first, so
+        a cleared pool closes this connection as stale on check-in (SDAM: "Pool is cleared
+        before application connection is checked in"); a cancelled operation's connection is
+        never reused."""
+        pool = server.pool
+        if not isinstance(exc, Exception):
+            pool.discard(conn, exc)
+            return
+        try:
+            await self._topology.handle_application_error(
+                server.address,
+                exc,
+                generation,
+                max_wire_version=conn.max_wire_version,
+                service_id=conn.service_id,
+            )
+        finally:
+            if conn.is_closed:
+                pool.discard(conn, exc)
+            else:
+                pool.check_in(conn)
+
     async def _run(
         self,
         server: Server,
@@ -382,24 +407,7 @@ class Executor:
         try:
             reply = await conn.command(db, command, deadline=deadline, codec_options=codec_options)
         except BaseException as exc:
-            if not isinstance(exc, Exception):  # cancelled: the connection is never reused
-                pool.discard(conn, exc)
-                raise
-            try:
-                # SDAM first, so a cleared pool closes this connection as stale on check-in
-                # (SDAM: "Pool is cleared before application connection is checked in").
-                await self._topology.handle_application_error(
-                    server.address,
-                    exc,
-                    generation,
-                    max_wire_version=conn.max_wire_version,
-                    service_id=conn.service_id,
-                )
-            finally:
-                if conn.is_closed:
-                    pool.discard(conn, exc)
-                else:
-                    pool.check_in(conn)
+            await self._release_after_error(server, conn, generation, exc)
             raise
         error = ApplicationError.from_command_reply(
             reply, generation, max_wire_version=conn.max_wire_version, service_id=conn.service_id

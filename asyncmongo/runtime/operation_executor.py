@@ -180,24 +180,7 @@ class OperationExecutor(Executor):
         except BaseException as exc:
             if monitored:
                 self._failed(started, begin, failure_document(exc), exc)
-            if not isinstance(exc, Exception):  # cancelled: the connection is never reused
-                pool.discard(conn, exc)
-                raise
-            try:
-                # SDAM first, so a cleared pool closes this connection as stale on check-in
-                # (SDAM: "Pool is cleared before application connection is checked in").
-                await self._topology.handle_application_error(
-                    server.address,
-                    exc,
-                    generation,
-                    max_wire_version=conn.max_wire_version,
-                    service_id=conn.service_id,
-                )
-            finally:
-                if conn.is_closed:
-                    pool.discard(conn, exc)
-                else:
-                    pool.check_in(conn)
+            await self._release_after_error(server, conn, generation, exc)
             raise
         if command.unacknowledged:
             reply = {"ok": 1}
