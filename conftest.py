@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
 import uvloop
+
+from asyncmongo.bson import codec
 
 LoopFactory = Callable[[], asyncio.AbstractEventLoop]
 
@@ -37,3 +39,27 @@ def pytest_asyncio_loop_factories(
     if any(path.is_relative_to(folder) for folder in RUNTIME_TESTS):
         return BOTH_LOOPS
     return {"asyncio": asyncio.new_event_loop}
+
+
+@pytest.fixture(params=codec.available_implementations())
+def bson_impl(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Run a BSON test once per codec implementation this install has (``python``, ``c``).
+
+    ``ASYNCMONGO_REQUIRE_EXTENSIONS=1`` (set by .ci/run) turns a missing accelerator into a
+    failure instead of a shorter parameter list.
+    """
+    before = codec.implementation()
+    codec.use_implementation(request.param)
+    try:
+        yield request.param
+    finally:
+        codec.use_implementation(before)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if os.environ.get("ASYNCMONGO_REQUIRE_EXTENSIONS") and "c" not in (
+        codec.available_implementations()
+    ):
+        raise pytest.UsageError(
+            "ASYNCMONGO_REQUIRE_EXTENSIONS is set but the BSON C accelerators are not built"
+        )

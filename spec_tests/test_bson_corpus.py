@@ -45,6 +45,9 @@ from asyncmongo.bson.errors import (
 from asyncmongo.bson.json_util import JSONMode, JSONOptions, dumps, loads
 from asyncmongo.bson.types import DatetimeConversion, Regex
 
+#: Every case runs on each codec implementation this install has (conftest.py).
+pytestmark = pytest.mark.usefixtures("bson_impl")
+
 CORPUS = Path(__file__).parent / "data" / "bson-corpus"
 
 # Decode exactly as the corpus describes values: out-of-range dates as DatetimeMS, UUID

@@ -42,6 +42,9 @@ from asyncmongo.bson import (
     encode,
 )
 
+#: Every case runs on each codec implementation this install has (conftest.py).
+pytestmark = pytest.mark.usefixtures("bson_impl")
+
 OID = ObjectId("5f1d7f8e9a0b1c2d3e4f5a6b")
 
 # One value of every BSON type, as decoding gives it back.
