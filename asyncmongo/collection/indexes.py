@@ -80,17 +80,32 @@ class CollectionIndexes(CollectionBase):
         return await self._run(op, raw_data)
 
     async def list_indexes(
-        self, session: Any = None, comment: Any = None, raw_data: bool | None = None
+        self,
+        session: Any = None,
+        comment: Any = None,
+        batch_size: int | None = None,
+        *,
+        raw_data: bool | None = None,
     ) -> AsyncCommandCursor:
+        """A cursor over the collection's index documents (none if it does not exist).
+
+        ``batch_size`` is sent as listIndexes' ``cursor.batchSize`` and on every getMore
+        (index-management "listIndexes" options; PyMongo has no such parameter).
+        """
         no_session(session)
+        if batch_size is not None and (type(batch_size) is not int or batch_size < 0):
+            raise InvalidArgument(f"batch_size must be an int >= 0, not {batch_size!r}")
         op = index_ops.list_indexes(
             self._namespace,
+            batch_size=batch_size,
             comment=comment,
             read_preference=self._read_preference,
             codec_options=self._codec_options,
         )
         page = await self._client._run_cursor_operation(with_raw_data(op, raw_data))
-        return AsyncCommandCursor(self._client, page, self._codec_options, comment=comment)
+        return AsyncCommandCursor(
+            self._client, page, self._codec_options, batch_size=batch_size or 0, comment=comment
+        )
 
     async def index_names(self, session: Any = None, comment: Any = None) -> list[str]:
         """The names of the collection's indexes (index-management's listIndexNames; not in

@@ -61,11 +61,7 @@ KNOWN_DRIVER_GAPS: Final[Mapping[tuple[str, str], str]] = {}
 #: asyncmongo API pieces not built yet (``ApiMissing.what`` -> the missing behaviour and its
 #: issue). Any other missing method or parameter fails the test: it is a regression or a
 #: runner mapping bug, never a silent skip.
-API_NOT_BUILT: Final[Mapping[str, str]] = {
-    "AsyncCollection.list_indexes(batch_size=...)": (
-        "AsyncCollection.list_indexes takes no batch_size, so listIndexes cannot send "
-        "cursor.batchSize (index management spec, 'listIndexes' options; issue #10)"),
-}
+API_NOT_BUILT: Final[Mapping[str, str]] = {}
 
 
 def known_gap_reason(key: tuple[str, str], *, simulated: bool) -> str | None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from asyncmongo.bson.types import Int64
-from asyncmongo.testing.store import expressions
+from asyncmongo.testing.store import expressions, search_indexes
 from asyncmongo.testing.store.collection import Index, id_key
 from asyncmongo.testing.store.compare import hash_key, integral
 from asyncmongo.testing.store.database import Namespaces
@@ -491,6 +491,11 @@ def _merge_one(target: Any, doc: Document, on_fields: list[str], when_matched: s
     target.replace(key, new)
 
 
+def _list_search_indexes(argument: Any, context: PipelineContext) -> Stage:
+    """$listSearchIndexes: a mongod without Atlas Search refuses it at parse time."""
+    search_indexes.list_search_indexes_stage(argument)
+
+
 def _documents_stage(argument: Any, context: PipelineContext) -> Stage:
     expression = expressions.parse(argument)
 
@@ -523,4 +528,5 @@ _STAGES: dict[str, Callable[[Any, PipelineContext], Stage]] = {
     "$lookup": _lookup,
     "$out": _out,
     "$merge": _merge,
+    search_indexes.STAGE: _list_search_indexes,
 }

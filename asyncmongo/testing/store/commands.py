@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from asyncmongo.bson.objectid import ObjectId
-from asyncmongo.testing.store import admin, client_bulk, crud, snapshots
+from asyncmongo.testing.store import admin, client_bulk, crud, search_indexes, snapshots
 from asyncmongo.testing.store.collation import parse_collation, using
 from asyncmongo.testing.store.collection import new_uuid
 from asyncmongo.testing.store.context import CommandContext, SessionContext
@@ -80,6 +80,9 @@ class Store:
             "listIndexes": admin.list_indexes,
             "dropIndexes": admin.drop_indexes,
             "deleteIndexes": admin.drop_indexes,
+            "createSearchIndexes": search_indexes.create_search_indexes,
+            "updateSearchIndex": search_indexes.update_search_index,
+            "dropSearchIndex": search_indexes.drop_search_index,
             "endSessions": self._end_sessions,
         }
 

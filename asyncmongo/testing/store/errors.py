@@ -43,6 +43,7 @@ CODE_NAMES: dict[int, str] = {
     263: "OperationNotSupportedInTransaction",
     15955: "Location15955",
     16410: "Location16410",
+    31082: "SearchNotEnabled",
     31253: "Location31253",
     31254: "Location31254",
     40324: "Location40324",
