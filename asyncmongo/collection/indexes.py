@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from asyncmongo.collection.aggregate import aggregate_cursor
 from asyncmongo.collection.arguments import (
     MAX_TIME,
     command_options,
-    snake,
     with_raw_data,
 )
 from asyncmongo.collection.base import CollectionBase
@@ -21,17 +20,14 @@ from asyncmongo.core.operations.common import (
     index_keys,
     index_name,
 )
+from asyncmongo.core.selection import PRIMARY
 from asyncmongo.cursor import AsyncCommandCursor
 from asyncmongo.errors import InvalidArgument
 from asyncmongo.operations import IndexModel, SearchIndexModel
 from asyncmongo.scope import no_session
 from asyncmongo.session import sessions_bound
 
-if TYPE_CHECKING:
-    pass
-
 __all__ = ["CollectionIndexes"]
-
 
 
 @sessions_bound
@@ -153,29 +149,31 @@ class CollectionIndexes(CollectionBase):
         await self._run(op, raw_data)
 
     # -- search indexes (Atlas) -------------------------------------------------------------
+    # index-management "Search Indexes": no read or write concern is sent (Atlas refuses
+    # them); keyword arguments go into the command under their server names, as in PyMongo
+    # (``max_time_ms`` is also accepted for ``maxTimeMS``).
 
     async def create_search_index(
         self, model: Any, session: Any = None, comment: Any = None, **kwargs: Any
     ) -> str:
-        """Create one search index (a SearchIndexModel or its fields as a mapping); its name."""
+        """Create one search index (a SearchIndexModel, or a mapping of its arguments:
+        ``definition``, ``name``, ``type``); returns its name. Needs an Atlas deployment."""
         names = await self.create_search_indexes([model], session, comment, **kwargs)
         return names[0]
 
     async def create_search_indexes(
         self, models: Iterable[Any], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> list[str]:
-        """createSearchIndexes (no read or write concern is sent: Atlas refuses them)."""
+        """Create several search indexes with one createSearchIndexes; returns their names
+        in order. Needs an Atlas deployment."""
         no_session(session)
-        snake(kwargs, frozenset(), "create_search_indexes")
-        documents = []
-        for model in models:
-            if isinstance(model, Mapping):
-                model = SearchIndexModel(**model)
-            if not isinstance(model, SearchIndexModel):
-                raise InvalidArgument(f"{model!r} is not a SearchIndexModel")
-            documents.append(model.document)
+        documents = [_search_model(model).document for model in models]
         op = search_ops.create_search_indexes(
-            self._namespace, documents, comment=comment, codec_options=self._codec_options
+            self._namespace,
+            documents,
+            comment=comment,
+            options=_search_options(kwargs),
+            codec_options=self._codec_options,
         )
         return await self._run(op)
 
@@ -187,33 +185,65 @@ class CollectionIndexes(CollectionBase):
         comment: Any = None,
         **kwargs: Any,
     ) -> None:
+        """Replace the definition of the search index ``name`` (the server applies it
+        asynchronously: poll list_search_indexes to see it)."""
         no_session(session)
-        snake(kwargs, frozenset(), "update_search_index")
         op = search_ops.update_search_index(
-            self._namespace, name, definition, comment=comment, codec_options=self._codec_options
+            self._namespace,
+            name,
+            definition,
+            comment=comment,
+            options=_search_options(kwargs),
+            codec_options=self._codec_options,
         )
         await self._run(op)
 
     async def drop_search_index(
         self, name: str, session: Any = None, comment: Any = None, **kwargs: Any
     ) -> None:
-        """Drop a search index (a missing one is not an error: drops are idempotent)."""
+        """Drop the search index ``name``; a missing collection is not an error (the spec:
+        drops are idempotent)."""
         no_session(session)
-        snake(kwargs, frozenset(), "drop_search_index")
         op = search_ops.drop_search_index(
-            self._namespace, name, comment=comment, codec_options=self._codec_options
+            self._namespace,
+            name,
+            comment=comment,
+            options=_search_options(kwargs),
+            codec_options=self._codec_options,
         )
         await self._run(op)
 
     async def list_search_indexes(
         self, name: str | None = None, session: Any = None, comment: Any = None, **kwargs: Any
     ) -> AsyncCommandCursor:
-        """A cursor over the search indexes (``$listSearchIndexes``); kwargs are aggregate's
-        options (also accepted grouped as ``aggregation_options``, the spec's name)."""
+        """A cursor over the search indexes (all, or the one named ``name``): an aggregate
+        with ``$listSearchIndexes``, on the primary as in PyMongo. ``kwargs`` are aggregate's
+        options (``batch_size``, ``max_time_ms``, ...), also accepted grouped as
+        ``aggregation_options`` (the spec's name)."""
         no_session(session)
         grouped = kwargs.pop("aggregation_options", None) or {}
         kwargs = {**check_document(grouped, "aggregation_options"), **kwargs}
-        plain = self.with_options(read_concern=ReadConcern(), write_concern=WriteConcern())
+        plain = self.with_options(
+            read_preference=PRIMARY, read_concern=ReadConcern(), write_concern=WriteConcern()
+        )
         pipeline = search_ops.list_search_indexes_pipeline(name)
         namespace = self._namespace
         return await aggregate_cursor(plain, namespace, False, pipeline, None, comment, kwargs)
+
+
+def _search_model(model: Any) -> SearchIndexModel:
+    """A SearchIndexModel, or one made from a mapping of its arguments (as PyMongo does)."""
+    if isinstance(model, SearchIndexModel):
+        return model
+    if isinstance(model, Mapping) and "definition" in model:
+        if all(isinstance(key, str) for key in model):
+            return SearchIndexModel(**model)
+    raise InvalidArgument(
+        f"{model!r} is not a SearchIndexModel (or a mapping with its 'definition')"
+    )
+
+
+def _search_options(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The search index commands' extra fields: PyMongo's kwargs, verbatim, with our usual
+    ``max_time_ms`` spelled as the server's ``maxTimeMS``."""
+    return {("maxTimeMS" if key == "max_time_ms" else key): value for key, value in kwargs.items()}

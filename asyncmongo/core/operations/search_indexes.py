@@ -4,6 +4,10 @@ createSearchIndexes, updateSearchIndex and dropSearchIndex are plain commands th
 carry a read or write concern (Atlas refuses them); listing is an aggregate with
 ``$listSearchIndexes`` (``asyncmongo.core.operations.aggregate``). dropSearchIndex of a
 missing index or collection (NamespaceNotFound) succeeds, so drops are idempotent.
+
+The spec's option structs are empty ("future proof"); PyMongo passes any keyword arguments
+into the command under their server names (``maxTimeMS``), and so do these builders
+(``options``), refusing only a field that would replace one the command is made of.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from asyncmongo.core.operations.base import Target
 from asyncmongo.core.operations.command import CommandOperation
 from asyncmongo.core.operations.common import Namespace, check_document, put
 from asyncmongo.core.operations.replies import check_reply, is_namespace_not_found
+from asyncmongo.errors import InvalidArgument
 
 __all__ = [
     "create_search_indexes",
@@ -24,6 +29,7 @@ __all__ = [
     "search_index_document",
     "update_search_index",
 ]
+
 
 def search_index_document(
     definition: Mapping[str, Any], name: str | None = None, type: str | None = None
@@ -42,6 +48,7 @@ def create_search_indexes(
     indexes: Sequence[Mapping[str, Any]],
     *,
     comment: Any = None,
+    options: Mapping[str, Any] | None = None,
     codec_options: CodecOptions,
 ) -> CommandOperation[list[str]]:
     """createSearchIndexes; the result is the created indexes' names, in order (an empty list
@@ -50,7 +57,7 @@ def create_search_indexes(
         "createSearchIndexes": namespace.collection,
         "indexes": list(indexes),
     }
-    put(command, "comment", comment)
+    _add_options(command, comment, options)
 
     def parse(reply: Mapping[str, Any]) -> list[str]:
         check_reply(reply)
@@ -65,22 +72,30 @@ def update_search_index(
     definition: Mapping[str, Any],
     *,
     comment: Any = None,
+    options: Mapping[str, Any] | None = None,
     codec_options: CodecOptions,
 ) -> CommandOperation[None]:
+    """updateSearchIndex: replace the named index's definition."""
     command: dict[str, Any] = {
         "updateSearchIndex": namespace.collection,
         "name": name,
         "definition": check_document(definition, "definition"),
     }
-    put(command, "comment", comment)
+    _add_options(command, comment, options)
     return CommandOperation(namespace.database, command, _checked, Target.write(), codec_options)
 
 
 def drop_search_index(
-    namespace: Namespace, name: str, *, comment: Any = None, codec_options: CodecOptions
+    namespace: Namespace,
+    name: str,
+    *,
+    comment: Any = None,
+    options: Mapping[str, Any] | None = None,
+    codec_options: CodecOptions,
 ) -> CommandOperation[None]:
+    """dropSearchIndex; NamespaceNotFound is success (the spec: drops are idempotent)."""
     command: dict[str, Any] = {"dropSearchIndex": namespace.collection, "name": name}
-    put(command, "comment", comment)
+    _add_options(command, comment, options)
 
     def parse(reply: Mapping[str, Any]) -> None:
         if is_namespace_not_found(reply):
@@ -94,6 +109,19 @@ def drop_search_index(
 def list_search_indexes_pipeline(name: str | None) -> list[dict[str, Any]]:
     """``[{$listSearchIndexes: {name?}}]``."""
     return [{"$listSearchIndexes": {"name": name} if name is not None else {}}]
+
+
+def _add_options(
+    command: dict[str, Any], comment: Any, options: Mapping[str, Any] | None
+) -> None:
+    """``comment`` and the caller's extra fields, which may not replace the command's own
+    (a misplaced ``name=`` must not silently rename the index)."""
+    put(command, "comment", comment)
+    for key, value in (options or {}).items():
+        if not isinstance(key, str) or key in command:
+            raise InvalidArgument(f"{next(iter(command))} option {key!r} is not allowed: the "
+                                  "command sets it")
+        command[key] = value
 
 
 def _checked(reply: Mapping[str, Any]) -> None:
