@@ -10,7 +10,9 @@ Modules: ``compare`` (BSON order), ``paths`` (dotted paths), ``matcher`` (query 
 the catalog), ``cursors``, ``crud``/``admin`` (the commands), ``client_bulk`` (8.0's admin
 ``bulkWrite``), ``transactions`` (sessions, transactions, retryable writes), ``snapshots``
 (snapshot reads' bounded history by cluster time), ``local_sessions`` (the session cache
-``$listLocalSessions`` lists), ``collation``,
+``$listLocalSessions`` lists), ``search_indexes`` (Atlas search index commands and
+``$listSearchIndexes``, refused with SearchNotEnabled as by a mongod without Atlas Search),
+``collation``,
 ``validation`` (validators), ``where`` (the
 ``$where`` scripts without JavaScript; their ``sleep`` is awaited by the server front end) and
 ``commands`` (``Store``, the routing).
