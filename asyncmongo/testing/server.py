@@ -38,6 +38,7 @@ from asyncmongo.testing.replies import error_reply
 from asyncmongo.testing.replset import ReplicaSetGroup
 from asyncmongo.testing.scram import SaslServer, UserDirectory
 from asyncmongo.testing.store import SessionContext, Store
+from asyncmongo.testing.store.tailable import DEFAULT_AWAIT_MS
 from asyncmongo.testing.store.transactions import lsid_of
 from asyncmongo.testing.store.where import javascript_sleeps
 from asyncmongo.testing.streaming import TopologyClock, awaitable_hello
@@ -61,6 +62,8 @@ _ENVELOPE = frozenset({"$db", "$readPreference", "$clusterTime", "apiVersion", "
 #: mongod blocks the write until the transaction ends, the synchronous store answers
 #: WriteConflict at once, so the front end waits a little (0.3 s in all) before giving up.
 LOCK_WAIT_PAUSES = (0.005, 0.01, 0.02, 0.04, 0.08, 0.145)
+#: How often an awaitData getMore looks for new documents while it waits (seconds).
+AWAIT_DATA_POLL_S = 0.005
 
 StepDownHook = Callable[["SimServer"], Awaitable[None]]
 
@@ -660,6 +663,8 @@ class SimServer:
             return error_reply(123, "node needs to be a replica set member to use "
                                     "readConcern: snapshot", command)
         reply = await self._handle_in_store(name, db, body, command)
+        if name == "getMore" and self.store.awaits_data(body):
+            reply = await self._await_data(db, body, command, reply)
         if name in WRITE_COMMANDS and self.replica_set is not None and reply.get("ok"):
             self.replica_set.record_write(_now())
             return await self._wait_for_write_concern(command.get("writeConcern"), reply)
@@ -691,6 +696,24 @@ class SimServer:
             await asyncio.sleep(float(command["maxTimeMS"]) / 1000)
             return error_reply(50, "operation exceeded time limit")
         await asyncio.sleep(slept.ms / 1000)
+        return reply
+
+    async def _await_data(self, db: str, body: Mapping[str, Any], command: Mapping[str, Any],
+                          reply: dict[str, Any]) -> dict[str, Any]:
+        """An awaitData getMore that found nothing waits for new documents up to its
+        maxTimeMS (mongod's default: 1 s), asking the store again every few ms; then it
+        answers what came, or the empty batch (mongod: no error when the wait ends)."""
+        limit = command.get("maxTimeMS")
+        wait_ms = limit if isinstance(limit, int) and not isinstance(limit, bool) and (
+            limit > 0) else DEFAULT_AWAIT_MS
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_ms / 1000
+        while _empty_open_batch(reply) and self.store.awaits_data(body):
+            left = deadline - loop.time()
+            if left <= 0:
+                break
+            await asyncio.sleep(min(AWAIT_DATA_POLL_S, left))
+            reply = await self._store_handle(db, body, command)
         return reply
 
     def _store_time(self) -> Timestamp | None:
@@ -799,6 +822,12 @@ def _max_time_exceeded(command: Mapping[str, Any], spent_ms: float) -> bool:
     if isinstance(limit, bool) or not isinstance(limit, int | float):
         return False
     return 0 < int(limit) <= spent_ms
+
+
+def _empty_open_batch(reply: Mapping[str, Any]) -> bool:
+    """A getMore reply with no documents whose cursor stays open."""
+    cursor = reply.get("cursor")
+    return _open_cursor(reply) and isinstance(cursor, Mapping) and not cursor.get("nextBatch")
 
 
 def _open_cursor(reply: Mapping[str, Any]) -> bool:

@@ -33,26 +33,7 @@ __all__ = [
 ]
 
 #: (path under spec_tests/data, test description) -> what asyncmongo.testing lacks.
-SIMULATOR_GAPS: Final[Mapping[tuple[str, str], str]] = {
-    ("collection-management/timeseries-collection.json", "insertMany with duplicate ids"): (
-        "asyncmongo.testing has no time series collections: on mongod a time series "
-        "collection has no unique _id index, so two documents with _id 1 are both inserted; "
-        "the simulator creates an ordinary collection and answers E11000 duplicate key"),
-    ("command-logging-and-monitoring/monitoring/find.json",
-     "A successful find with showRecordId and returnKey"): (
-        "asyncmongo.testing ignores find's returnKey/showRecordId: mongod returns only the "
-        "index key of the plan ({_id}) and $recordId; the simulator returns whole documents "
-        "(the driver's command, with both options, matches the expected commandStartedEvent)"),
-    ("crud/unified/estimatedDocumentCount.json",
-     "estimatedDocumentCount works correctly on views"): (
-        "asyncmongo.testing has no views: create with viewOn/pipeline makes an empty "
-        "collection, so count on the view answers 0 where mongod evaluates the view (2)"),
-    ("run-command/unified/runCursorCommand.json",
-     "does not close the cursor when receiving an empty batch"): (
-        "asyncmongo.testing has no tailable cursors: a tailable find on a capped collection "
-        "is closed (id 0) when its data is exhausted, so the driver correctly sends no "
-        "further getMore and killCursors; mongod keeps it open and answers an empty batch"),
-}
+SIMULATOR_GAPS: Final[Mapping[tuple[str, str], str]] = {}
 
 #: (path under spec_tests/data, test description) -> the driver behaviour that is missing,
 #: with its issue. These are driver bugs, listed only so CI stays green while they are open.

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from asyncmongo.testing.store import timeseries, views
 from asyncmongo.testing.store.collection import ID_INDEX_NAME, Collection, make_index
+from asyncmongo.testing.store.compare import integral
 from asyncmongo.testing.store.context import (
     CommandContext,
     collection_name,
@@ -33,6 +35,7 @@ def _reply(**fields: Any) -> Reply:
 def create(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     name = collection_name(command, "create", ctx.db_name)
     options = {k: v for k, v in command.items() if k not in _CREATE_IGNORED}
+    options = _special_options(ctx.db_name, options)
     existing = ctx.namespaces.get(ctx.db_name, name)
     if existing is not None:
         if strict_key(existing.options) == strict_key(options):
@@ -43,12 +46,33 @@ def create(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     if clustered is not None:
         options["clusteredIndex"] = _clustered_spec(clustered)
     collection = ctx.namespaces.create(ctx.db_name, name, options)
+    if collection.is_timeseries:
+        timeseries.set_up(collection)
     if clustered is not None:
         index = collection.indexes.pop(ID_INDEX_NAME)
         index.name = options["clusteredIndex"]["name"]
         index.spec = {**options["clusteredIndex"], "clustered": True}
         collection.indexes = {index.name: index, **collection.indexes}
     return _reply()
+
+
+def _special_options(db_name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """A view's, a time series or a capped collection's create options, validated and
+    completed as mongod lists them."""
+    if "viewOn" in options:
+        return views.view_options(db_name, options)
+    if "pipeline" in options:
+        raise StoreError(72, "'pipeline' requires 'viewOn' to also be specified")
+    if "timeseries" in options:
+        options["timeseries"] = timeseries.timeseries_options(options["timeseries"], options)
+    if options.get("capped") is True:
+        size = options.get("size")
+        whole = integral(size) if size is not None else None
+        if whole is None:
+            raise StoreError(72, "the 'size' field is required when 'capped' is true")
+        if whole <= 0:
+            raise bad_value("size has to be a positive number")
+    return options
 
 
 _COLL_MOD_OPTIONS = frozenset({"validator", "validationLevel", "validationAction",
@@ -91,6 +115,10 @@ def drop(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
 
 
 def _collection_info(collection: Collection) -> dict[str, Any]:
+    if collection.is_view:
+        return views.view_info(collection)
+    if collection.is_timeseries:
+        return timeseries.timeseries_info(collection)
     info: dict[str, Any] = {
         "name": collection.name,
         "type": "collection",
@@ -112,7 +140,7 @@ def list_collections(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
             continue
         info = _collection_info(collection)
         if predicate(info):
-            entries.append({"name": name, "type": "collection"} if name_only else info)
+            entries.append({"name": name, "type": info["type"]} if name_only else info)
     batch_size = optional_int(optional_document(command, "cursor") or {}, "batchSize")
     cursor = ctx.cursors.first_batch(f"{ctx.db_name}.$cmd.listCollections", entries,
                                      batch_size, lsid_key=ctx.lsid_key)

@@ -3,6 +3,11 @@
 Documents are never changed in place: a write stores a new document object, so a clone (a
 transaction's snapshot) can share the others. Every write goes through ``guard`` first, which is
 how the store detects write conflicts between transactions and plain writes.
+
+Each document has a record id (mongod's RecordId: an increasing int64 given at insert, kept by
+updates): ``find``'s ``showRecordId`` shows it and a tailable cursor resumes after it. A capped
+collection (``capped: true`` with ``size`` bytes and optionally ``max`` documents) removes its
+oldest documents when an insert takes it past either limit, as mongod does.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from asyncmongo.testing.store.errors import StoreError
 from asyncmongo.testing.store.matcher import Predicate, compile_filter
 from asyncmongo.testing.store.paths import MISSING, collect, split_path
 from asyncmongo.testing.store.render import render
+from asyncmongo.testing.store.values import approximate_size
 
 Document = dict[str, Any]
 P = ParamSpec("P")
@@ -29,6 +35,8 @@ R = TypeVar("R")
 Guard = Callable[["Collection", Any], None]
 
 ID_INDEX_NAME = "_id_"
+#: The head of a time series measurement's storage key (never equal to an ``_id`` key).
+_MEASUREMENT = object()
 _MAX_KEYS_PER_DOCUMENT = 10_000
 
 
@@ -125,6 +133,9 @@ class Collection:
                                                                "name": ID_INDEX_NAME})
         self.indexes: dict[str, Index] = {ID_INDEX_NAME: self.id_index}
         self.guard: Guard | None = None
+        #: document key -> its record id (insertion order, as ``documents``).
+        self.record_ids: dict[Any, int] = {}
+        self.next_record_id = 1
 
     def __repr__(self) -> str:
         return (f"Collection({self.namespace!r}: {len(self.documents)} documents, "
@@ -139,8 +150,33 @@ class Collection:
         copy = Collection(self.db_name, self.name, self.options, self.uuid)
         copy.documents = dict(self.documents)
         copy.indexes = {name: index.copy() for name, index in self.indexes.items()}
-        copy.id_index = copy.indexes[self.id_index.name]
+        copy.id_index = copy.indexes.get(self.id_index.name, self.id_index)
+        copy.record_ids = dict(self.record_ids)
+        copy.next_record_id = self.next_record_id
         return copy
+
+    @property
+    def capped(self) -> bool:
+        return self.options.get("capped") is True
+
+    @property
+    def is_view(self) -> bool:
+        """A view (``create`` with ``viewOn``): no documents of its own."""
+        return "viewOn" in self.options
+
+    @property
+    def is_timeseries(self) -> bool:
+        return isinstance(self.options.get("timeseries"), Mapping)
+
+    def record_id(self, document: Mapping[str, Any]) -> int:
+        """The record id of a stored document (0 if it is not stored here)."""
+        return self.record_ids.get(id_key(document.get("_id")), 0)
+
+    def after(self, record_id: int) -> list[Document]:
+        """The documents inserted after ``record_id``, oldest first (a tailable cursor's
+        next documents)."""
+        return [self.documents[key] for key, rid in self.record_ids.items()
+                if rid > record_id and key in self.documents]
 
     def __iter__(self) -> Iterator[Document]:
         return iter(list(self.documents.values()))
@@ -153,7 +189,8 @@ class Collection:
 
         The caller still applies the full filter; this only narrows the scan.
         """
-        if isinstance(query, Mapping) and "_id" in query and active() is None:
+        if (isinstance(query, Mapping) and "_id" in query and active() is None
+                and not self.is_timeseries):
             wanted = query["_id"]
             if isinstance(wanted, Mapping) and list(wanted) == ["$eq"]:
                 wanted = wanted["$eq"]
@@ -168,17 +205,48 @@ class Collection:
 
     # --- writes ---------------------------------------------------------------------------
 
+    def key_of(self, document: Mapping[str, Any]) -> Any:
+        """The key a stored document is kept under (its ``_id``'s; a time series
+        measurement's own, since measurements may share an ``_id``)."""
+        if not self.is_timeseries:
+            return id_key(document["_id"])
+        return next(key for key, stored in self.documents.items() if stored is document)
+
     @_binary_keys
     def insert(self, document: Document) -> None:
-        """Add a document (it must have ``_id``); duplicate keys fail with 11000."""
-        key = id_key(document["_id"])
+        """Add a document (it must have ``_id``); duplicate keys fail with 11000, except in a
+        time series collection, which has no unique ``_id`` index."""
+        key = ((_MEASUREMENT, self.next_record_id) if self.is_timeseries
+               else id_key(document["_id"]))
         if key in self.documents:
             raise self.duplicate_error(self.id_index, (document["_id"],))
         self._check_unique(document, key)
         if self.guard is not None:
             self.guard(self, key)
         self.documents[key] = document
+        self._new_record(key)
         self._add_entries(document, key)
+        if self.capped:
+            self._trim_capped(key)
+
+    def _new_record(self, key: Any) -> None:
+        self.record_ids[key] = self.next_record_id
+        self.next_record_id += 1
+
+    def _trim_capped(self, newest: Any) -> None:
+        """Remove the oldest documents while the collection is past ``max`` documents or
+        ``size`` bytes (estimated), never the one just inserted."""
+        limit = _positive(self.options.get("max"))
+        size = _positive(self.options.get("size"))
+        total = sum(approximate_size(d) for d in self.documents.values()) if size else 0
+        for key in list(self.documents):
+            over_count = limit is not None and len(self.documents) > limit
+            over_size = size is not None and total > size
+            if key == newest or not (over_count or over_size):
+                break
+            if size:
+                total -= approximate_size(self.documents[key])
+            self.delete(key)
 
     @_binary_keys
     def replace(self, key: Any, document: Document) -> None:
@@ -196,6 +264,7 @@ class Collection:
         if self.guard is not None:
             self.guard(self, key)
         self._remove_entries(self.documents.pop(key))
+        self.record_ids.pop(key, None)
 
     @_binary_keys
     def put_raw(self, key: Any, document: Document | None) -> None:
@@ -203,8 +272,12 @@ class Collection:
         old = self.documents.pop(key, None) if document is None else self.documents.get(key)
         if old is not None:
             self._remove_entries(old)
-        if document is not None:
+        if document is None:
+            self.record_ids.pop(key, None)
+        else:
             self.documents[key] = document
+            if key not in self.record_ids:
+                self._new_record(key)
             self._add_entries(document, key)
 
     # --- unique indexes -------------------------------------------------------------------
@@ -225,6 +298,8 @@ class Collection:
                 index.entries[_combo_key(combo)] = key
 
     def _remove_entries(self, document: Document) -> None:
+        if not self._unique_indexes():
+            return
         key = id_key(document["_id"])
         for index in self._unique_indexes():
             for combo in index.keys_for(document):
@@ -252,6 +327,12 @@ class Collection:
                     if owner != key:
                         raise self.duplicate_error(index, combo)
         self.indexes[index.name] = index
+
+
+def _positive(value: Any) -> int | None:
+    """A positive integral limit (capped ``size``/``max``), None when absent or not positive."""
+    whole = integral(value) if value is not None else None
+    return whole if whole is not None and whole > 0 else None
 
 
 def _combo_key(combo: tuple[Any, ...]) -> tuple[Any, ...]:

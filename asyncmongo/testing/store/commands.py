@@ -14,7 +14,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from asyncmongo.bson.objectid import ObjectId
-from asyncmongo.testing.store import admin, client_bulk, crud, search_indexes, snapshots
+from asyncmongo.testing.store import (
+    admin,
+    client_bulk,
+    crud,
+    search_indexes,
+    snapshots,
+    tailable,
+    views,
+)
 from asyncmongo.testing.store.collation import parse_collation, using
 from asyncmongo.testing.store.collection import new_uuid
 from asyncmongo.testing.store.context import CommandContext, SessionContext
@@ -182,6 +190,9 @@ class Store:
     def _run(self, name: str, db_name: str, command: Mapping[str, Any],
              session: SessionContext, namespaces: Namespaces, in_transaction: bool,
              lsid_key: Any) -> Reply:
+        target = command.get(name)
+        if name in views.REFUSED_ON_VIEW and isinstance(target, str):
+            views.refuse_on_view(name, namespaces.get(db_name, target))
         context = CommandContext(
             db_name=db_name,
             namespaces=namespaces,
@@ -217,6 +228,15 @@ class Store:
         self.transactions.abort_all()
         self.cursors.kill([cursor_id for cursor_id, cursor in self.cursors.cursors.items()
                            if cursor.lsid_key is not None])
+
+    def awaits_data(self, command: Mapping[str, Any]) -> bool:
+        """True when ``command`` is a getMore on an open awaitData cursor: if it answers an
+        empty batch, the server front end may wait (up to the getMore's maxTimeMS, else
+        tailable.DEFAULT_AWAIT_MS) for new documents and ask again, as mongod waits."""
+        cursor_id = command.get("getMore")
+        if isinstance(cursor_id, bool) or not isinstance(cursor_id, int):
+            return False
+        return tailable.await_data(self.cursors.cursors.get(int(cursor_id)))
 
     def transaction_state(self, lsid: Mapping[str, Any]) -> TransactionState | None:
         """The state of the session's newest transaction (for tests and the server)."""

@@ -10,7 +10,14 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from asyncmongo.bson.types import Regex
-from asyncmongo.testing.store import expressions, local_sessions
+from asyncmongo.testing.store import (
+    expressions,
+    local_sessions,
+    plan,
+    tailable,
+    timeseries,
+    views,
+)
 from asyncmongo.testing.store.aggregate import (
     UPDATE_STAGES,
     PipelineContext,
@@ -18,7 +25,7 @@ from asyncmongo.testing.store.aggregate import (
     run_pipeline,
 )
 from asyncmongo.testing.store.collation import parse_collation, using
-from asyncmongo.testing.store.collection import Collection, Document, id_key
+from asyncmongo.testing.store.collection import Collection, Document
 from asyncmongo.testing.store.compare import compare, hash_key
 from asyncmongo.testing.store.context import (
     CommandContext,
@@ -133,6 +140,8 @@ def insert(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     for index, document in enumerate(documents):
         try:
             prepared = prepare_insert(ctx, document)
+            if collection.is_timeseries:
+                timeseries.check_measurement(collection, prepared)
             check_document(collection, prepared, None, command)
             collection.insert(prepared)
             n += 1
@@ -251,7 +260,7 @@ def _one_update(ctx: CommandContext, name: str, spec: Any, index: int,
         if not same_bson(new, document):
             assert collection is not None
             check_document(collection, new, document, command)
-            collection.replace(id_key(document["_id"]), new)
+            collection.replace(collection.key_of(document), new)
             counts["nModified"] += 1
 
 
@@ -310,7 +319,7 @@ def _one_delete(ctx: CommandContext, name: str, spec: Any) -> int:
     matched = _matching(collection, spec["q"], spec, first_only=limit == 1)
     for document in matched:
         assert collection is not None
-        collection.delete(id_key(document["_id"]))
+        collection.delete(collection.key_of(document))
     return len(matched)
 
 
@@ -335,7 +344,7 @@ def find_and_modify(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     if remove:
         if matched:
             assert collection is not None
-            collection.delete(id_key(matched[0]["_id"]))
+            collection.delete(collection.key_of(matched[0]))
             value = matched[0]
         last_error: Reply = {"n": len(matched)}
     elif matched:
@@ -344,7 +353,7 @@ def find_and_modify(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
         new = compute_update(ctx, old, update_spec, spec)
         if not same_bson(new, old):
             check_document(collection, new, old, command)
-            collection.replace(id_key(old["_id"]), new)
+            collection.replace(collection.key_of(old), new)
         value = new if return_new else old
         last_error = {"n": 1, "updatedExisting": True}
     elif upsert:
@@ -378,8 +387,8 @@ def _validate_find_and_modify(remove: bool, update_spec: Any, return_new: bool,
 
 
 def _documents(ctx: CommandContext, name: str) -> list[Document]:
-    collection = ctx.namespaces.get(ctx.db_name, name)
-    return list(collection) if collection is not None else []
+    """What a read of the namespace sees (a view's through its pipeline)."""
+    return views.documents_of(ctx.namespaces, ctx.namespaces.get(ctx.db_name, name))
 
 
 def find(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
@@ -400,15 +409,24 @@ def find(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     limit = abs(limit)
     sort = optional_document(command, "sort")
     collection = ctx.namespaces.get(ctx.db_name, name)
-    scanned = collection.candidates(query) if collection is not None else []
+    tail = None
+    if tailable.is_tailable(command, collection):
+        tail = tailable.tail_of(command, collection, predicate, projector)
+    if collection is not None and collection.is_view:
+        scanned = views.documents_of(ctx.namespaces, collection)
+    else:
+        scanned = collection.candidates(query) if collection is not None else []
     results = [d for d in scanned if predicate(d)]
     results = sort_documents(results, sort)[skip:]
     if limit:
         results = results[:limit]
-    if projector is not None:
-        results = [projector(d) for d in results]
+    results = plan.shape(results, collection,
+                         plan.plan_index(collection, query, sort, command.get("hint")),
+                         projector, return_key=command.get("returnKey") is True,
+                         show_record_id=command.get("showRecordId") is True)
     cursor = ctx.cursors.first_batch(f"{ctx.db_name}.{name}", results, batch_size,
-                                     single_batch=single_batch, lsid_key=ctx.lsid_key)
+                                     single_batch=single_batch, lsid_key=ctx.lsid_key,
+                                     tail=tail)
     return _reply(cursor=cursor)
 
 
@@ -418,6 +436,14 @@ def get_more(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     if not isinstance(collection, str):
         raise bad_value("getMore needs a 'collection' string")
     batch_size = optional_int(command, "batchSize")
+    found = ctx.cursors.find(cursor_id, collection, ctx.db_name)
+    if command.get("maxTimeMS") is not None and not tailable.await_data(found):
+        raise bad_value("cannot set maxTimeMS on getMore command for a non-awaitData cursor")
+    try:
+        tailable.refill(found, ctx.namespaces)
+    except StoreError:
+        ctx.cursors.kill([found.cursor_id])  # mongod kills a cursor whose getMore failed
+        raise
     cursor = ctx.cursors.get_more(cursor_id, collection, ctx.db_name, batch_size)
     return _reply(cursor=cursor)
 

@@ -2,10 +2,15 @@
 
 A cursor holds the rest of a result (already computed: the store answers from memory) and
 hands it out in batches. Ids are positive Int64 values; an unknown id gives code 43.
+
+A tailable cursor (find with ``tailable`` on a capped collection) carries a :class:`Tail`:
+it stays open when its documents run out, and each getMore first adds the documents inserted
+since (store/tailable.py); an ``awaitData`` one makes the server front end wait for them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +23,19 @@ MAX_BATCH_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(slots=True)
+class Tail:
+    """Where a tailable cursor reads on: its collection, filter and projection, and the
+    record id of the newest document it has looked at."""
+
+    db_name: str
+    collection: str
+    predicate: Callable[[dict[str, Any]], bool]
+    projector: Callable[[dict[str, Any]], dict[str, Any]] | None
+    last_record_id: int
+    await_data: bool
+
+
+@dataclass(slots=True)
 class Cursor:
     """The remaining documents of one result, and where they come from."""
 
@@ -26,6 +44,7 @@ class Cursor:
     documents: list[dict[str, Any]]
     position: int = 0
     lsid_key: Any = None
+    tail: Tail | None = None
 
     @property
     def exhausted(self) -> bool:
@@ -58,23 +77,24 @@ class CursorManager:
 
     def first_batch(self, namespace: str, documents: list[dict[str, Any]],
                     batch_size: int | None, *, single_batch: bool = False,
-                    lsid_key: Any = None) -> dict[str, Any]:
-        """The ``cursor`` sub-document of a find/aggregate/list reply (registers the rest)."""
-        cursor = Cursor(0, namespace, documents, lsid_key=lsid_key)
+                    lsid_key: Any = None, tail: Tail | None = None) -> dict[str, Any]:
+        """The ``cursor`` sub-document of a find/aggregate/list reply (registers the rest;
+        a tailable cursor stays registered when its documents run out)."""
+        cursor = Cursor(0, namespace, documents, lsid_key=lsid_key, tail=tail)
         size = batch_size
         if size is None:
             size = None if single_batch else DEFAULT_FIRST_BATCH
         batch = [] if size == 0 else cursor.next_batch(size)
         cursor_id = 0
-        if not cursor.exhausted and not single_batch:
+        if (not cursor.exhausted or tail is not None) and not single_batch:
             cursor_id = self._next_id
             self._next_id += 1
             cursor.cursor_id = cursor_id
             self.cursors[cursor_id] = cursor
         return {"firstBatch": batch, "id": Int64(cursor_id), "ns": namespace}
 
-    def get_more(self, cursor_id: Any, collection: str, db_name: str,
-                 batch_size: int | None) -> dict[str, Any]:
+    def find(self, cursor_id: Any, collection: str, db_name: str) -> Cursor:
+        """The open cursor a getMore names (43 if unknown, 13 for another namespace)."""
         cursor = self.cursors.get(_cursor_id(cursor_id))
         if cursor is None:
             raise StoreError(43, f"cursor id {int(cursor_id)} not found")
@@ -82,8 +102,13 @@ class CursorManager:
             raise StoreError(13, f"Requested getMore on namespace '{db_name}.{collection}', but "
                                  f"cursor belongs to a different namespace "
                                  f"{cursor.namespace}")
+        return cursor
+
+    def get_more(self, cursor_id: Any, collection: str, db_name: str,
+                 batch_size: int | None) -> dict[str, Any]:
+        cursor = self.find(cursor_id, collection, db_name)
         batch = cursor.next_batch(batch_size)
-        if cursor.exhausted:
+        if cursor.exhausted and cursor.tail is None:
             del self.cursors[cursor.cursor_id]
             cursor_id = 0
         return {"nextBatch": batch, "id": Int64(cursor_id), "ns": cursor.namespace}
