@@ -11,10 +11,18 @@ the killCursors goes out a loop turn later. An exhausted cursor (id 0) needs not
 dropped without any of these is left to the server's idle-cursor timeout (no killCursors
 from ``__del__``: nothing may be awaited there). ``find`` with ``limit`` stops at the limit
 and kills what remains, per find_getmore_killcursors_commands.
+
+A tailable find (``cursor_type=CursorType.TAILABLE`` / ``TAILABLE_AWAIT``) on a capped
+collection does not end when a batch comes back empty while the server keeps the cursor
+open: ``async for`` and ``next()`` send getMore after getMore until a document comes (an
+awaitData cursor's getMore waits on the server up to ``max_await_time_ms``), and end only
+when the cursor is closed or the server closes it. ``try_next()`` returns None instead of
+waiting, and ``alive`` says whether more may come.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
@@ -32,6 +40,10 @@ from asyncmongo.errors import InvalidArgument, InvalidOperation, MongoError
 __all__ = ["AsyncCommandCursor", "AsyncCursor", "CursorType"]
 
 T = TypeVar("T")
+
+#: The pause between two getMores that found nothing on a tailable cursor without awaitData
+#: (an awaitData cursor waits on the server instead, up to max_await_time_ms).
+TAILABLE_RETRY_S = 0.1
 
 
 class Runner(Protocol):
@@ -59,6 +71,7 @@ class _Cursor:
         "_retrieved",
         "_runner",
         "_started",
+        "_tailable",
     )
 
     def __init__(
@@ -84,6 +97,8 @@ class _Cursor:
         self._started = False
         self._limit = 0
         self._retrieved = 0
+        #: 0: not tailable; CursorType.TAILABLE or TAILABLE_AWAIT: wait for more at the end.
+        self._tailable = CursorType.NON_TAILABLE
 
     def __repr__(self) -> str:
         state = "not started" if not self._started else "alive" if self.alive else "closed"
@@ -167,10 +182,27 @@ class _Cursor:
     # -- reading ---------------------------------------------------------------------------
 
     async def next(self) -> Any:
-        """The next document; StopAsyncIteration when there is none (for now, if tailable)."""
-        if self._buffer or await self._refresh():
+        """The next document; StopAsyncIteration when there is none. A tailable cursor
+        instead waits for one while its server cursor is open (:meth:`try_next` does not)."""
+        if self._buffer or await self._refresh() or (self._tailable and await self._tail()):
             return self._buffer.popleft()
         raise StopAsyncIteration
+
+    async def _tail(self) -> bool:
+        """getMore until a document comes; False once the server cursor is gone (closed,
+        killed or exhausted). An awaitData cursor's getMores wait on the server; between
+        those of a plain tailable cursor there is a short pause."""
+        while self.alive:
+            if self._tailable is not CursorType.TAILABLE_AWAIT:
+                await asyncio.sleep(TAILABLE_RETRY_S)
+            try:
+                if await self._refresh():
+                    return True
+            except MongoError:
+                if self._killed:
+                    return False  # closed while its getMore waited: the getMore may fail
+                raise
+        return False
 
     async def try_next(self) -> Any:
         """The next document, or None when none is available now (at most one getMore):
@@ -185,7 +217,8 @@ class _Cursor:
     async def _iterate(self) -> AsyncIterator[Any]:
         finished = False
         try:
-            while self._buffer or await self._refresh():
+            while (self._buffer or await self._refresh()
+                   or (self._tailable and await self._tail())):
                 while self._buffer:
                     yield self._buffer.popleft()
             finished = True
@@ -304,6 +337,7 @@ class AsyncCursor(_Cursor):
         self._collection = collection
         self._options = options
         self._limit = abs(options.limit)
+        self._tailable = options.cursor_type if options.tailable else CursorType.NON_TAILABLE
 
     @property
     def collection(self) -> Any:

@@ -713,6 +713,8 @@ class SimServer:
             if left <= 0:
                 break
             await asyncio.sleep(min(AWAIT_DATA_POLL_S, left))
+            if not self.store.awaits_data(body):
+                break  # killed meanwhile (killCursors): the wait ends with nothing
             reply = await self._store_handle(db, body, command)
         return reply
 

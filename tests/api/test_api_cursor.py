@@ -121,10 +121,9 @@ async def test_tailable_await_cursor_waits_with_max_await_time() -> None:
     command = find.build(_Conn()).document
     assert command["tailable"] is True and command["awaitData"] is True
     assert "maxTimeMS" not in command  # maxAwaitTimeMS goes on getMore only
-    with pytest.raises(StopAsyncIteration):
-        await cursor.next()  # an empty batch: nothing for now, but the cursor lives on
-    assert cursor.alive
+    # an empty batch: the cursor lives on, and next() (unlike try_next) waits for more
     assert await cursor.next() == 2
+    assert cursor.alive
     get_mores = [op for op in runner.ran if isinstance(op, GetMore)]
     assert [g.max_time_ms for g in get_mores] == [50, 50]
     assert not [op for op in runner.ran if isinstance(op, KillCursors)]

@@ -41,6 +41,8 @@ def create(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
         if strict_key(existing.options) == strict_key(options):
             return _reply()
         raise StoreError(48, f"Collection {ctx.db_name}.{name} already exists.")
+    if "viewOn" in options:
+        views.check_cycle(ctx.namespaces, ctx.db_name, name, options["viewOn"])
     check_validator_options(options)
     clustered = options.get("clusteredIndex")
     if clustered is not None:

@@ -36,6 +36,7 @@ CODE_NAMES: dict[int, str] = {
     121: "DocumentValidationFailure",
     136: "CappedPositionLost",
     149: "ViewDepthLimitExceeded",
+    150: "GraphContainsCycle",
     166: "CommandNotSupportedOnView",
     115: "CommandNotSupported",
     168: "InvalidPipelineOperator",

@@ -61,6 +61,25 @@ def view_options(db_name: str, options: Mapping[str, Any]) -> dict[str, Any]:
         {"collation": options["collation"]} if "collation" in options else {})}
 
 
+def check_cycle(namespaces: Namespaces, db_name: str, name: str, view_on: str) -> None:
+    """150 GraphContainsCycle if a view ``name`` on ``view_on`` would read itself; 149 past
+    mongod's depth limit."""
+    chain = [name, view_on]
+    current = namespaces.get(db_name, view_on)
+    while current is not None and current.is_view:
+        following = current.options["viewOn"]
+        chain.append(following)
+        if following == name:
+            shown = " => ".join(f"{db_name}.{n}" for n in chain)
+            raise StoreError(150, f"View cycle detected: [{shown}]")
+        if len(chain) > MAX_VIEW_DEPTH:
+            raise StoreError(149, f"View depth too deep or view cycle detected; maximum "
+                                  f"depth is {MAX_VIEW_DEPTH}")
+        current = namespaces.get(db_name, following)
+    if view_on == name:
+        raise StoreError(150, f"View cycle detected: [{db_name}.{name} => {db_name}.{name}]")
+
+
 def refuse_on_view(command_name: str, collection: Collection | None) -> None:
     """166 CommandNotSupportedOnView when ``command_name`` targets a view."""
     message = REFUSED_ON_VIEW.get(command_name)
