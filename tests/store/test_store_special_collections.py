@@ -274,3 +274,35 @@ def test_show_record_id_adds_an_int64_after_the_projection(indexed: Store) -> No
     ok(indexed, {"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"x": 5}}}]})
     again = batch(indexed, filter={"_id": 1}, showRecordId=True)
     assert again[0]["$recordId"] == record_ids[0]  # an update keeps the record id
+
+
+# --- collMod index ----------------------------------------------------------------------------
+
+
+def test_coll_mod_prepare_unique_then_unique(indexed: Store) -> None:
+    store = indexed
+    ok(store, {"insert": "c", "documents": [{"_id": 4, "x": 10}]})  # x 10 twice now
+    change = {"collMod": "c", "index": {"keyPattern": {"x": 1}, "prepareUnique": True}}
+    assert ok(store, change) == {"prepareUnique_old": False, "prepareUnique_new": True,
+                                 "ok": 1.0}
+    reply = ok(store, {"insert": "c", "documents": [{"_id": 5, "x": 20}]})
+    assert reply["writeErrors"][0]["code"] == 11000  # a new duplicate is refused
+    ok(store, {"insert": "c", "documents": [{"_id": 6, "x": 60}]})
+    reply = run(store, {"collMod": "c", "index": {"name": "x_1", "unique": True}})
+    assert reply["code"] == 359 and reply["codeName"] == "CannotConvertIndexToUnique"
+    assert reply["violations"] == [{"ids": [1, 4]}]
+    ok(store, {"delete": "c", "deletes": [{"q": {"_id": 4}, "limit": 1}]})
+    assert ok(store, {"collMod": "c", "index": {"name": "x_1", "unique": True}}) == {
+        "unique_old": False, "unique_new": True, "ok": 1.0}
+    spec = ok(store, {"listIndexes": "c"})["cursor"]["firstBatch"][1]
+    assert spec["unique"] is True and "prepareUnique" not in spec
+
+
+def test_coll_mod_index_errors_and_hidden(indexed: Store) -> None:
+    store = indexed
+    assert error(store, {"collMod": "c", "index": {"name": "nope", "hidden": True}})[0] == 27
+    assert error(store, {"collMod": "c", "index": {"name": "x_1", "unique": True}})[0] == 72
+    assert error(store, {"collMod": "c", "index": {"name": "_id_", "hidden": True}})[0] == 2
+    assert ok(store, {"collMod": "c", "index": {"name": "x_1", "hidden": True}}) == {
+        "hidden_old": False, "hidden_new": True, "ok": 1.0}
+    assert ok(store, {"listIndexes": "c"})["cursor"]["firstBatch"][1]["hidden"] is True

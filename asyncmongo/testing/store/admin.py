@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from asyncmongo.testing.store import timeseries, views
+from asyncmongo.testing.store import index_changes, timeseries, views
 from asyncmongo.testing.store.collection import ID_INDEX_NAME, Collection, make_index
 from asyncmongo.testing.store.compare import integral
 from asyncmongo.testing.store.context import (
@@ -88,13 +88,15 @@ def coll_mod(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     if collection is None:
         raise StoreError(26, f"ns does not exist: {ctx.db_name}.{name}")
     changes = {k: v for k, v in command.items() if k not in _CREATE_IGNORED and k != "collMod"}
+    index_spec = changes.pop("index", None)
     for key in changes:
         if key not in _COLL_MOD_OPTIONS:
             raise bad_value(f"collMod option '{key}' is not supported by the asyncmongo store")
     options = {**collection.options, **changes}
     check_validator_options(options)
+    reply = {} if index_spec is None else index_changes.modify_index(collection, index_spec)
     collection.options = options
-    return _reply()
+    return _reply(**reply)
 
 
 def _clustered_spec(spec: Any) -> dict[str, Any]:

@@ -42,7 +42,11 @@ _MAX_KEYS_PER_DOCUMENT = 10_000
 
 @dataclass(slots=True)
 class Index:
-    """One index: its specification as listed, and (for unique ones) its key → _id entries."""
+    """One index: its specification as listed, and (for unique ones) its key → _id entries.
+
+    ``prepare_unique`` (collMod's prepareUnique) refuses new duplicate keys while tolerating
+    those already there, as a unique index does once converted.
+    """
 
     name: str
     key: dict[str, Any]
@@ -51,10 +55,11 @@ class Index:
     partial: Predicate | None = None
     spec: dict[str, Any] = field(default_factory=dict)
     entries: dict[Any, Any] = field(default_factory=dict)
+    prepare_unique: bool = False
 
     def copy(self) -> Index:
         return Index(self.name, self.key, self.unique, self.sparse, self.partial, self.spec,
-                     dict(self.entries))
+                     dict(self.entries), self.prepare_unique)
 
     def keys_for(self, document: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         """The index keys of a document (several for array fields); none if not indexed."""
@@ -283,7 +288,8 @@ class Collection:
     # --- unique indexes -------------------------------------------------------------------
 
     def _unique_indexes(self) -> list[Index]:
-        return [i for i in self.indexes.values() if i.unique and i is not self.id_index]
+        return [i for i in self.indexes.values()
+                if (i.unique or i.prepare_unique) and i is not self.id_index]
 
     def _check_unique(self, document: Document, key: Any) -> None:
         for index in self._unique_indexes():
@@ -295,7 +301,7 @@ class Collection:
     def _add_entries(self, document: Document, key: Any) -> None:
         for index in self._unique_indexes():
             for combo in index.keys_for(document):
-                index.entries[_combo_key(combo)] = key
+                index.entries.setdefault(_combo_key(combo), key)
 
     def _remove_entries(self, document: Document) -> None:
         if not self._unique_indexes():
@@ -318,8 +324,23 @@ class Collection:
         )
 
     @_binary_keys
+    def track_keys(self, index: Index) -> dict[Any, list[Any]]:
+        """Start enforcing ``index``'s keys (it became unique or prepareUnique): its entries
+        from the documents there; returns the keys held by more than one document, with the
+        ``_id`` values holding them."""
+        holders: dict[Any, list[Any]] = {}
+        index.entries = {}
+        for key, document in self.documents.items():
+            for combo in index.keys_for(document):
+                index.entries.setdefault(_combo_key(combo), key)
+                holders.setdefault(_combo_key(combo), []).append(document["_id"])
+        return {combo: ids for combo, ids in holders.items() if len(ids) > 1}
+
+    @_binary_keys
     def add_index(self, index: Index) -> None:
         """Build ``index`` over the existing documents (duplicates fail with 11000)."""
+        if index.prepare_unique and not index.unique:
+            self.track_keys(index)
         if index.unique and index is not self.id_index:
             for key, document in self.documents.items():
                 for combo in index.keys_for(document):
@@ -362,4 +383,5 @@ def make_index(spec: Mapping[str, Any]) -> Index:
     listed = {"v": 2, "key": dict(key), "name": name}
     listed.update({k: v for k, v in spec.items() if k not in ("key", "name", "v")})
     return Index(name, dict(key), bool(spec.get("unique", False)),
-                 bool(spec.get("sparse", False)), partial, listed)
+                 bool(spec.get("sparse", False)), partial, listed,
+                 prepare_unique=spec.get("prepareUnique") is True)

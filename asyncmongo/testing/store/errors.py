@@ -45,6 +45,7 @@ CODE_NAMES: dict[int, str] = {
     251: "NoSuchTransaction",
     256: "TransactionCommitted",
     263: "OperationNotSupportedInTransaction",
+    359: "CannotConvertIndexToUnique",
     15955: "Location15955",
     16410: "Location16410",
     31082: "SearchNotEnabled",
