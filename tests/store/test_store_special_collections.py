@@ -306,3 +306,30 @@ def test_coll_mod_index_errors_and_hidden(indexed: Store) -> None:
     assert ok(store, {"collMod": "c", "index": {"name": "x_1", "hidden": True}}) == {
         "hidden_old": False, "hidden_new": True, "ok": 1.0}
     assert ok(store, {"listIndexes": "c"})["cursor"]["firstBatch"][1]["hidden"] is True
+
+
+# --- $collStats -------------------------------------------------------------------------------
+
+
+def test_coll_stats_storage_stats_of_a_capped_collection(capped: Store) -> None:
+    ok(capped, {"insert": "cap", "documents": [{"_id": 1, "x": 11}]})
+    reply = ok(capped, {"aggregate": "cap", "cursor": {}, "pipeline": [
+        {"$collStats": {"storageStats": {}, "count": {}}},
+        {"$project": {"capped": "$storageStats.capped", "maxSize": "$storageStats.maxSize",
+                      "max": "$storageStats.max", "count": 1, "_id": 0}}]})
+    assert reply["cursor"]["firstBatch"] == [{"count": 1, "capped": True, "maxSize": 4096,
+                                              "max": 3}]
+    stats = ok(capped, {"aggregate": "cap", "cursor": {}, "pipeline": [
+        {"$collStats": {"storageStats": {"scale": 1024}}}]})["cursor"]["firstBatch"][0]
+    assert stats["ns"] == "db.cap" and stats["storageStats"]["scaleFactor"] == 1024
+    assert stats["storageStats"]["nindexes"] == 1
+
+
+def test_coll_stats_errors(capped: Store) -> None:
+    assert error(capped, {"aggregate": "missing", "cursor": {},
+                          "pipeline": [{"$collStats": {"storageStats": {}}}]})[0] == 26
+    assert error(capped, {"aggregate": "cap", "cursor": {},
+                          "pipeline": [{"$match": {}}, {"$collStats": {}}]})[0] == 40602
+    latency = ok(capped, {"aggregate": "missing", "cursor": {},
+                          "pipeline": [{"$collStats": {"latencyStats": {}}}]})
+    assert latency["cursor"]["firstBatch"][0]["latencyStats"]["reads"]["ops"] == 0

@@ -11,6 +11,7 @@ from typing import Any
 
 from asyncmongo.bson.types import Regex
 from asyncmongo.testing.store import (
+    coll_stats,
     expressions,
     local_sessions,
     plan,
@@ -499,6 +500,7 @@ def aggregate(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     if "cursor" not in command and not command.get("explain"):
         raise StoreError(9, "The 'cursor' option is required, except for aggregate with the "
                             "explain argument")
+    coll_stats.check_position(pipeline)
     if local_sessions.is_list_local_sessions(pipeline):
         local_sessions.check_namespace(target)
         if ctx.local_sessions is None:
@@ -508,6 +510,12 @@ def aggregate(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
         pipeline = pipeline[1:]
     elif target == 1:
         name, documents = "$cmd.aggregate", []
+    elif coll_stats.is_coll_stats(pipeline):
+        name = collection_name(command, "aggregate", ctx.db_name)
+        documents = coll_stats.coll_stats(ctx.namespaces.get(ctx.db_name, name),
+                                          f"{ctx.db_name}.{name}",
+                                          pipeline[0][coll_stats.STAGE], ctx.now)
+        pipeline = pipeline[1:]
     else:
         name = collection_name(command, "aggregate", ctx.db_name)
         documents = _documents(ctx, name)
