@@ -15,13 +15,16 @@ the catalog), ``cursors``, ``crud``/``admin`` (the commands), ``client_bulk`` (8
 ``collation``,
 ``validation`` (validators), ``where`` (the
 ``$where`` scripts without JavaScript; their ``sleep`` is awaited by the server front end) and
-``commands`` (``Store``, the routing).
+``commands`` (``Store``, the routing); ``views``, ``timeseries``, ``tailable`` (capped
+collections' tailable cursors), ``plan`` (the index behind ``returnKey``), ``index_changes``
+(collMod's ``index``) and ``coll_stats`` (``$collStats``).
 
 Simplifications (deliberate): collation approximated (strengths 1-3 by Unicode case folding
 and accent stripping, not ICU tables; no collection default collation), no text/geo queries, no
 ``$jsonSchema``, ``$where`` limited to the scripts the spec tests send (``sleep(N) || true``,
-``function() { sleep(N); return true; }``: see ``where``; other JavaScript is BadValue), no
-views or time-series collections, ``$merge`` without pipelines, batches cut near 16 MiB by an
+``function() { sleep(N); return true; }``: see ``where``; other JavaScript is BadValue),
+views evaluated at every read and time series kept as plain measurements (no system.views or
+system.buckets namespaces), ``$merge`` without pipelines, batches cut near 16 MiB by an
 estimate (not the exact BSON size), no write concern or read concern semantics (the server
 front end handles them) except snapshot reads, which see a snapshot retained when a read first
 named its cluster time (an older time nobody read at is SnapshotTooOld), and a plain write
