@@ -48,6 +48,8 @@ def create(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     if clustered is not None:
         options["clusteredIndex"] = _clustered_spec(clustered)
     collection = ctx.namespaces.create(ctx.db_name, name, options)
+    if collection.is_view:
+        collection.indexes.clear()  # a view has no indexes (nor documents) of its own
     if collection.is_timeseries:
         timeseries.set_up(collection)
     if clustered is not None:
