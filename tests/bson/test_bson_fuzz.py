@@ -4,7 +4,9 @@ Whatever bytes arrive (random, random behind a plausible header, or a valid docu
 bytes flipped, cut or inserted), decoding either succeeds or raises InvalidBSON: never
 IndexError, struct.error, UnicodeDecodeError, RecursionError or anything else. Generated
 documents round trip and re-encode to the same bytes. Over 10,000 examples in total (10,800), kept
-to a few seconds. Validity also agrees with PyMongo's C decoder on mutated documents.
+to a few seconds. Validity also agrees with PyMongo's C decoder on mutated documents. Every
+check runs on each codec implementation this install has (the pure reference and the C
+accelerators).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import struct
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -38,6 +41,7 @@ from asyncmongo.bson import (
     Timestamp,
     Undefined,
     UuidRepresentation,
+    codec,
     decode,
     decode_all,
     encode,
@@ -49,6 +53,21 @@ FUZZ = settings(
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+
+IMPLEMENTATIONS = codec.available_implementations()
+
+
+def on_each_implementation(check: Callable[[], None]) -> None:
+    """Run ``check`` once per codec implementation (hypothesis and function-scoped fixtures do
+    not mix, so the loop is inside the test)."""
+    before = codec.implementation()
+    try:
+        for name in IMPLEMENTATIONS:
+            codec.use_implementation(name)
+            check()
+    finally:
+        codec.use_implementation(before)
+
 
 OPTIONS = [
     CodecOptions(),
@@ -128,18 +147,22 @@ def _touch(value: Any) -> None:
 @settings(FUZZ, max_examples=3500)
 @given(st.binary(max_size=64), st.sampled_from(OPTIONS))
 def test_random_bytes_raise_only_invalid_bson(data: bytes, opts: CodecOptions) -> None:
-    _decode_or_invalid(data, opts)
+    on_each_implementation(lambda: _decode_or_invalid(data, opts))
 
 
 @FUZZ
 @given(st.binary(max_size=60), st.sampled_from(OPTIONS))
 def test_random_bytes_behind_a_valid_header(body: bytes, opts: CodecOptions) -> None:
     data = struct.pack("<i", len(body) + 5) + body + b"\x00"
-    _decode_or_invalid(data, opts)
-    try:
-        decode_all(data + data[:-1])
-    except InvalidBSON:
-        pass
+
+    def check() -> None:
+        _decode_or_invalid(data, opts)
+        try:
+            decode_all(data + data[:-1])
+        except InvalidBSON:
+            pass
+
+    on_each_implementation(check)
 
 
 def _valid_corpus() -> list[bytes]:
@@ -178,27 +201,34 @@ def mutated_documents(draw: st.DrawFn) -> bytes:
 @settings(FUZZ, max_examples=2500)
 @given(mutated_documents(), st.sampled_from(OPTIONS))
 def test_mutated_documents_raise_only_invalid_bson(data: bytes, opts: CodecOptions) -> None:
-    _decode_or_invalid(data, opts)
+    on_each_implementation(lambda: _decode_or_invalid(data, opts))
 
 
 @settings(FUZZ, max_examples=300)
 @given(documents)
 def test_generated_documents_round_trip(doc: dict[str, Any]) -> None:
-    data = encode(doc)
-    decoded = decode(data)
-    assert decoded == _expected(doc)
-    assert encode(decoded) == data
-    raw = decode(data, CodecOptions(document_class=RawBSONDocument))
-    assert encode(raw) == data
-    _touch(raw)
+    def check() -> None:
+        data = encode(doc)
+        decoded = decode(data)
+        assert decoded == _expected(doc)
+        assert encode(decoded) == data
+        raw = decode(data, CodecOptions(document_class=RawBSONDocument))
+        assert encode(raw) == data
+        _touch(raw)
+
+    on_each_implementation(check)
 
 
 @settings(FUZZ, max_examples=300)
 @given(st.lists(st.floats(), max_size=5), st.integers(0, 2**64 - 1).map(lambda b: b))
 def test_float_bits_are_kept(floats: list[float], bits: int) -> None:
     payload = struct.unpack("<d", struct.pack("<Q", bits))[0]
-    data = encode({"f": floats, "p": payload})
-    assert encode(decode(data)) == data
+
+    def check() -> None:
+        data = encode({"f": floats, "p": payload})
+        assert encode(decode(data)) == data
+
+    on_each_implementation(check)
 
 
 def _expected(value: Any) -> Any:
@@ -219,14 +249,17 @@ _uuid_opts = CodecOptions(uuid_representation=UuidRepresentation.STANDARD, tz_aw
 @settings(FUZZ, max_examples=200)
 @given(st.dictionaries(keys, st.one_of(st.uuids(), datetimes, values), max_size=6))
 def test_uuids_and_aware_datetimes_round_trip(doc: dict[str, Any]) -> None:
-    data = encode(doc, codec_options=_uuid_opts)
-    decoded = decode(data, _uuid_opts)
-    assert encode(decoded, codec_options=_uuid_opts) == data
-    for key, value in doc.items():
-        if isinstance(value, uuid.UUID):
-            assert decoded[key] == value
-        elif type(value) is datetime:
-            assert decoded[key] == _expected(value).replace(tzinfo=UTC)
+    def check() -> None:
+        data = encode(doc, codec_options=_uuid_opts)
+        decoded = decode(data, _uuid_opts)
+        assert encode(decoded, codec_options=_uuid_opts) == data
+        for key, value in doc.items():
+            if isinstance(value, uuid.UUID):
+                assert decoded[key] == value
+            elif type(value) is datetime:
+                assert decoded[key] == _expected(value).replace(tzinfo=UTC)
+
+    on_each_implementation(check)
 
 
 @settings(FUZZ, max_examples=1000)
@@ -238,13 +271,17 @@ def test_validity_agrees_with_pymongo(data: bytes) -> None:
     peer_options = bson.CodecOptions(datetime_conversion=bson.DatetimeConversion.DATETIME_AUTO)
     ours_options = CodecOptions(datetime_conversion=DatetimeConversion.DATETIME_AUTO)
     try:
-        decode(data, ours_options)
-        ours_ok = True
-    except InvalidBSON:
-        ours_ok = False
-    try:
         bson.decode(data, peer_options)
         peer_ok = True
     except Exception:
         peer_ok = False
-    assert ours_ok == peer_ok
+
+    def check() -> None:
+        try:
+            decode(data, ours_options)
+            ours_ok = True
+        except InvalidBSON:
+            ours_ok = False
+        assert ours_ok == peer_ok
+
+    on_each_implementation(check)

@@ -133,7 +133,7 @@ def same(a: Any, b: Any) -> bool:
     if type(a) is not type(b):
         return False
     if isinstance(a, RawBSONDocument):
-        return a.raw == b.raw and a.codec_options == b.codec_options
+        return bool(a.raw == b.raw and a.codec_options == b.codec_options)
     if isinstance(a, Mapping):
         return len(a) == len(b) and all(
             same(ka, kb) and same(va, vb)
@@ -157,7 +157,7 @@ def same(a: Any, b: Any) -> bool:
     if isinstance(a, Binary):
         return bytes(a) == bytes(b) and a.subtype == b.subtype
     if isinstance(a, Decimal128):
-        return a.bid == b.bid
+        return bool(a.bid == b.bid)
     if isinstance(a, Regex):
         return same(a.pattern, b.pattern) and same(a.flags, b.flags)
     if isinstance(a, DBPointer):
@@ -584,7 +584,8 @@ def test_bytes_subclass_goes_through_bytes() -> None:
 
 
 def test_options_that_are_not_codec_options() -> None:
-    for opts in (None, {"document_class": dict}):
+    not_options: list[Any] = [None, {"document_class": dict}]
+    for opts in not_options:
         for c_fn, p_fn in (
             (cdecode.decode, codec._py_decode),
             (cdecode.decode_all, codec._py_decode_all),
