@@ -31,31 +31,37 @@ static PyObject *StructError;        /* struct.error */
 static PyObject *InvalidDocument;
 static PyObject *InvalidStringData;
 static PyTypeObject *ObjectIdType, *Int64Type, *BinaryType, *Decimal128Type, *TimestampType;
-static PyTypeObject *RawType;
+static PyTypeObject *RawType, *CodeType, *RegexType, *SymbolType, *DatetimeMSType, *UUIDType;
 static PyObject *Encoders;           /* _encode._ENCODERS (exact type -> encoder) */
 static PyObject *FallbackEncoder;    /* _encode._fallback_encoder(key, value) */
 static PyObject *TypedKey;           /* _encode._typed_key(cache, type_byte, key) */
 static PyObject *EncDocument, *EncArray, *EncRaw, *EncBinary, *EncDecimal128, *EncTimestamp;
-static PyObject *EncMinKey, *EncMaxKey;
+static PyObject *EncMinKey, *EncMaxKey, *EncUndefined;
+static PyObject *EncCode, *EncRegex, *EncSymbol, *EncDatetimeMS, *EncUuid;
+static PyObject *UuidStandard, *UuidPythonLegacy; /* UuidRepresentation members */
 static long MaxNestingDepth;
 static PyObject *EmptyStr;
 static PyObject *StrItems, *StrRaw, *StrBinaryAttr, *StrSubtype, *StrBits, *StrInc, *StrTime;
 static PyObject *StrUtcoffset, *StrStartswith, *StrDollar, *StrDot;
+static PyObject *StrScope, *StrPattern, *StrFlags, *StrInt, *StrUuidRepresentation;
 
 /* Per BSON type: the reference's prefix cache (key -> type byte + key + NUL) and the type
  * byte as bytes, used for keys that are not exact str (see write_key). */
 enum {
     K_DOUBLE, K_STRING, K_DOC, K_ARRAY, K_BINARY, K_OID, K_BOOL, K_DATE, K_NULL,
-    K_INT32, K_TIMESTAMP, K_INT64, K_DECIMAL, K_MIN, K_MAX, K_COUNT
+    K_INT32, K_TIMESTAMP, K_INT64, K_DECIMAL, K_MIN, K_MAX,
+    K_UNDEFINED, K_REGEX, K_CODE, K_SYMBOL, K_CODE_W_SCOPE, K_COUNT
 };
 static const char KEY_TYPE_BYTES[K_COUNT] = {
     0x01, 0x02, 0x03, 0x04, 0x05, 0x07, 0x08, 0x09, 0x0A,
     0x10, 0x11, 0x12, 0x13, (char)0xFF, 0x7F,
+    0x06, 0x0B, 0x0D, 0x0E, 0x0F,
 };
 static const char *const KEY_CACHE_NAMES[K_COUNT] = {
     "_DOUBLE_KEYS", "_STR_KEYS", "_DOC_KEYS", "_ARRAY_KEYS", "_BINARY_KEYS", "_OID_KEYS",
     "_BOOL_KEYS", "_DATE_KEYS", "_NULL_KEYS", "_INT32_KEYS", "_TIMESTAMP_KEYS",
     "_INT64_KEYS", "_DECIMAL_KEYS", "_MIN_KEY_KEYS", "_MAX_KEY_KEYS",
+    "_UNDEFINED_KEYS", "_REGEX_KEYS", "_CODE_KEYS", "_SYMBOL_KEYS", "_CODE_W_SCOPE_KEYS",
 };
 static PyObject *KeyCaches[K_COUNT];
 static PyObject *KeyTypeBytes[K_COUNT];
@@ -852,6 +858,158 @@ static int write_raw(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value
     return rc;
 }
 
+/* A BSON string body (int32 length with the NUL, bytes, NUL). */
+static int put_string(Buffer *b, const char *s, Py_ssize_t n) {
+    if (n >= INT32_MAX) {
+        return too_large();
+    }
+    if (buffer_reserve(b, n + 5) < 0) {
+        return -1;
+    }
+    put_le32(b, (uint32_t)(n + 1));
+    put_bytes(b, s, n);
+    put_byte(b, 0);
+    return 0;
+}
+
+/* An exact Code: _enc_code (value.encode() and .scope before the key; with a scope, the
+ * code_w_scope length patched around the string and the scope document). */
+static int write_code(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value,
+                      const Ctx *ctx, long depth) {
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(value, &n);
+    if (s == NULL) {
+        return -1;
+    }
+    PyObject *scope = PyObject_GetAttr(value, StrScope);
+    if (scope == NULL) {
+        return -1;
+    }
+    int rc = -1;
+    if (scope == Py_None) {
+        if (prefix(b, K_CODE, key, index) == 0) {
+            rc = put_string(b, s, n);
+        }
+        Py_DECREF(scope);
+        return rc;
+    }
+    if (prefix(b, K_CODE_W_SCOPE, key, index) == 0 && buffer_reserve(b, 4) == 0) {
+        Py_ssize_t start = b->len;
+        b->len += 4;
+        if (put_string(b, s, n) == 0 &&
+            (PyDict_CheckExact(scope) ? write_dict(b, scope, ctx, depth + 1)
+                                      : write_mapping(b, scope, ctx, depth + 1)) == 0) {
+            Py_ssize_t size = b->len - start;
+            rc = size > INT32_MAX ? too_large() : 0;
+            if (rc == 0) {
+                patch_le32(b, start, (uint32_t)size);
+            }
+        }
+    }
+    Py_DECREF(scope);
+    return rc;
+}
+
+/* An exact Symbol: _enc_symbol writes the key before encoding the string. */
+static int write_symbol(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value) {
+    if (prefix(b, K_SYMBOL, key, index) < 0) {
+        return -1;
+    }
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(value, &n);
+    return s == NULL ? -1 : put_string(b, s, n);
+}
+
+#define MAX_NATIVE_FLAGS 32
+
+/* An exact Regex with str pattern and ASCII flags, neither holding a NUL (anything else goes
+ * to the reference's _enc_regex, which raises its own errors). Flags are written sorted. */
+static int write_regex(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value,
+                       const Ctx *ctx, long depth) {
+    PyObject *pattern = PyObject_GetAttr(value, StrPattern);
+    PyObject *flags = pattern == NULL ? NULL : PyObject_GetAttr(value, StrFlags);
+    Py_ssize_t pn = 0, fn = 0;
+    const char *ps = NULL;
+    char sorted[MAX_NATIVE_FLAGS];
+    int native = flags != NULL && PyUnicode_CheckExact(pattern) && PyUnicode_CheckExact(flags) &&
+                 PyUnicode_IS_ASCII(flags) &&
+                 (fn = PyUnicode_GET_LENGTH(flags)) <= MAX_NATIVE_FLAGS &&
+                 (ps = PyUnicode_AsUTF8AndSize(pattern, &pn)) != NULL &&
+                 memchr(ps, 0, (size_t)pn) == NULL;
+    if (native) {
+        memcpy(sorted, PyUnicode_DATA(flags), (size_t)fn);
+        for (Py_ssize_t i = 1; i < fn; i++) { /* insertion sort: a handful of letters */
+            char c = sorted[i];
+            Py_ssize_t j = i;
+            for (; j > 0 && (unsigned char)sorted[j - 1] > (unsigned char)c; j--) {
+                sorted[j] = sorted[j - 1];
+            }
+            sorted[j] = c;
+        }
+        native = memchr(sorted, 0, (size_t)fn) == NULL;
+    }
+    int rc;
+    if (!native) {
+        PyErr_Clear();
+        rc = call_encoder(b, EncRegex, key, index, value, ctx, depth);
+    } else if ((rc = prefix(b, K_REGEX, key, index)) == 0 &&
+               (rc = buffer_reserve(b, pn + fn + 2)) == 0) {
+        put_bytes(b, ps, pn);
+        put_byte(b, 0);
+        put_bytes(b, sorted, fn);
+        put_byte(b, 0);
+    }
+    Py_XDECREF(pattern);
+    Py_XDECREF(flags);
+    return rc;
+}
+
+/* An exact DatetimeMS that fits int64 (else the reference's struct error). */
+static int write_datetime_ms(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value,
+                             const Ctx *ctx, long depth) {
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (overflow) {
+        return call_encoder(b, EncDatetimeMS, key, index, value, ctx, depth);
+    }
+    if (prefix(b, K_DATE, key, index) < 0 || buffer_reserve(b, 8) < 0) {
+        return -1;
+    }
+    put_le64(b, (uint64_t)v);
+    return 0;
+}
+
+/* An exact uuid.UUID under STANDARD (subtype 4) or PYTHON_LEGACY (subtype 3): its 16
+ * big-endian bytes, as Binary.from_uuid. Other representations go to the reference. */
+static int write_uuid(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value,
+                      const Ctx *ctx, long depth) {
+    PyObject *rep = PyObject_GetAttr(ctx->opts, StrUuidRepresentation);
+    int subtype = rep == UuidStandard ? 4 : rep == UuidPythonLegacy ? 3 : -1;
+    Py_XDECREF(rep);
+    unsigned char raw[16];
+    int ok = 0;
+    if (subtype > 0) {
+        PyObject *number = PyObject_GetAttr(value, StrInt);
+        ok = number != NULL && PyLong_CheckExact(number) &&
+             _PyLong_AsByteArray((PyLongObject *)number, raw, 16, 0, 0) == 0;
+        Py_XDECREF(number);
+    }
+    if (!ok) {
+        PyErr_Clear();
+        return call_encoder(b, EncUuid, key, index, value, ctx, depth);
+    }
+    if (prefix(b, K_BINARY, key, index) < 0 || buffer_reserve(b, 21) < 0) {
+        return -1;
+    }
+    put_le32(b, 16);
+    put_byte(b, (char)subtype);
+    put_bytes(b, (const char *)raw, 16);
+    return 0;
+}
+
 /* Everything the element loop does not inline: the reference's lookup (_ENCODERS, then
  * _fallback_encoder), then natively the encoders we know, else the encoder itself. */
 static int write_other(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value,
@@ -894,6 +1052,18 @@ static int write_other(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *val
         rc = write_decimal128(b, key, index, value, ctx, depth);
     } else if (encoder == EncTimestamp && t == TimestampType) {
         rc = write_timestamp(b, key, index, value, ctx, depth);
+    } else if (encoder == EncCode && t == CodeType) {
+        rc = write_code(b, key, index, value, ctx, depth);
+    } else if (encoder == EncRegex && t == RegexType) {
+        rc = write_regex(b, key, index, value, ctx, depth);
+    } else if (encoder == EncUuid && t == UUIDType) {
+        rc = write_uuid(b, key, index, value, ctx, depth);
+    } else if (encoder == EncDatetimeMS && t == DatetimeMSType) {
+        rc = write_datetime_ms(b, key, index, value, ctx, depth);
+    } else if (encoder == EncSymbol && t == SymbolType) {
+        rc = write_symbol(b, key, index, value);
+    } else if (encoder == EncUndefined) {
+        rc = prefix(b, K_UNDEFINED, key, index);
     } else if (encoder == EncMinKey) {
         rc = prefix(b, K_MIN, key, index);
     } else if (encoder == EncMaxKey) {
@@ -1127,7 +1297,10 @@ static int load_strings(void) {
         intern(&StrSubtype, "_subtype") < 0 || intern(&StrBits, "_bits") < 0 ||
         intern(&StrInc, "inc") < 0 || intern(&StrTime, "time") < 0 ||
         intern(&StrUtcoffset, "utcoffset") < 0 || intern(&StrStartswith, "startswith") < 0 ||
-        intern(&StrDollar, "$") < 0 || intern(&StrDot, ".") < 0) {
+        intern(&StrDollar, "$") < 0 || intern(&StrDot, ".") < 0 ||
+        intern(&StrScope, "scope") < 0 || intern(&StrPattern, "pattern") < 0 ||
+        intern(&StrFlags, "flags") < 0 || intern(&StrInt, "int") < 0 ||
+        intern(&StrUuidRepresentation, "uuid_representation") < 0) {
         return -1;
     }
     return 0;
@@ -1143,7 +1316,12 @@ static int load_reference(PyObject *enc) {
         (EncDecimal128 = attr(enc, "_enc_decimal128")) == NULL ||
         (EncTimestamp = attr(enc, "_enc_timestamp")) == NULL ||
         (EncMinKey = attr(enc, "_enc_min_key")) == NULL ||
-        (EncMaxKey = attr(enc, "_enc_max_key")) == NULL) {
+        (EncMaxKey = attr(enc, "_enc_max_key")) == NULL ||
+        (EncUndefined = attr(enc, "_enc_undefined")) == NULL ||
+        (EncCode = attr(enc, "_enc_code")) == NULL || (EncRegex = attr(enc, "_enc_regex")) == NULL ||
+        (EncSymbol = attr(enc, "_enc_symbol")) == NULL ||
+        (EncDatetimeMS = attr(enc, "_enc_datetime_ms")) == NULL ||
+        (EncUuid = attr(enc, "_enc_uuid")) == NULL) {
         return -1;
     }
     if (!PyDict_CheckExact(Encoders)) {
@@ -1178,10 +1356,22 @@ static int load_reference(PyObject *enc) {
         type_attr(enc, "Binary", &BinaryType) < 0 ||
         type_attr(enc, "Decimal128", &Decimal128Type) < 0 ||
         type_attr(enc, "Timestamp", &TimestampType) < 0 ||
-        type_attr(enc, "RawBSONDocument", &RawType) < 0) {
+        type_attr(enc, "RawBSONDocument", &RawType) < 0 || type_attr(enc, "Code", &CodeType) < 0 ||
+        type_attr(enc, "Regex", &RegexType) < 0 || type_attr(enc, "Symbol", &SymbolType) < 0 ||
+        type_attr(enc, "DatetimeMS", &DatetimeMSType) < 0) {
         return -1;
     }
-    return 0;
+    PyObject *uuid_module = attr(enc, "uuid");
+    PyObject *reps = attr(enc, "UuidRepresentation");
+    int rc = -1;
+    if (uuid_module != NULL && reps != NULL && type_attr(uuid_module, "UUID", &UUIDType) == 0 &&
+        (UuidStandard = attr(reps, "STANDARD")) != NULL &&
+        (UuidPythonLegacy = attr(reps, "PYTHON_LEGACY")) != NULL) {
+        rc = 0;
+    }
+    Py_XDECREF(uuid_module);
+    Py_XDECREF(reps);
+    return rc;
 }
 
 static int load_modules(void) {

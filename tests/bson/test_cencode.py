@@ -61,7 +61,13 @@ except ImportError:  # pragma: no cover - CI sets ASYNCMONGO_REQUIRE_EXTENSIONS=
 
 c_encode: Callable[[Any, bool, CodecOptions], bytes] = _cencode.encode
 STANDARD = CodecOptions(uuid_representation=UuidRepresentation.STANDARD)
-OPTIONS = (DEFAULT_CODEC_OPTIONS, STANDARD)
+OPTIONS = (
+    DEFAULT_CODEC_OPTIONS,
+    STANDARD,
+    CodecOptions(uuid_representation=UuidRepresentation.PYTHON_LEGACY),
+    CodecOptions(uuid_representation=UuidRepresentation.JAVA_LEGACY),
+    CodecOptions(uuid_representation=UuidRepresentation.CSHARP_LEGACY),
+)
 
 
 def fast(examples: int) -> settings:
@@ -222,7 +228,11 @@ def _bson_scalars() -> st.SearchStrategy[Any]:
         st.builds(Timestamp, st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1)),
         st.sampled_from([MinKey(), MaxKey(), Undefined()]),
         st.uuids(),
-        st.builds(Regex, TEXT, st.sampled_from(["", "i", "mi", "xsm", "u", "a\x00"])),
+        st.builds(
+            Regex,
+            TEXT,
+            st.sampled_from(["", "i", "mi", "xsm", "u", "a\x00", "zyxa", "é", "ü i", "x" * 40]),
+        ),
         st.sampled_from([re.compile("a+", re.I | re.M), re.compile(b"bytes"), re.compile("x")]),
         st.builds(Code, TEXT),
         st.builds(Symbol, TEXT),
@@ -732,9 +742,55 @@ def test_tampered_native_types_go_to_the_reference() -> None:
     odd_dec = Decimal128("1")
     object.__setattr__(odd_dec, "_bits", -1)
     no_subtype = bytes.__new__(Binary, b"abc")
-    for value in (odd_ts, odd_bin, odd_dec, no_subtype):
+    odd_regex = Regex("a")
+    object.__setattr__(odd_regex, "pattern", b"bytes")
+    odd_flags = Regex("a")
+    object.__setattr__(odd_flags, "flags", 5)
+    odd_code = Code("c", {"a": 1})
+    odd_code.scope = 5  # type: ignore[assignment]
+    odd_dtms = int.__new__(DatetimeMS, 2**70)
+    odd_uuid = uuid.UUID(int=5)
+    object.__setattr__(odd_uuid, "int", -1)
+    for value in (odd_ts, odd_bin, odd_dec, no_subtype, odd_regex, odd_flags, odd_code, odd_dtms):
         result = assert_same({"v": value})
         assert result[0] == "error"
+    assert_same({"v": odd_uuid})
+
+
+@pytest.mark.parametrize("opts", [None, object(), DEFAULT_CODEC_OPTIONS, *OPTIONS])
+def test_uuid_under_every_option(opts: Any) -> None:
+    document = {"u": uuid.UUID("00112233-4455-6677-8899-aabbccddeeff"), "l": [uuid.UUID(int=0)]}
+    expected = outcome(_py_encode, document, False, opts)
+    assert outcome(c_encode, document, False, opts) == expected
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        Code("c"),
+        Code("c\ud800"),
+        Code("c", {"a": [1, {"b": Code("d", {})}]}),
+        Code("c", collections.OrderedDict(a=1)),
+        Code("c\x00", {}),
+        Code("c", {"a": "\ud800"}),
+        Symbol("s\u00e9"),
+        Symbol("\ud800"),
+        Regex("p", "zyxmi"),
+        Regex("p\x00", "i"),
+        Regex("p", "i\x00"),
+        Regex("\ud800", ""),
+        Regex("p", "é"),
+        DatetimeMS(-(2**63)),
+        DatetimeMS(2**63 - 1),
+        Undefined(),
+    ],
+    ids=repr,
+)
+def test_natively_written_rare_types(value: Any) -> None:
+    assert_same({"v": value})
+    assert_same({"v": [value]})
+    assert_same({1: value})
+    assert_same({"v": value, "deep": _nested(MAX_NESTING_DEPTH, lambda v: {"a": v, "c": value})})
 
 
 def test_old_binary_subtype_and_all_subtypes() -> None:
