@@ -446,6 +446,7 @@ static inline PyObject *read_value(Ctx *ctx, unsigned char t, Py_ssize_t *pos, P
 
 /* Documents at least this long get a dict sized for their elements up front. */
 #define PRESIZE_MIN_BYTES 512
+#define PRESIZE_MAX (1 << 17)
 
 /* How many elements buf[pos:end] holds, counted by skipping them; a hint only (it stops at
  * the first element it cannot size, the decoder proper judges the bytes). */
@@ -495,8 +496,11 @@ static Py_ssize_t count_elements(const unsigned char *buf, Py_ssize_t pos, Py_ss
 static PyObject *new_dict(Ctx *ctx, Py_ssize_t pos, Py_ssize_t end)
 {
 #if PY_VERSION_HEX < 0x030D0000
-    if (end - pos >= PRESIZE_MIN_BYTES)
-        return _PyDict_NewPresized(count_elements(ctx->buf, pos, end));
+    if (end - pos >= PRESIZE_MIN_BYTES) {
+        /* Capped: duplicate keys could make the count far larger than the dict. */
+        Py_ssize_t count = count_elements(ctx->buf, pos, end);
+        return _PyDict_NewPresized(count < PRESIZE_MAX ? count : PRESIZE_MAX);
+    }
 #endif
     return PyDict_New();
 }
@@ -848,6 +852,10 @@ static struct PyModuleDef cdecode_module = {
     "The compiled BSON decoder; behaves exactly as asyncmongo.bson._decode.",
     -1,
     cdecode_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 static PyObject *import_attr(const char *module, const char *name)
@@ -912,7 +920,28 @@ static int init_rare_readers(void)
             return NULL;                                                                  \
     } while (0)
 
+static PyObject *init_module(void);
+
+/* Any failure to bind to the pure decoder is an ImportError, so codec.py falls back to the
+ * pure codec (and ASYNCMONGO_REQUIRE_EXTENSIONS makes the test run say so). */
 PyMODINIT_FUNC PyInit__cdecode(void)
+{
+    PyObject *module = init_module();
+    if (module == NULL && !PyErr_ExceptionMatches(PyExc_ImportError)) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        PyErr_Format(PyExc_ImportError,
+                     "asyncmongo.bson._cdecode cannot bind to asyncmongo.bson._decode: %S",
+                     value);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+    }
+    return module;
+}
+
+static PyObject *init_module(void)
 {
     PyDateTime_IMPORT;
     if (PyDateTimeAPI == NULL)

@@ -672,6 +672,9 @@ def _leak_inputs() -> list[bytes]:
         good.replace(b"text", b"te\xffx"),  # bad UTF-8 in a string value
         good.replace(b"a.*\x00i", b"a.*\x00\xff"),  # a reader's UnicodeDecodeError, translated
         _nested(401, 0x03),
+        # errors on elements whose keys are not cached (non-ASCII, long): their refs count
+        encode({"x": 1, "kë": "bad"}).replace(b"bad", b"b\xffd"),
+        encode({"k" * 60: Regex("r", "i")}).replace(b"r\x00i", b"r\x00\xff"),
     ]
 
 
