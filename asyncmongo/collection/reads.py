@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from asyncmongo.collection.aggregate import aggregate_cursor
@@ -18,7 +19,7 @@ from asyncmongo.core.operations.common import (
 )
 from asyncmongo.core.operations.cursors import CursorPage
 from asyncmongo.core.operations.distinct import distinct as distinct_op
-from asyncmongo.core.operations.find import Find
+from asyncmongo.core.operations.find import Find, FindOne
 from asyncmongo.cursor import AsyncCommandCursor, AsyncCursor, find_options
 from asyncmongo.errors import InvalidOperation
 from asyncmongo.scope import no_session
@@ -51,18 +52,34 @@ class CollectionReads(CollectionBase):
 
     async def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
         """The first matching document or None; a non-mapping filter means ``{_id: filter}``."""
-        if filter is not None and not isinstance(filter, Mapping):
+        if filter is not None and type(filter) is not dict and not isinstance(filter, Mapping):
             filter = {"_id": filter}
-        no_session(kwargs.pop("session", None))
-        kwargs["limit"] = 1  # CRUD findOne: limit 1 and singleBatch, no batchSize
-        kwargs["single_batch"] = True
-        options = find_options(filter, *args, **kwargs)
-        op = Find(
-            self._namespace, options, self._read_preference, self._read_concern, self._codec_options
-        )
-        page: CursorPage = await self._client._run_cursor_operation(op)
-        if page.cursor_id and page.address is not None:  # a server that kept it open anyway
-            await AsyncCommandCursor(self._client, page, self._codec_options).close()
+        op: Find | FindOne
+        if args or kwargs:
+            no_session(kwargs.pop("session", None))
+            kwargs["limit"] = 1  # CRUD findOne: limit 1 and singleBatch, no batchSize
+            kwargs["single_batch"] = True
+            options = find_options(filter, *args, **kwargs)
+            op = Find(
+                self._namespace,
+                options,
+                self._read_preference,
+                self._read_concern,
+                self._codec_options,
+            )
+        else:  # the usual call: the same command, without the options object
+            op = FindOne(
+                self._namespace,
+                filter,
+                self._read_preference,
+                self._read_concern,
+                self._codec_options,
+            )
+        page: CursorPage
+        page, address = await self._client._run_operation_at(op)
+        if page.cursor_id:  # a server that kept it open anyway
+            kept = replace(page, address=address)
+            await AsyncCommandCursor(self._client, kept, self._codec_options).close()
         return page.documents[0] if page.documents else None
 
     async def find_raw_batches(self, *args: Any, **kwargs: Any) -> Any:

@@ -25,7 +25,14 @@ from asyncmongo.core.operations.cursors import CursorPage, parse_cursor_page
 from asyncmongo.core.selection import ReadPreference
 from asyncmongo.errors import InvalidArgument
 
-__all__ = ["CursorType", "Find", "FindOptions", "first_batch_size", "projection_document"]
+__all__ = [
+    "CursorType",
+    "Find",
+    "FindOne",
+    "FindOptions",
+    "first_batch_size",
+    "projection_document",
+]
 
 
 class CursorType(IntEnum):
@@ -205,6 +212,49 @@ class Find:
             command["let"] = o.let
         if o.raw_data is not None:
             command = with_raw_data(command, o.raw_data, conn)
+        return Command(self.namespace.database, command)
+
+    def parse(self, reply: Mapping[str, Any]) -> CursorPage:
+        return parse_cursor_page(reply, self.namespace)
+
+
+class FindOne:
+    """``find_one(filter)`` without options: the command :class:`Find` builds for
+    ``FindOptions(filter, limit=1, single_batch=True)`` (CRUD findOne: limit 1 and
+    singleBatch, no batchSize), key for key, without building the 22 options first.
+
+    It is the hot path of every ``find_one``, so it skips what those options never need.
+    """
+
+    __slots__ = ("codec_options", "filter", "namespace", "read_concern", "target")
+
+    name = "find"
+
+    def __init__(
+        self,
+        namespace: Namespace,
+        filter: Mapping[str, Any] | None,
+        read_preference: ReadPreference,
+        read_concern: ReadConcern,
+        codec_options: CodecOptions,
+    ) -> None:
+        if filter is not None:
+            check_document(filter, "filter")
+        self.namespace = namespace
+        self.filter = filter
+        self.read_concern = read_concern
+        self.codec_options = codec_options
+        self.target = Target.read(read_preference)
+
+    def build(self, conn: ConnectionInfo) -> Command:
+        command: dict[str, Any] = {
+            "find": self.namespace.collection,
+            "filter": self.filter if self.filter is not None else {},
+            "limit": 1,
+            "singleBatch": True,
+        }
+        if not self.read_concern.is_server_default:
+            command["readConcern"] = self.read_concern.document
         return Command(self.namespace.database, command)
 
     def parse(self, reply: Mapping[str, Any]) -> CursorPage:
