@@ -156,9 +156,10 @@ class ExecutorHooks(SessionState):
     def _observe(self, reply: Mapping[str, Any], address: Any, sharded: bool) -> None:
         """A reply arrived: gossip, operationTime, the snapshot time, the recovery token,
         and pin a transaction to the mongos that started it."""
-        cluster_time = cluster_time_of(reply)
-        if cluster_time is not None:
-            self._cluster_time = greater_cluster_time(self._cluster_time, cluster_time)
+        if "$clusterTime" in reply:  # a standalone never sends one
+            cluster_time = cluster_time_of(reply)
+            if cluster_time is not None:
+                self._cluster_time = greater_cluster_time(self._cluster_time, cluster_time)
         operation_time = reply.get("operationTime")
         if operation_time is not None:
             self._operation_time = greater_operation_time(self._operation_time, operation_time)

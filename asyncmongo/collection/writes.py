@@ -19,7 +19,7 @@ from asyncmongo.core.operations.statements import (
     insert_statement,
     update_statement,
 )
-from asyncmongo.core.operations.write import WriteOptions
+from asyncmongo.core.operations.write import WriteOptions, write_options
 from asyncmongo.errors import InvalidArgument
 from asyncmongo.operations import WriteModel
 from asyncmongo.results import (
@@ -80,7 +80,7 @@ class CollectionWrites(CollectionBase):
         """Insert one document (an ``_id`` is added to it when missing)."""
         no_session(session)
         statement = insert_statement(document)
-        options = WriteOptions(True, bypass_document_validation, comment, raw_data=raw_data)
+        options = write_options(True, bypass_document_validation, comment, raw_data=raw_data)
         (reply,) = await self._write([statement], options)
         check_write_reply(reply)
         return InsertOneResult(document.get("_id"), self._write_concern.acknowledged)
@@ -106,7 +106,7 @@ class CollectionWrites(CollectionBase):
         if isinstance(documents, Mapping) or not documents:
             raise InvalidArgument("documents must be a non-empty list of documents")
         statements = [insert_statement(document) for document in documents]
-        options = WriteOptions(ordered, bypass_document_validation, comment, None, raw_data)
+        options = write_options(ordered, bypass_document_validation, comment, None, raw_data)
         await self._bulk(statements, options)
         return InsertManyResult(
             [document.get("_id") for document in documents], self._write_concern.acknowledged
@@ -131,7 +131,7 @@ class CollectionWrites(CollectionBase):
             filter, replacement, multi=False, replace=True, upsert=upsert or None,
             collation=collation, hint=hint, sort=sort,
         )
-        options = WriteOptions(True, bypass_document_validation, comment, let, raw_data)
+        options = write_options(True, bypass_document_validation, comment, let, raw_data)
         return await self._write_one(statement, options, UpdateResult)
 
     async def update_one(
@@ -154,7 +154,7 @@ class CollectionWrites(CollectionBase):
             filter, update, multi=False, upsert=upsert or None, collation=collation,
             array_filters=array_filters, hint=hint, sort=sort,
         )
-        options = WriteOptions(True, bypass_document_validation, comment, let, raw_data)
+        options = write_options(True, bypass_document_validation, comment, let, raw_data)
         return await self._write_one(statement, options, UpdateResult)
 
     async def update_many(
@@ -176,7 +176,7 @@ class CollectionWrites(CollectionBase):
             filter, update, multi=True, upsert=upsert or None, collation=collation,
             array_filters=array_filters, hint=hint,
         )
-        options = WriteOptions(True, bypass_document_validation, comment, let, raw_data)
+        options = write_options(True, bypass_document_validation, comment, let, raw_data)
         return await self._write_one(statement, options, UpdateResult)
 
     async def _delete(
@@ -190,7 +190,7 @@ class CollectionWrites(CollectionBase):
         raw_data: bool | None,
     ) -> DeleteResult:
         statement = delete_statement(filter, multi=multi, collation=collation, hint=hint)
-        options = WriteOptions(True, None, comment, let, raw_data)
+        options = write_options(True, None, comment, let, raw_data)
         return await self._write_one(statement, options, DeleteResult)
 
     async def delete_one(
@@ -247,7 +247,7 @@ class CollectionWrites(CollectionBase):
             if not isinstance(request, WriteModel):
                 raise InvalidArgument(f"{request!r} is not a valid request (a write model)")
             statements.append(request._statement())
-        options = WriteOptions(ordered, bypass_document_validation, comment, let, raw_data)
+        options = write_options(ordered, bypass_document_validation, comment, let, raw_data)
         result = await self._bulk(statements, options)
         return BulkWriteResult(result.document(), self._write_concern.acknowledged)
 

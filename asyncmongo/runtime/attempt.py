@@ -102,6 +102,8 @@ def is_retryable_write_operation(op: Any) -> bool:
     statements = getattr(op, "statements", None)
     if statements is None:
         return False
+    if name == "insert":  # an insert statement is never multi
+        return True
     start = getattr(op, "start", 0)
     return not any(getattr(s, "multi", False) for s in statements[start:])
 
@@ -309,6 +311,8 @@ class ClusterTimeKeeper:
         self.cluster_time: Mapping[str, Any] | None = None
 
     def advance(self, reply: Mapping[str, Any]) -> None:
+        if "$clusterTime" not in reply:  # a standalone's replies, every handshake reply
+            return
         value = cluster_time_of(reply)
         if value is not None:
             self.cluster_time = greater_cluster_time(self.cluster_time, value)

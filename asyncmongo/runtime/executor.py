@@ -158,9 +158,10 @@ class Executor:
         self, attempt: SessionOperation[T], deadline: float | None, operation_id: int | None
     ) -> tuple[T, Address]:
         """The first attempt and, when allowed, one retry (retryable reads/writes specs)."""
-        released = self._release_broken_cursor_pin(attempt)
-        if released is not None:
-            return released
+        if attempt.name == "killCursors":
+            released = self._release_broken_cursor_pin(attempt)
+            if released is not None:
+                return released
         deprioritized: list[Address] = []
         first_error: BaseException | None = None
         while True:
@@ -182,10 +183,12 @@ class Executor:
             try:
                 conn, runs_on = await self._connection_for(attempt, server, deadline)
                 result = await self._run_operation(runs_on, conn, attempt, deadline, operation_id)
-                self._settle_cursor_connection(attempt, server, runs_on, result)
+                if runs_on is not server:  # pinned or held: nothing to settle on the pool
+                    self._settle_cursor_connection(attempt, server, runs_on, result)
                 return result, server.address
             except Exception as exc:
-                self._settle_cursor_connection(attempt, server, runs_on, None)
+                if runs_on is not server and runs_on is not None:
+                    self._settle_cursor_connection(attempt, server, runs_on, None)
                 attempt.failed(exc)
                 if first_error is None and attempt.may_retry(exc):
                     first_error = exc
@@ -209,7 +212,8 @@ class Executor:
         self, attempt: SessionOperation[Any], server: Server, runs_on: Any, result: Any
     ) -> None:
         """Load balancers spec: a cursor keeps the connection that opened it until it is
-        exhausted or killed (``result`` None: the command failed)."""
+        exhausted or killed (``result`` None: the command failed). Only a ``_PinnedServer``
+        has anything to settle: on a server's own pool every case below is a no-op."""
         pool = getattr(runs_on, "pool", None)
         cursor_id = getattr(result, "cursor_id", 0) if result is not None else 0
         if isinstance(pool, _HeldPool):

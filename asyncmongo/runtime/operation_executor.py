@@ -89,15 +89,9 @@ class OperationExecutor(Executor):
         result, _ = await self.run_operation(op, deadline=deadline, operation_id=operation_id)
         return result
 
-    async def run_with_address(
-        self,
-        op: Operation[T],
-        *,
-        deadline: float | None = None,
-        operation_id: int | None = None,
-    ) -> tuple[T, Address]:
-        """Like :meth:`run`, also saying which server answered (a cursor's home)."""
-        return await self.run_operation(op, deadline=deadline, operation_id=operation_id)
+    #: Like :meth:`run`, also saying which server answered (a cursor's home): the executor's
+    #: own path, without one more coroutine around it.
+    run_with_address = Executor.run_operation
 
     async def _server_for(
         self,
@@ -189,9 +183,14 @@ class OperationExecutor(Executor):
                 self._succeeded(started, begin, reply)
             else:
                 self._failed(started, begin, reply, None)
-        error = ApplicationError.from_command_reply(
-            reply, generation, max_wire_version=conn.max_wire_version, service_id=conn.service_id
-        )
+        error = None
+        if "writeConcernError" in reply or not is_ok(reply):  # else from_command_reply: None
+            error = ApplicationError.from_command_reply(
+                reply,
+                generation,
+                max_wire_version=conn.max_wire_version,
+                service_id=conn.service_id,
+            )
         try:
             if error is not None:  # a command error reply: SDAM before check-in, as above
                 await self._topology.handle_error(server.address, error)

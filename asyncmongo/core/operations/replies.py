@@ -113,5 +113,5 @@ def check_write_reply(reply: Mapping[str, Any]) -> None:
     if errors:
         raise_write_error(errors[-1])
     concern_error = reply.get("writeConcernError")
-    if isinstance(concern_error, Mapping):
+    if concern_error is not None and isinstance(concern_error, Mapping):
         raise_write_concern_error(concern_error, reply)

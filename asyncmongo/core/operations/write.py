@@ -23,7 +23,7 @@ from asyncmongo.core.operations.statements import StatementKind, WriteStatement
 from asyncmongo.core.wire.batching import BatchLimits, split_batches
 from asyncmongo.core.wire.op_msg import DocumentSequence
 
-__all__ = ["BatchReply", "WriteCommand", "WriteOptions"]
+__all__ = ["BatchReply", "WriteCommand", "WriteOptions", "write_options"]
 
 #: Room kept for the command document and its generic fields on the fast path (bytes).
 FAST_PATH_ALLOWANCE = 16 * 1024
@@ -38,6 +38,31 @@ class WriteOptions:
     comment: Any = None
     let: Mapping[str, Any] | None = None
     raw_data: bool | None = None
+
+
+#: The options of a single write without any (insert_one, update_one, ...): one shared object.
+_DEFAULT_OPTIONS = WriteOptions()
+#: Each command's document sequence, by command name (a str key hashes faster than an enum).
+_SEQUENCES = {kind.value: kind.sequence for kind in StatementKind}
+
+
+def write_options(
+    ordered: bool = True,
+    bypass_document_validation: bool | None = None,
+    comment: Any = None,
+    let: Mapping[str, Any] | None = None,
+    raw_data: bool | None = None,
+) -> WriteOptions:
+    """``WriteOptions(...)``, the shared default object when nothing is given."""
+    if (
+        ordered is True
+        and bypass_document_validation is None
+        and comment is None
+        and let is None
+        and raw_data is None
+    ):
+        return _DEFAULT_OPTIONS
+    return WriteOptions(ordered, bypass_document_validation, comment, let, raw_data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +81,7 @@ class WriteCommand:
     __slots__ = (
         "_batch",
         "_encoded",
+        "acknowledged",
         "codec_options",
         "kind",
         "name",
@@ -74,7 +100,7 @@ class WriteCommand:
         statements: Sequence[WriteStatement],
         write_concern: WriteConcern,
         codec_options: CodecOptions,
-        options: WriteOptions = WriteOptions(),
+        options: WriteOptions = _DEFAULT_OPTIONS,
         *,
         start: int = 0,
         encoded: list[bytes] | None = None,
@@ -84,16 +110,14 @@ class WriteCommand:
         self.name = kind.value
         self.statements = statements
         self.write_concern = write_concern
+        #: Read on every build, parse and retry decision (a write concern is immutable).
+        self.acknowledged = write_concern.acknowledged
         self.codec_options = codec_options
         self.options = options
         self.start = start
         self.target = Target.write()
         self._encoded = encoded
         self._batch = 0
-
-    @property
-    def acknowledged(self) -> bool:
-        return self.write_concern.acknowledged
 
     def encoded(self) -> list[bytes]:
         """Every statement as BSON (encoded once, shared by the follow-up batches)."""
@@ -103,13 +127,15 @@ class WriteCommand:
         return self._encoded
 
     def command_document(self) -> dict[str, Any]:
-        command: dict[str, Any] = {self.kind.value: self.namespace.collection}
-        command["ordered"] = self.options.ordered
+        options = self.options
+        command: dict[str, Any] = {self.name: self.namespace.collection}
+        command["ordered"] = options.ordered
         if not self.write_concern.is_server_default:
             command["writeConcern"] = self.write_concern.document
-        put(command, "bypassDocumentValidation", self.options.bypass_document_validation)
-        put(command, "comment", self.options.comment)
-        put(command, "let", self.options.let)
+        if options is not _DEFAULT_OPTIONS:  # insert_one, update_one, ... : none of them
+            put(command, "bypassDocumentValidation", options.bypass_document_validation)
+            put(command, "comment", options.comment)
+            put(command, "let", options.let)
         return command
 
     def build(self, conn: ConnectionInfo) -> Command:
@@ -118,7 +144,7 @@ class WriteCommand:
         self._batch = self._fits_whole(statements, conn) or self._first_batch(
             command, statements, conn
         )
-        sequence = DocumentSequence(self.kind.sequence, statements[: self._batch])
+        sequence = DocumentSequence(_SEQUENCES[self.name], statements[: self._batch])
         return Command(
             self.namespace.database,
             command,
