@@ -20,6 +20,15 @@
 #include <stdint.h>
 #include <string.h>
 
+/* CPython 3.13 added a with_exceptions argument to _PyLong_AsByteArray. */
+#if PY_VERSION_HEX >= 0x030D0000
+#define LONG_AS_BYTES(v, out, n, little, is_signed) \
+    _PyLong_AsByteArray((PyLongObject *)(v), (out), (n), (little), (is_signed), 1)
+#else
+#define LONG_AS_BYTES(v, out, n, little, is_signed) \
+    _PyLong_AsByteArray((PyLongObject *)(v), (out), (n), (little), (is_signed))
+#endif
+
 #define INDEX_COUNT 1024 /* _encode._INDEX_COUNT: zip() over the precomputed index keys */
 #define INLINE_SIZE 512
 
@@ -39,6 +48,7 @@ static PyObject *EncDocument, *EncArray, *EncRaw, *EncBinary, *EncDecimal128, *E
 static PyObject *EncMinKey, *EncMaxKey, *EncUndefined;
 static PyObject *EncCode, *EncRegex, *EncSymbol, *EncDatetimeMS, *EncUuid;
 static PyObject *UuidStandard, *UuidPythonLegacy; /* UuidRepresentation members */
+static PyObject *UnpackPair;        /* def unpack_pair(item): key, value = item; ... */
 static long MaxNestingDepth;
 static PyObject *EmptyStr;
 static PyObject *StrItems, *StrRaw, *StrBinaryAttr, *StrSubtype, *StrBits, *StrInc, *StrTime;
@@ -345,56 +355,32 @@ fail:
     return -1;
 }
 
-/* ``key, value = item`` with the interpreter's errors for a wrong shape. */
+/* ``key, value = item``: exact 2-tuples and 2-lists directly, any other shape through a
+ * two-line Python function, so the interpreter's own errors (wrong length, not iterable)
+ * come out, worded as this Python version words them. */
 static int unpack_pair(PyObject *item, PyObject **key, PyObject **value) {
-    if ((PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 2) ||
-        (PyList_CheckExact(item) && PyList_GET_SIZE(item) == 2)) {
-        PyObject **items = PyTuple_CheckExact(item) ? &PyTuple_GET_ITEM(item, 0)
-                                                    : &PyList_GET_ITEM(item, 0);
-        *key = items[0];
-        *value = items[1];
+    if (PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 2) {
+        *key = PyTuple_GET_ITEM(item, 0);
+        *value = PyTuple_GET_ITEM(item, 1);
+    } else if (PyList_CheckExact(item) && PyList_GET_SIZE(item) == 2) {
+        *key = PyList_GET_ITEM(item, 0);
+        *value = PyList_GET_ITEM(item, 1);
+    } else {
+        PyObject *pair = PyObject_CallOneArg(UnpackPair, item);
+        if (pair == NULL) {
+            return -1;
+        }
+        /* UnpackPair returns a fresh 2-tuple */
+        *key = PyTuple_GET_ITEM(pair, 0);
+        *value = PyTuple_GET_ITEM(pair, 1);
         Py_INCREF(*key);
         Py_INCREF(*value);
+        Py_DECREF(pair);
         return 0;
     }
-    PyObject *it = PyObject_GetIter(item);
-    if (it == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_TypeError) && Py_TYPE(item)->tp_iter == NULL &&
-            !PySequence_Check(item)) {
-            PyErr_Format(PyExc_TypeError, "cannot unpack non-iterable %.200s object",
-                         Py_TYPE(item)->tp_name);
-        }
-        return -1;
-    }
-    PyObject *got[2] = {NULL, NULL};
-    for (int i = 0; i < 2; i++) {
-        got[i] = PyIter_Next(it);
-        if (got[i] == NULL) {
-            if (!PyErr_Occurred()) {
-                PyErr_Format(PyExc_ValueError,
-                             "not enough values to unpack (expected 2, got %d)", i);
-            }
-            goto fail;
-        }
-    }
-    PyObject *extra = PyIter_Next(it);
-    if (extra != NULL) {
-        Py_DECREF(extra);
-        PyErr_SetString(PyExc_ValueError, "too many values to unpack (expected 2)");
-        goto fail;
-    }
-    if (PyErr_Occurred()) {
-        goto fail;
-    }
-    Py_DECREF(it);
-    *key = got[0];
-    *value = got[1];
+    Py_INCREF(*key);
+    Py_INCREF(*value);
     return 0;
-fail:
-    Py_XDECREF(got[0]);
-    Py_XDECREF(got[1]);
-    Py_DECREF(it);
-    return -1;
 }
 
 /* encode_document over any iterable of (key, value) pairs (a Mapping's items()). */
@@ -791,8 +777,7 @@ static int write_decimal128(Buffer *b, PyObject *key, Py_ssize_t index, PyObject
         return -1;
     }
     unsigned char bid[16];
-    int ok = PyLong_CheckExact(bits) && _PyLong_AsByteArray((PyLongObject *)bits, bid, 16, 1,
-                                                            0) == 0;
+    int ok = PyLong_CheckExact(bits) && LONG_AS_BYTES(bits, bid, 16, 1, 0) == 0;
     Py_DECREF(bits);
     if (!ok) {
         PyErr_Clear();
@@ -994,7 +979,7 @@ static int write_uuid(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *valu
     if (subtype > 0) {
         PyObject *number = PyObject_GetAttr(value, StrInt);
         ok = number != NULL && PyLong_CheckExact(number) &&
-             _PyLong_AsByteArray((PyLongObject *)number, raw, 16, 0, 0) == 0;
+             LONG_AS_BYTES(number, raw, 16, 0, 0) == 0;
         Py_XDECREF(number);
     }
     if (!ok) {
@@ -1173,18 +1158,20 @@ static void replace_error(PyObject *cls, PyObject *message) {
     PyObject *type, *old, *tb;
     PyErr_Fetch(&type, &old, &tb);
     PyErr_NormalizeException(&type, &old, &tb);
-    if (message != NULL) {
-        PyErr_SetObject(cls, message);
-        PyObject *ntype, *nvalue, *ntb;
-        PyErr_Fetch(&ntype, &nvalue, &ntb);
-        PyErr_NormalizeException(&ntype, &nvalue, &ntb);
-        if (nvalue != NULL && old != NULL) {
-            Py_INCREF(old);
-            PyException_SetContext(nvalue, old);
-            PyException_SetCause(nvalue, NULL);
-        }
-        PyErr_Restore(ntype, nvalue, ntb);
+    if (message == NULL) { /* could not build the message: keep the original error */
+        PyErr_Restore(type, old, tb);
+        return;
     }
+    PyErr_SetObject(cls, message);
+    PyObject *ntype, *nvalue, *ntb;
+    PyErr_Fetch(&ntype, &nvalue, &ntb);
+    PyErr_NormalizeException(&ntype, &nvalue, &ntb);
+    if (nvalue != NULL && old != NULL) {
+        Py_INCREF(old);
+        PyException_SetContext(nvalue, old);
+        PyException_SetCause(nvalue, NULL);
+    }
+    PyErr_Restore(ntype, nvalue, ntb);
     Py_XDECREF(type);
     Py_XDECREF(old);
     Py_XDECREF(tb);
@@ -1201,6 +1188,12 @@ static void translate_error(void) {
         PyObject *message = PyUnicode_FromFormat(
             unicode ? "strings must be valid UTF-8: %S" : "value too large for BSON: %S",
             value ? value : Py_None);
+        if (message == NULL) {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            return;
+        }
         PyErr_Restore(type, value, tb);
         replace_error(unicode ? InvalidStringData : InvalidDocument, message);
         Py_XDECREF(message);
@@ -1374,6 +1367,27 @@ static int load_reference(PyObject *enc) {
     return rc;
 }
 
+static int load_unpack_pair(void) {
+    PyObject *globals = PyDict_New();
+    if (globals == NULL) {
+        return -1;
+    }
+    PyObject *result = NULL;
+    if (PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) == 0) {
+        result = PyRun_String("def unpack_pair(item):\n"
+                              "    key, value = item\n"
+                              "    return (key, value)\n",
+                              Py_file_input, globals, globals);
+    }
+    if (result != NULL) {
+        UnpackPair = PyDict_GetItemString(globals, "unpack_pair");
+        Py_XINCREF(UnpackPair);
+        Py_DECREF(result);
+    }
+    Py_DECREF(globals);
+    return UnpackPair == NULL ? -1 : 0;
+}
+
 static int load_modules(void) {
     PyObject *abc = PyImport_ImportModule("collections.abc");
     if (abc == NULL) {
@@ -1412,7 +1426,8 @@ static int load_modules(void) {
 
 PyMODINIT_FUNC PyInit__cencode(void) {
     PyDateTime_IMPORT;
-    if (PyDateTimeAPI == NULL || load_strings() < 0 || load_modules() < 0) {
+    if (PyDateTimeAPI == NULL || load_strings() < 0 || load_unpack_pair() < 0 ||
+        load_modules() < 0) {
         return NULL;
     }
     return PyModule_Create(&module_def);
