@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
+from asyncmongo.bson import encode
 from asyncmongo.bson.binary import Binary
 from asyncmongo.bson.types import Regex
 from asyncmongo.testing.store.collation import active, using
@@ -27,7 +28,6 @@ from asyncmongo.testing.store.errors import StoreError
 from asyncmongo.testing.store.matcher import Predicate, compile_filter
 from asyncmongo.testing.store.paths import MISSING, collect, split_path
 from asyncmongo.testing.store.render import render
-from asyncmongo.testing.store.values import approximate_size
 
 Document = dict[str, Any]
 P = ParamSpec("P")
@@ -240,17 +240,20 @@ class Collection:
 
     def _trim_capped(self, newest: Any) -> None:
         """Remove the oldest documents while the collection is past ``max`` documents or
-        ``size`` bytes (estimated), never the one just inserted."""
+        ``size`` bytes (of BSON), never the one just inserted."""
         limit = _positive(self.options.get("max"))
         size = _positive(self.options.get("size"))
-        total = sum(approximate_size(d) for d in self.documents.values()) if size else 0
+        if size is not None:
+            # mongod: at least 4096 bytes, else rounded up to a multiple of 256
+            size = max(4096, -(-size // 256) * 256)
+        total = sum(len(encode(d)) for d in self.documents.values()) if size else 0
         for key in list(self.documents):
             over_count = limit is not None and len(self.documents) > limit
             over_size = size is not None and total > size
             if key == newest or not (over_count or over_size):
                 break
             if size:
-                total -= approximate_size(self.documents[key])
+                total -= len(encode(self.documents[key]))
             self.delete(key)
 
     @_binary_keys
