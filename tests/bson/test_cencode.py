@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import gc
+import inspect
 import math
 import re
 import sys
@@ -586,11 +587,28 @@ def test_very_deep_nesting_is_an_error_not_a_crash() -> None:
         c_encode(deep, False, STANDARD)
 
 
-class Mutator:
-    """Encoded by the reference's fallback path (a Mapping): mutates a container meanwhile."""
+def test_python_stack_exhaustion_is_invalid_document() -> None:
+    """Deep in the Python stack both run out of recursion before MAX_NESTING_DEPTH and say
+    so with InvalidDocument (the C side counts each nested document as a recursion level)."""
+    deep = _nested(300, lambda v: {"a": v})
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack(0)) + 100)
+    try:
+        expected = outcome(_py_encode, deep, False, STANDARD)
+        got = outcome(c_encode, deep, False, STANDARD)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert (
+        got
+        == expected
+        == ("error", InvalidDocument, "document nested too deeply for the Python stack")
+    )
 
 
 class MutatingMapping(Mapping[str, Any]):
+    """Encoded through items() like any Mapping: runs ``action`` (mutating a container that is
+    being encoded) when its items are asked for."""
+
     def __init__(self, action: Callable[[], None]) -> None:
         self._action = action
 
