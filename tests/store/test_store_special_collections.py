@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from asyncmongo.bson import decode, encode
+from asyncmongo.bson.binary import Binary
 from asyncmongo.bson.types import Int64
 from asyncmongo.testing.store import Store
 
@@ -336,3 +337,13 @@ def test_coll_stats_errors(capped: Store) -> None:
     latency = ok(capped, {"aggregate": "missing", "cursor": {},
                           "pipeline": [{"$collStats": {"latencyStats": {}}}]})
     assert latency["cursor"]["firstBatch"][0]["latencyStats"]["reads"]["ops"] == 0
+
+
+def test_no_writes_to_a_capped_collection_in_a_transaction(capped: Store) -> None:
+    lsid = {"id": Binary(bytes(range(16)), 4)}
+    reply = run(capped, {"insert": "cap", "documents": [{"_id": 1}], "lsid": lsid,
+                         "txnNumber": Int64(1), "autocommit": False, "startTransaction": True})
+    assert reply["code"] == 263 and "capped collection" in reply["errmsg"]
+    found = run(capped, {"find": "cap", "lsid": lsid, "txnNumber": Int64(2),
+                         "autocommit": False, "startTransaction": True})
+    assert found["ok"] == 1.0  # reads are allowed

@@ -193,6 +193,8 @@ class Store:
         target = command.get(name)
         if name in views.REFUSED_ON_VIEW and isinstance(target, str):
             views.refuse_on_view(name, namespaces.get(db_name, target))
+        if in_transaction and name in RETRYABLE_WRITES and isinstance(target, str):
+            tailable.refuse_capped_write_in_transaction(namespaces.get(db_name, target))
         context = CommandContext(
             db_name=db_name,
             namespaces=namespaces,

@@ -85,6 +85,13 @@ def refill(cursor: Cursor, namespaces: Namespaces) -> None:
             cursor.documents.append(tail.projector(document) if tail.projector else document)
 
 
+def refuse_capped_write_in_transaction(collection: Collection | None) -> None:
+    """mongod allows no writes to a capped collection inside a transaction (263)."""
+    if collection is not None and collection.capped:
+        raise StoreError(263, f"Collection '{collection.namespace}' is a capped collection. "
+                              "Writes in transactions are not allowed on capped collections.")
+
+
 def await_data(cursor: Cursor | None) -> bool:
     """True for an open awaitData cursor: its getMore may wait for new documents."""
     return cursor is not None and cursor.tail is not None and cursor.tail.await_data
