@@ -141,6 +141,8 @@ class Collection:
         #: document key -> its record id (insertion order, as ``documents``).
         self.record_ids: dict[Any, int] = {}
         self.next_record_id = 1
+        #: A capped collection's BSON sizes: key -> (the document version, its size).
+        self._sizes: dict[Any, tuple[Document, int]] = {}
 
     def __repr__(self) -> str:
         return (f"Collection({self.namespace!r}: {len(self.documents)} documents, "
@@ -246,15 +248,23 @@ class Collection:
         if size is not None:
             # mongod: at least 4096 bytes, else rounded up to a multiple of 256
             size = max(4096, -(-size // 256) * 256)
-        total = sum(len(encode(d)) for d in self.documents.values()) if size else 0
+        total = sum(self._bson_size(k, d) for k, d in self.documents.items()) if size else 0
         for key in list(self.documents):
             over_count = limit is not None and len(self.documents) > limit
             over_size = size is not None and total > size
             if key == newest or not (over_count or over_size):
                 break
             if size:
-                total -= len(encode(self.documents[key]))
+                total -= self._bson_size(key, self.documents[key])
             self.delete(key)
+            self._sizes.pop(key, None)
+
+    def _bson_size(self, key: Any, document: Document) -> int:
+        """The BSON size of a stored document, remembered while that version is stored."""
+        known = self._sizes.get(key)
+        if known is None or known[0] is not document:
+            known = self._sizes[key] = (document, len(encode(document)))
+        return known[1]
 
     @_binary_keys
     def replace(self, key: Any, document: Document) -> None:
