@@ -852,3 +852,84 @@ def test_every_type_together() -> None:
         "raw": RawBSONDocument(b"\x05\x00\x00\x00\x00"),
     }
     assert assert_same(document)[0] == "bytes"
+
+
+# -- adversarial objects: whatever they do, both implementations do the same --
+
+
+class UnhashableKey:
+    __hash__ = None  # type: ignore[assignment]
+
+
+class HashRaises:
+    def __hash__(self) -> int:
+        raise ArithmeticError("no hash")
+
+
+class EqualsCachedKey:
+    """Hashes and compares like "a": the reference's key caches accept it as that key."""
+
+    def __hash__(self) -> int:
+        return hash("a")
+
+    def __eq__(self, other: object) -> bool:
+        return other == "a"
+
+
+class SpoofsDict:
+    """Claims to be a dict through __class__ (isinstance honours it)."""
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        return dict
+
+    def items(self) -> Any:
+        return [("spoofed", 1)]
+
+
+class LenRaises(list[Any]):
+    def __len__(self) -> int:
+        raise ZeroDivisionError("len")
+
+
+class IterOverridden(list[Any]):
+    def __iter__(self) -> Iterator[Any]:
+        return iter(["overridden", 2])
+
+
+class LyingLen(tuple[Any, ...]):
+    def __len__(self) -> int:
+        return 5000
+
+
+class ItemsOverridden(dict[str, Any]):
+    def items(self) -> Any:
+        return [("from_items", True)]
+
+
+class StrOverridesStr(str):
+    def __str__(self) -> str:
+        return "different"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: {"v": SpoofsDict()},
+        lambda: {"v": LenRaises([1, 2])},
+        lambda: {"v": IterOverridden([1, 2, 3])},
+        lambda: {"v": LyingLen((1, 2))},
+        lambda: {"v": ItemsOverridden(real=1)},
+        lambda: ItemsOverridden(real=1),
+        lambda: {"v": StrOverridesStr("same")},
+        lambda: {EqualsCachedKey(): 1, "b": {EqualsCachedKey(): "x"}},
+        lambda: Pairs([(HashRaises(), 1)]),
+        lambda: Pairs([(UnhashableKey(), 1)]),
+        lambda: {"v": Pairs([(UnhashableKey(), 1)])},
+    ],
+)
+def test_adversarial_objects(make: Callable[[], Any]) -> None:
+    c_encode({"a": 1}, False, STANDARD)  # "a" is in the reference's caches
+    _py_encode({"a": 1, "b": {"a": "x"}}, False, STANDARD)
+    expected = outcome(_py_encode, make(), False, STANDARD)
+    assert outcome(c_encode, make(), False, STANDARD) == expected
