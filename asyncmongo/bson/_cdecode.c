@@ -112,40 +112,63 @@ static PyObject *bad(const char *message)
  * is kept by a hash of its bytes and handed out again: no decode, no allocation, and its str
  * hash is already computed for the dict. ASCII decodes the same under every error handler,
  * so the cache holds for every option. */
-#define KEY_CACHE_SIZE 1024
+#define KEY_CACHE_BITS 10
+#define KEY_CACHE_SIZE (1 << KEY_CACHE_BITS)
 #define KEY_CACHE_MAX_LEN 48
 
 static PyObject *key_cache[KEY_CACHE_SIZE];
 
-static PyObject *decode_key(Ctx *ctx, const unsigned char *s, Py_ssize_t n)
+/* The element name at buf[*pos + 1:] (NUL-terminated before `end`) as a str; *pos moves to
+ * the byte after its NUL. One pass finds the NUL, hashes the bytes and tells ASCII. */
+static PyObject *read_key(Ctx *ctx, Py_ssize_t *pos, Py_ssize_t end)
 {
-    if (n <= KEY_CACHE_MAX_LEN) {
-        uint32_t h = 2166136261u;
-        unsigned char high = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            high |= s[i];
-            h = (h ^ s[i]) * 16777619u;
-        }
-        if (!(high & 0x80)) {
-            PyObject **slot = &key_cache[(h ^ (h >> 16)) & (KEY_CACHE_SIZE - 1)];
-            PyObject *cached = *slot;
-            if (cached != NULL && PyUnicode_GET_LENGTH(cached) == n &&
-                memcmp(PyUnicode_1BYTE_DATA(cached), s, (size_t)n) == 0) {
+    const unsigned char *s = ctx->buf + *pos + 1;
+    const unsigned char *limit = ctx->buf + end;
+    const unsigned char *scan_limit = limit - s > KEY_CACHE_MAX_LEN ? s + KEY_CACHE_MAX_LEN : limit;
+    const unsigned char *q = s;
+    uint32_t h = 0;
+    unsigned char high = 0;
+    while (q < scan_limit && *q) {
+        high |= *q;
+        h = ((h << 5) | (h >> 27)) ^ *q;
+        q++;
+    }
+    if (q < scan_limit && !(high & 0x80)) {
+        /* A short ASCII key: from the cache, or decoded into it. */
+        Py_ssize_t n = q - s;
+        *pos = q - ctx->buf + 1;
+        h = (h ^ (uint32_t)n) * 2654435761u;
+        PyObject **slot = &key_cache[h >> (32 - KEY_CACHE_BITS)];
+        PyObject *cached = *slot;
+        if (cached != NULL && PyUnicode_GET_LENGTH(cached) == n) {
+            const unsigned char *c = PyUnicode_1BYTE_DATA(cached);
+            Py_ssize_t i = 0;
+            while (i < n && c[i] == s[i])
+                i++;
+            if (i == n) {
                 Py_INCREF(cached);
                 return cached;
             }
-            PyObject *key = PyUnicode_New(n, 127);
-            if (key == NULL)
-                return NULL;
-            memcpy(PyUnicode_1BYTE_DATA(key), s, (size_t)n);
-            PyObject *old = *slot;
-            Py_INCREF(key);
-            *slot = key;
-            Py_XDECREF(old);
-            return key;
+        }
+        PyObject *key = PyUnicode_New(n, 127);
+        if (key == NULL)
+            return NULL;
+        memcpy(PyUnicode_1BYTE_DATA(key), s, (size_t)n);
+        PyObject *old = *slot;
+        Py_INCREF(key);
+        *slot = key;
+        Py_XDECREF(old);
+        return key;
+    }
+    if (q == scan_limit) {
+        q = q < limit ? memchr(q, 0, (size_t)(limit - q)) : NULL;
+        if (q == NULL) {
+            PyErr_SetString(InvalidBSON, "element name is not NUL-terminated inside the document");
+            return NULL;
         }
     }
-    return PyUnicode_DecodeUTF8((const char *)s, n, ctx->errors);
+    *pos = q - ctx->buf + 1;
+    return PyUnicode_DecodeUTF8((const char *)s, q - s, ctx->errors);
 }
 
 /* -- values built without the classes' parsing constructors -------------------------------- */
@@ -525,15 +548,9 @@ static PyObject *decode_document(Ctx *ctx, Py_ssize_t pos, Py_ssize_t end, long 
         return NULL;
     while (pos < end) {
         unsigned char t = buf[pos];
-        const unsigned char *kend = memchr(buf + pos + 1, 0, (size_t)(end - pos - 1));
-        if (kend == NULL) {
-            bad("element name is not NUL-terminated inside the document");
-            goto fail;
-        }
-        PyObject *key = decode_key(ctx, buf + pos + 1, kend - buf - pos - 1);
+        PyObject *key = read_key(ctx, &pos, end);
         if (key == NULL)
             goto fail;
-        pos = kend - buf + 1;
         PyObject *value = read_value(ctx, t, &pos, end, depth);
         if (value == NULL) {
             Py_DECREF(key);
@@ -566,12 +583,15 @@ static PyObject *decode_array(Ctx *ctx, Py_ssize_t pos, Py_ssize_t end, long dep
         return NULL;
     while (pos < end) {
         unsigned char t = buf[pos];
-        const unsigned char *kend = memchr(buf + pos + 1, 0, (size_t)(end - pos - 1));
-        if (kend == NULL) {
+        /* Array keys ("0", "1", ...) are skipped, not decoded, as in the reference. */
+        Py_ssize_t k = pos + 1;
+        while (k < end && buf[k])
+            k++;
+        if (k == end) {
             bad("array index is not NUL-terminated inside the array");
             goto fail;
         }
-        pos = kend - buf + 1;
+        pos = k + 1;
         PyObject *value = read_value(ctx, t, &pos, end, depth);
         if (value == NULL)
             goto fail;
@@ -627,7 +647,29 @@ static void translate_error(void)
 
 /* -- options -------------------------------------------------------------------------------- */
 
+static int read_options_uncached(PyObject *opts, Opts *out);
+
+/* The options of the last call, kept by identity: CodecOptions is frozen, and most calls
+ * pass the same instance (DEFAULT_CODEC_OPTIONS, a collection's options). */
+static PyObject *last_opts;
+static Opts last_read;
+
 static int read_options(PyObject *opts, Opts *out)
+{
+    if (opts == last_opts) {
+        *out = last_read;
+        return 0;
+    }
+    if (read_options_uncached(opts, out) < 0)
+        return -1;
+    if ((PyObject *)Py_TYPE(opts) == CodecOptionsType) {
+        Py_XSETREF(last_opts, Py_NewRef(opts));
+        last_read = *out;
+    }
+    return 0;
+}
+
+static int read_options_uncached(PyObject *opts, Opts *out)
 {
     out->native = 0;
     if ((PyObject *)Py_TYPE(opts) != CodecOptionsType)
