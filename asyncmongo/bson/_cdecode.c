@@ -663,8 +663,12 @@ static int read_options(PyObject *opts, Opts *out)
     if (read_options_uncached(opts, out) < 0)
         return -1;
     if ((PyObject *)Py_TYPE(opts) == CodecOptionsType) {
-        Py_XSETREF(last_opts, Py_NewRef(opts));
+        /* The pair is replaced before the old options are released: releasing them may run
+         * Python code that decodes again. */
+        PyObject *old = last_opts;
         last_read = *out;
+        last_opts = Py_NewRef(opts);
+        Py_XDECREF(old);
     }
     return 0;
 }
