@@ -3,15 +3,29 @@
  *
  * One public function, encode(document, check_keys, codec_options) -> bytes, observably the
  * same as asyncmongo.bson.codec._py_encode: same bytes, same exception types and messages.
- * The pure encoder stays the reference. This file inlines what is common and cheap to get
- * exactly right (dict, list, tuple, Mapping, str, int, float, bool, None, datetime, ObjectId,
- * Int64, bytes, Binary, Decimal128, Timestamp, MinKey, MaxKey, RawBSONDocument) and hands
- * every other value to the reference's own per-value encoders (the same _ENCODERS table and
- * _fallback_encoder lookup), so rare types behave like the reference by construction.
+ * The pure encoder stays the reference. This file writes natively what is common and cheap
+ * to get exactly right: dict, list, tuple and any Mapping (via items()), str, int, float,
+ * bool, None, datetime, ObjectId, Int64, bytes, Binary, Decimal128, Timestamp, MinKey,
+ * MaxKey, Undefined, RawBSONDocument, Code (with scope), Regex, Symbol, DatetimeMS, and
+ * uuid.UUID under STANDARD/PYTHON_LEGACY. Every other value (subclasses the reference maps,
+ * re.Pattern, DBRef, DBPointer, other UUID representations, unknown types) and every
+ * tampered instance of a native type goes to the reference's own per-value encoder, found
+ * by the reference's own lookup (_ENCODERS, then _fallback_encoder), run on a scratch
+ * bytearray: those behave like the reference by construction.
+ *
+ * The order of checks follows _encode.encode_document element by element (e.g. a str value
+ * is encoded before its key is validated, an Int64's range is checked before its key), so
+ * an input with two faults reports the same one. Exact-str keys are validated here; any
+ * other key goes through the reference's key caches and _typed_key.
  *
  * Writes go to one growable buffer (a small inline array first, then realloc doubling);
  * each document reserves its length and patches it in place. Nesting is bounded by a depth
- * counter (MAX_NESTING_DEPTH, as the reference), not by the C stack.
+ * counter (MAX_NESTING_DEPTH, as the reference), not by the C stack; each nested document
+ * also counts as one Python recursion level, so stack exhaustion reads as in the reference.
+ *
+ * Known, deliberate differences (none reachable by ordinary values): an aware datetime's
+ * tzinfo.utcoffset() is called once (the reference calls it twice); keys are positional
+ * only; non-ASCII str values keep their cached UTF-8 (PyUnicode_AsUTF8AndSize).
  */
 
 #define PY_SSIZE_T_CLEAN
