@@ -24,8 +24,8 @@
  * also counts as one Python recursion level, so stack exhaustion reads as in the reference.
  *
  * Known, deliberate differences (none reachable by ordinary values): an aware datetime's
- * tzinfo.utcoffset() is called once (the reference calls it twice); keys are positional
- * only; non-ASCII str values keep their cached UTF-8 (PyUnicode_AsUTF8AndSize).
+ * tzinfo.utcoffset() is called once (the reference calls it twice); the arguments are
+ * positional only; non-ASCII str values keep their cached UTF-8 (PyUnicode_AsUTF8AndSize).
  */
 
 #define PY_SSIZE_T_CLEAN
