@@ -646,6 +646,29 @@ def test_extreme_datetimes() -> None:
             check_all_entry_points(data, opts)
 
 
+_INNER = codec._py_encode({"inner": [1, "x"], "k" * 50: Int64(3)}, False, CodecOptions())
+
+
+def _reentrant_handler(exc: UnicodeError) -> tuple[str, int]:
+    """A decode error handler that decodes another document, with other options, with the
+    C decoder itself (its options and key caches must survive the nested call)."""
+    assert isinstance(exc, UnicodeDecodeError)
+    inner = cdecode.decode(_INNER, CodecOptions(tz_aware=True))
+    return f"<{len(inner)}>", exc.end
+
+
+codecs.register_error("h31_reentrant", _reentrant_handler)
+
+
+def test_decoding_again_from_inside_a_decode() -> None:
+    opts = CodecOptions(unicode_decode_error_handler="h31_reentrant")
+    doc = encode({"a": "x", "é": "bad", "b": {"inner": 2}, "k" * 50: "bad"})
+    data = doc.replace(b"bad", b"b\xffd")
+    for _ in range(3):
+        check_all_entry_points(data, opts)
+        check_all_entry_points(doc, CodecOptions())
+
+
 # -- leaks --
 
 
