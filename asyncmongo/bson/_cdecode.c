@@ -217,7 +217,13 @@ fail:
 
 static PyObject *new_decimal128(const unsigned char *p)
 {
-    PyObject *bits = _PyLong_FromByteArray(p, 16, 1, 0); /* int.from_bytes(p, "little") */
+    /* int.from_bytes(p, "little") */
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *bits = PyLong_FromUnsignedNativeBytes(
+        p, 16, Py_ASNATIVEBYTES_LITTLE_ENDIAN | Py_ASNATIVEBYTES_UNSIGNED_BUFFER);
+#else
+    PyObject *bits = _PyLong_FromByteArray(p, 16, 1, 0);
+#endif
     if (bits == NULL)
         return NULL;
     PyObject *dec = Decimal128Type->tp_alloc(Decimal128Type, 0);
