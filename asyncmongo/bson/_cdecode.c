@@ -473,12 +473,18 @@ static inline PyObject *read_value(Ctx *ctx, unsigned char t, Py_ssize_t *pos, P
     return read_rare(ctx, reader, pos, end, depth);
 }
 
-/* Documents at least this long get a dict sized for their elements up front. */
+/* Documents at least this long get a dict sized for their elements up front (through
+ * _PyDict_NewPresized, checked to exist in CPython 3.11 to 3.13). */
+#if PY_VERSION_HEX < 0x030E0000
+#define PRESIZE_DICTS 1
+#endif
+
 #define PRESIZE_MIN_BYTES 512
 #define PRESIZE_MAX (1 << 17)
 
 /* How many elements buf[pos:end] holds, counted by skipping them; a hint only (it stops at
  * the first element it cannot size, the decoder proper judges the bytes). */
+#ifdef PRESIZE_DICTS
 static Py_ssize_t count_elements(const unsigned char *buf, Py_ssize_t pos, Py_ssize_t end)
 {
     Py_ssize_t count = 0;
@@ -521,10 +527,11 @@ static Py_ssize_t count_elements(const unsigned char *buf, Py_ssize_t pos, Py_ss
     }
     return count;
 }
+#endif
 
 static PyObject *new_dict(Ctx *ctx, Py_ssize_t pos, Py_ssize_t end)
 {
-#if PY_VERSION_HEX < 0x030D0000
+#ifdef PRESIZE_DICTS
     if (end - pos >= PRESIZE_MIN_BYTES) {
         /* Capped: duplicate keys could make the count far larger than the dict. */
         Py_ssize_t count = count_elements(ctx->buf, pos, end);
