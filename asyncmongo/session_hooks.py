@@ -140,13 +140,17 @@ class ExecutorHooks(SessionState):
                 after_cluster_time=after,
                 cluster_time=cluster_time,
             )
+        # positional: a frozen dataclass's keyword construction costs more, on every operation
         return SessionFields(
-            lsid=server_session.lsid,
-            txn_number=txn_number,
-            after_cluster_time=after,
-            snapshot=self._options.snapshot,
-            snapshot_time=self._snapshot_time,
-            cluster_time=cluster_time,
+            server_session.lsid,  # lsid
+            txn_number,  # txn_number
+            False,  # in_transaction
+            False,  # starting_transaction
+            None,  # transaction_read_concern
+            after,  # after_cluster_time
+            self._options.snapshot,  # snapshot
+            self._snapshot_time,  # snapshot_time
+            cluster_time,  # cluster_time
         )
 
     def _next_txn_number(self) -> int:

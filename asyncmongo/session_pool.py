@@ -42,6 +42,8 @@ class ClientSessions:
     """Mixed into AsyncMongoClient: start_session, the server session pool, endSessions."""
 
     _server_session_pool: ServerSessionPool | None = None
+    #: (a topology description, its session timeout): see _session_timeout.
+    _session_timeout_of: tuple[object, int | None] | None = None
 
     if TYPE_CHECKING:
         _closed: bool
@@ -88,17 +90,30 @@ class ClientSessions:
         return pool
 
     def _session_timeout(self) -> int | None:
+        """The deployment's logicalSessionTimeoutMinutes (None: nothing expires); asked twice
+        per operation, so remembered for the topology description it was read from."""
         description = self.topology_description
-        if description.topology_type is TopologyType.LOAD_BALANCED:
-            return None
-        timeout = description.logical_session_timeout_minutes
-        return timeout if isinstance(timeout, int) else None
+        remembered = self._session_timeout_of
+        if remembered is not None and remembered[0] is description:
+            return remembered[1]
+        timeout = None
+        if description.topology_type is not TopologyType.LOAD_BALANCED:
+            minutes = description.logical_session_timeout_minutes
+            timeout = minutes if isinstance(minutes, int) else None
+        self._session_timeout_of = (description, timeout)
+        return timeout
 
     def _server_sessions_acquire(self) -> ServerSession:
-        return self._session_pool().acquire(monotonic(), self._session_timeout())
+        pool = self._server_session_pool
+        if pool is None:
+            pool = self._session_pool()
+        return pool.acquire(monotonic(), self._session_timeout())
 
     def _server_sessions_release(self, session: ServerSession) -> None:
-        self._session_pool().release(session, monotonic(), self._session_timeout())
+        pool = self._server_session_pool
+        if pool is None:
+            pool = self._session_pool()
+        pool.release(session, monotonic(), self._session_timeout())
 
     async def _end_server_sessions(self) -> None:
         """Sessions spec: endSessions for every pooled id on close (errors ignored)."""

@@ -225,7 +225,7 @@ class SessionOperation(Generic[T]):
             txn = self.txn_number if self.supports_retryable_writes else None
             fields = session._fields(self.step, txn, clock_time, generic=self.generic)
         else:
-            fields = SessionFields(cluster_time=clock_time)
+            fields = _NO_SESSION if clock_time is None else SessionFields(cluster_time=clock_time)
         document = decorate(command.document, fields)
         if self.op.name == "commitTransaction" and self.attempt > 1:
             document = _majority(document)
@@ -236,7 +236,12 @@ class SessionOperation(Generic[T]):
         self.clock.advance(reply)
         if self.session is not None:
             self.session._observe(reply, self.address, self.sharded)
-        if self.attempt == 1 and self.retry_writes and self.supports_retryable_writes:
+        if (
+            self.attempt == 1
+            and self.retry_writes
+            and self.supports_retryable_writes
+            and "writeConcernError" in reply
+        ):
             concern = write_concern_error_of(reply)
             if concern is not None:
                 error = WriteConcernError(
@@ -292,6 +297,10 @@ class SessionOperation(Generic[T]):
             label_retryable_write_error(exc, self.max_wire_version)
         if self.session is not None:
             self.session._on_error(exc, self.step, self.op.name)
+
+
+#: The fields of a command without a session or cluster time (a standalone's hello, ...).
+_NO_SESSION = SessionFields()
 
 
 def _majority(document: dict[str, Any]) -> dict[str, Any]:
