@@ -81,7 +81,14 @@ class CollectionWrites(CollectionBase):
         no_session(session)
         statement = insert_statement(document)
         options = write_options(True, bypass_document_validation, comment, raw_data=raw_data)
-        (reply,) = await self._write([statement], options)
+        (reply,) = await run_writes(  # as _write does, one coroutine less on the hot path
+            self._client,
+            self._namespace,
+            [statement],
+            self._write_concern,
+            self._codec_options,
+            options,
+        )
         check_write_reply(reply)
         return InsertOneResult(document.get("_id"), self._write_concern.acknowledged)
 

@@ -269,15 +269,23 @@ class _WireProtocol(asyncio.Protocol):
     async def wait_reply(self) -> OpMsg:
         """The next reply (exhaust replies may already be queued)."""
         while True:
-            if self._replies:
-                return self._replies.popleft()
-            if self._lost is not None:
-                raise self._lost
+            message = self.reply_nowait()
+            if message is not None:
+                return message
             self._waiter = asyncio.get_running_loop().create_future()
             try:
                 await self._waiter
             finally:
                 self._waiter = None
+
+    def reply_nowait(self) -> OpMsg | None:
+        """The next queued reply, None when none came yet; the error once the connection is
+        lost (the non-blocking twin of :meth:`wait_reply`)."""
+        if self._replies:
+            return self._replies.popleft()
+        if self._lost is not None:
+            raise self._lost
+        return None
 
     async def wait_drained(self) -> None:
         """Wait until the reply of a cancelled request has been read and dropped."""
@@ -494,9 +502,16 @@ class Connection:
     ) -> dict[str, Any]:
         try:
             if deadline is None and self._settings.socket_timeout is None:
-                # the usual case: nothing to time, so no _guard frame (same failure handling)
+                # the usual case: nothing to time, so no _guard frame and no wait_reply frame
+                # (wait_reply inlined: same waiter, same failure handling)
+                protocol = self._protocol
                 try:
-                    message = await self._protocol.wait_reply()
+                    while (message := protocol.reply_nowait()) is None:
+                        waiter = protocol._waiter = asyncio.get_running_loop().create_future()
+                        try:
+                            await waiter
+                        finally:
+                            protocol._waiter = None
                 except (ConnectionFailure, ProtocolError):
                     self.close()
                     raise

@@ -139,12 +139,17 @@ class WriteCommand:
         return command
 
     def build(self, conn: ConnectionInfo) -> Command:
-        command = with_raw_data(self.command_document(), self.options.raw_data, conn)
-        statements = self.encoded()[self.start :]
-        self._batch = self._fits_whole(statements, conn) or self._first_batch(
+        command = self.command_document()
+        if self.options.raw_data is not None:
+            command = with_raw_data(command, self.options.raw_data, conn)
+        encoded = self.encoded()
+        statements = encoded[self.start :] if self.start else encoded
+        batch = self._fits_whole(statements, conn) or self._first_batch(
             command, statements, conn
         )
-        sequence = DocumentSequence(_SEQUENCES[self.name], statements[: self._batch])
+        self._batch = batch
+        documents = statements if batch == len(statements) else statements[:batch]
+        sequence = DocumentSequence(_SEQUENCES[self.name], documents)
         return Command(
             self.namespace.database,
             command,

@@ -33,6 +33,8 @@ _KIND_SEQUENCE = b"\x01"
 _OP_MSG = int(OpCode.OP_MSG)
 #: flagBits 0 and the body's kind byte: the payload prefix of almost every request.
 _NO_FLAGS_BODY = b"\x00\x00\x00\x00" + _KIND_BODY
+#: The sequence identifiers of the write commands, as sent (C string).
+_IDENTIFIERS = {name: name.encode() + b"\x00" for name in ("documents", "updates", "deletes")}
 #: The usual reply: flagBits, kind 0, the body's length.
 _FLAGS_KIND_SIZE = struct.Struct("<IBi")
 #: Flag bits that send a reply down the full decoder (a checksum, or bits it refuses).
@@ -77,12 +79,11 @@ def encode_op_msg_payload(
     """The OP_MSG after its header (flagBits and sections): what OP_COMPRESSED wraps."""
     if flags & CHECKSUM_PRESENT:
         raise ProtocolError("asyncmongo never sends OP_MSG checksums")
-    parts = [_UINT32.pack(flags), _KIND_BODY, body]
+    parts = [_UINT32.pack(flags) + _KIND_BODY, body]
     for seq in sequences:
-        identifier = seq.identifier.encode() + b"\x00"
+        identifier = _IDENTIFIERS.get(seq.identifier) or seq.identifier.encode() + b"\x00"
         size = 4 + len(identifier) + sum(map(len, seq.documents))
-        parts.append(_KIND_SEQUENCE)
-        parts.append(_INT32.pack(size) + identifier)
+        parts.append(_KIND_SEQUENCE + _INT32.pack(size) + identifier)
         parts.extend(seq.documents)
     return parts
 
