@@ -124,7 +124,9 @@ class ExecutorHooks(SessionState):
         no afterClusterTime outside a transaction)."""
         server_session = self._take_server_session()
         server_session.last_use = monotonic()
-        cluster_time = greater_cluster_time(client_cluster_time, self._cluster_time)
+        cluster_time = client_cluster_time
+        if self._cluster_time is not None:  # gossip: the greater of the client's and ours
+            cluster_time = greater_cluster_time(client_cluster_time, self._cluster_time)
         causal = self._options.causally_consistent and not self._implicit
         if generic and not step.in_transaction:
             causal = False

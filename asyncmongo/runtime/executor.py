@@ -21,7 +21,7 @@ error is (retryable writes spec).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
@@ -176,12 +176,21 @@ class Executor:
                 raise
             attempt.attempt += 1
             attempt.address = server.address
-            sharded = self._topology.description.topology_type is TopologyType.SHARDED
+            topology_type = self._topology.description.topology_type
+            sharded = topology_type is TopologyType.SHARDED
             attempt.sharded = sharded
             server.operation_count += 1
             runs_on: Any = None
             try:
-                conn, runs_on = await self._connection_for(attempt, server, deadline)
+                if (
+                    attempt.name in _CURSOR_OPS
+                    or attempt.in_transaction
+                    or topology_type is TopologyType.LOAD_BALANCED
+                ):
+                    conn, runs_on = await self._connection_for(attempt, server, deadline)
+                else:  # the usual case, what _connection_for does for it
+                    conn = await self._check_out(server, deadline)
+                    runs_on = server
                 result = await self._run_operation(runs_on, conn, attempt, deadline, operation_id)
                 if runs_on is not server:  # pinned or held: nothing to settle on the pool
                     self._settle_cursor_connection(attempt, server, runs_on, result)
@@ -288,20 +297,23 @@ class Executor:
         unpin = session._drop_pinned_connection
         return conn, _PinnedServer(server.address, _PinnedPool(server.pool, unpin))
 
-    async def _server_for(
+    def _server_for(
         self,
         target: Target,
         deadline: float | None,
         name: str,
         deprioritized: Collection[Address] = (),
         operation_id: int | None = None,
-    ) -> Server:
-        """The pinned server or one selected for the target (OperationExecutor refines it)."""
+    ) -> Awaitable[Server]:
+        """The pinned server or one selected for the target (OperationExecutor refines it).
+
+        A plain function returning what to await (selection's own coroutine, not one more
+        around it: this runs for every operation)."""
         if target.address is not None:
             server = self._topology.server(target.address)
             if server is not None:
-                return server
-        return await self._topology.select_server(
+                return _ready(server)
+        return self._topology.select_server(
             target.selection, deadline, deprioritized, operation=name, operation_id=operation_id
         )
 
@@ -423,6 +435,10 @@ class Executor:
             pool.check_in(conn)
         _raise_for_reply(reply)
         return reply
+
+
+async def _ready(server: Server) -> Server:
+    return server
 
 
 class _PinnedPool:

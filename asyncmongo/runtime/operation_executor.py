@@ -14,7 +14,7 @@ import dataclasses
 import itertools
 import logging
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 from asyncmongo.bson.codec import decode
@@ -93,30 +93,24 @@ class OperationExecutor(Executor):
     #: own path, without one more coroutine around it.
     run_with_address = Executor.run_operation
 
-    async def _server_for(
+    def _server_for(
         self,
         target: Target,
         deadline: float | None,
         name: str,
         deprioritized: Collection[Address] = (),
         operation_id: int | None = None,
-    ) -> Server:
+    ) -> Awaitable[Server]:
         topology = self._topology
         if target.address is not None:
-            server = topology.server(target.address)
-            if server is None:
-                raise AutoReconnect(
-                    f"{target.address[0]}:{target.address[1]} left the topology; its cursors "
-                    "are gone"
-                )
-            return server
+            return _pinned_server(topology, target.address)
         selection = target.selection
         if target.write_stage:
             preference = write_stage_read_preference(
                 topology.description, selection.read_preference
             )
             selection = dataclasses.replace(selection, read_preference=preference)
-        return await topology.select_server(
+        return topology.select_server(
             selection, deadline, deprioritized, operation=name, operation_id=operation_id
         )
 
@@ -284,6 +278,14 @@ class OperationExecutor(Executor):
         if COMMAND_LOGGER.isEnabledFor(_DEBUG):
             log_failed(event)
         self._emit(event)
+
+
+async def _pinned_server(topology: Topology, address: Address) -> Server:
+    """A cursor's server (getMore, killCursors); gone from the topology: AutoReconnect."""
+    server = topology.server(address)
+    if server is None:
+        raise AutoReconnect(f"{address[0]}:{address[1]} left the topology; its cursors are gone")
+    return server
 
 
 def _server_api_fields(conn: Connection) -> dict[str, Any]:

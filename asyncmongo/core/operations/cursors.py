@@ -44,7 +44,9 @@ def parse_cursor_page(reply: Mapping[str, Any], default_namespace: Namespace) ->
     if not isinstance(batch, list) or not isinstance(cursor_id, int):
         raise ProtocolError(f"malformed cursor document: {dict(cursor)!r}")
     ns = cursor.get("ns")
-    namespace = Namespace.parse(ns) if isinstance(ns, str) and ns else default_namespace
+    namespace = default_namespace
+    if isinstance(ns, str) and ns and ns != default_namespace.full_name:  # usually the same
+        namespace = Namespace.parse(ns)
     return CursorPage(int(cursor_id), namespace, batch, cursor.get("postBatchResumeToken"))
 
 
