@@ -1,12 +1,14 @@
 """The per-operation fast paths (issue #9) send what the general paths send.
 
 ``find_one(filter)`` without options runs a :class:`FindOne` instead of a whole ``Find`` with
-its options object; the command on the wire, the result and the cursor clean-up must not
-change.
+its options object; single writes share one default WriteOptions; the executor returns
+selection's awaitable instead of awaiting it in one more coroutine. The commands on the wire,
+the results and the errors must not change.
 """
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,11 +16,15 @@ import pytest
 from asyncmongo import AsyncMongoClient
 from asyncmongo.bson import CodecOptions
 from asyncmongo.command_monitoring import CommandStartedEvent
-from asyncmongo.core.concern import ReadConcern
+from asyncmongo.core.concern import ReadConcern, WriteConcern
+from asyncmongo.core.operations.base import Target
 from asyncmongo.core.operations.common import Namespace
 from asyncmongo.core.operations.find import Find, FindOne, FindOptions
+from asyncmongo.core.operations.statements import StatementKind, insert_statement
+from asyncmongo.core.operations.write import WriteCommand, WriteOptions, write_options
 from asyncmongo.core.selection import PRIMARY
-from asyncmongo.errors import InvalidArgument
+from asyncmongo.errors import AutoReconnect, InvalidArgument
+from asyncmongo.runtime.operation_executor import OperationExecutor
 from asyncmongo.testing import Standalone
 
 NS = Namespace("db", "coll")
@@ -84,3 +90,64 @@ async def test_find_one_sends_the_same_command_with_and_without_options() -> Non
         {**find, "filter": {}},
     ]
     assert [list(c)[:4] for c in shown] == [["find", "filter", "limit", "singleBatch"]] * 5
+
+
+# -- writes -------------------------------------------------------------------------------
+
+
+def test_write_options_share_the_default_only_when_nothing_is_given() -> None:
+    assert write_options() is write_options(True, None, None, None, None)
+    assert write_options() == WriteOptions()
+    assert write_options(False) == WriteOptions(False)
+    assert write_options(1).ordered == 1  # type: ignore[arg-type]  # sent as given, not as True
+    assert write_options(comment="c") == WriteOptions(comment="c")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [WriteOptions(), write_options(), WriteOptions(False, True, "c", {"x": 1})],
+)
+def test_write_command_document_is_the_same_with_the_shared_default(
+    options: WriteOptions,
+) -> None:
+    statements = [insert_statement({"_id": 1})]
+    command = WriteCommand(NS, StatementKind.INSERT, statements, WriteConcern(), CodecOptions())
+    shared = WriteCommand(
+        NS, StatementKind.INSERT, statements, WriteConcern(), CodecOptions(), options
+    )
+    expected: dict[str, Any] = {"insert": "coll", "ordered": options.ordered}
+    for key, value in (
+        ("bypassDocumentValidation", options.bypass_document_validation),
+        ("comment", options.comment),
+        ("let", options.let),
+    ):
+        if value is not None:
+            expected[key] = value
+    assert shared.build(Conn()).document == expected
+    assert command.build(Conn()).document == {"insert": "coll", "ordered": True}
+    assert shared.build(Conn()).sequences[0].identifier == "documents"
+
+
+def test_write_command_acknowledged_follows_the_write_concern() -> None:
+    statements = [insert_statement({"_id": 1})]
+    w0 = WriteCommand(NS, StatementKind.INSERT, statements, WriteConcern(w=0), CodecOptions())
+    w1 = WriteCommand(NS, StatementKind.INSERT, statements, WriteConcern(w=1), CodecOptions())
+    assert (w0.acknowledged, w1.acknowledged) == (False, True)
+    assert w0.build(Conn()).unacknowledged and not w1.build(Conn()).unacknowledged
+
+
+# -- the executor's selection seam -------------------------------------------------------
+
+
+async def test_a_cursor_whose_server_left_the_topology_gets_autoreconnect() -> None:
+    topology = SimpleNamespace(server=lambda address: None)
+    executor = OperationExecutor(topology)  # type: ignore[arg-type]
+    with pytest.raises(AutoReconnect, match="left the topology"):
+        await executor._server_for(Target.pinned(("h", 1)), None, "getMore")
+
+
+async def test_a_cursor_server_still_there_is_used() -> None:
+    server = SimpleNamespace(address=("h", 1))
+    topology = SimpleNamespace(server=lambda address: server)
+    executor = OperationExecutor(topology)  # type: ignore[arg-type]
+    assert await executor._server_for(Target.pinned(("h", 1)), None, "getMore") is server
