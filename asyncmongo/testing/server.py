@@ -38,6 +38,7 @@ from asyncmongo.testing.replies import error_reply
 from asyncmongo.testing.replset import ReplicaSetGroup
 from asyncmongo.testing.scram import SaslServer, UserDirectory
 from asyncmongo.testing.store import SessionContext, Store
+from asyncmongo.testing.store.change_streams import is_change_stream
 from asyncmongo.testing.store.tailable import DEFAULT_AWAIT_MS
 from asyncmongo.testing.store.transactions import lsid_of
 from asyncmongo.testing.store.where import javascript_sleeps
@@ -662,6 +663,10 @@ class SimServer:
             # supported-server-error)
             return error_reply(123, "node needs to be a replica set member to use "
                                     "readConcern: snapshot", command)
+        if (self.role is Role.STANDALONE and name == "aggregate"
+                and is_change_stream(body)):
+            return error_reply(40573, "The $changeStream stage is only supported on replica "
+                                      "sets", command)
         reply = await self._handle_in_store(name, db, body, command)
         if name == "getMore" and self.store.awaits_data(body):
             reply = await self._await_data(db, body, command, reply)

@@ -17,7 +17,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from asyncmongo.bson import encode
 from asyncmongo.bson.binary import Binary
@@ -33,6 +33,13 @@ Document = dict[str, Any]
 P = ParamSpec("P")
 R = TypeVar("R")
 Guard = Callable[["Collection", Any], None]
+
+
+class Journal(Protocol):
+    """Where a collection reports its document changes (the store's change log)."""
+
+    def document_changed(self, collection: Collection, old: Document | None,
+                         new: Document | None) -> None: ...
 
 ID_INDEX_NAME = "_id_"
 #: The head of a time series measurement's storage key (never equal to an ``_id`` key).
@@ -138,6 +145,9 @@ class Collection:
                                                                "name": ID_INDEX_NAME})
         self.indexes: dict[str, Index] = {ID_INDEX_NAME: self.id_index}
         self.guard: Guard | None = None
+        #: The change log this collection's writes go to (None for a transaction's copy:
+        #: its writes reach the log at commit, through the real collection).
+        self.journal: Journal | None = None
         #: document key -> its record id (insertion order, as ``documents``).
         self.record_ids: dict[Any, int] = {}
         self.next_record_id = 1
@@ -233,6 +243,8 @@ class Collection:
         self.documents[key] = document
         self._new_record(key)
         self._add_entries(document, key)
+        if self.journal is not None:
+            self.journal.document_changed(self, None, document)
         if self.capped:
             self._trim_capped(key)
 
@@ -276,13 +288,18 @@ class Collection:
         self._remove_entries(old)
         self.documents[key] = document
         self._add_entries(document, key)
+        if self.journal is not None:
+            self.journal.document_changed(self, old, document)
 
     @_binary_keys
     def delete(self, key: Any) -> None:
         if self.guard is not None:
             self.guard(self, key)
-        self._remove_entries(self.documents.pop(key))
+        old = self.documents.pop(key)
+        self._remove_entries(old)
         self.record_ids.pop(key, None)
+        if self.journal is not None:
+            self.journal.document_changed(self, old, None)
 
     @_binary_keys
     def put_raw(self, key: Any, document: Document | None) -> None:
@@ -297,6 +314,8 @@ class Collection:
             if key not in self.record_ids:
                 self._new_record(key)
             self._add_entries(document, key)
+        if self.journal is not None and old is not document:
+            self.journal.document_changed(self, old, document)
 
     # --- unique indexes -------------------------------------------------------------------
 

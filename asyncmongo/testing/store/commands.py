@@ -16,13 +16,16 @@ from typing import Any
 from asyncmongo.bson.objectid import ObjectId
 from asyncmongo.testing.store import (
     admin,
+    change_streams,
     client_bulk,
     crud,
+    rename,
     search_indexes,
     snapshots,
     tailable,
     views,
 )
+from asyncmongo.testing.store.change_events import ChangeLog
 from asyncmongo.testing.store.collation import parse_collation, using
 from asyncmongo.testing.store.collection import new_uuid
 from asyncmongo.testing.store.context import CommandContext, SessionContext
@@ -63,6 +66,9 @@ class Store:
         self.transactions = TransactionManager(self.catalog)
         self.catalog.guard = self.transactions.direct_guard
         self.catalog.before_change = self.transactions.snapshot_open_transactions
+        #: Every committed change, for change streams (store/change_events.py).
+        self.changes = ChangeLog(self._clock)
+        self.catalog.journal = self.changes
         self.cursors = CursorManager()
         self.local_sessions = LocalSessionCache()
         self._handlers: dict[str, Handler] = {
@@ -72,22 +78,23 @@ class Store:
             "findAndModify": crud.find_and_modify,
             "findandmodify": crud.find_and_modify,
             "find": crud.find,
-            "getMore": crud.get_more,
+            "getMore": self._get_more,
             "killCursors": crud.kill_cursors,
             "count": crud.count,
             "distinct": crud.distinct,
-            "aggregate": crud.aggregate,
+            "aggregate": self._aggregate,
             "bulkWrite": client_bulk.bulk_write,
             "create": admin.create,
-            "collMod": admin.coll_mod,
+            "collMod": self._with_ddl_event(admin.coll_mod, "collMod"),
+            "renameCollection": self._rename_collection,
             "drop": admin.drop,
             "dropDatabase": self._drop_database,
             "listCollections": admin.list_collections,
             "listDatabases": admin.list_databases,
-            "createIndexes": admin.create_indexes,
+            "createIndexes": self._with_ddl_event(admin.create_indexes, "createIndexes"),
             "listIndexes": admin.list_indexes,
-            "dropIndexes": admin.drop_indexes,
-            "deleteIndexes": admin.drop_indexes,
+            "dropIndexes": self._with_ddl_event(admin.drop_indexes, "dropIndexes"),
+            "deleteIndexes": self._with_ddl_event(admin.drop_indexes, "deleteIndexes"),
             "createSearchIndexes": search_indexes.create_search_indexes,
             "updateSearchIndex": search_indexes.update_search_index,
             "dropSearchIndex": search_indexes.drop_search_index,
@@ -209,6 +216,41 @@ class Store:
         with using(parse_collation(command.get("collation"))):
             return self._handlers[name](context, command)
 
+    def _aggregate(self, ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
+        if change_streams.is_change_stream(command):
+            return change_streams.open_stream(ctx, command, self.changes)
+        return crud.aggregate(ctx, command)
+
+    def _get_more(self, ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
+        cursor_id = command.get("getMore")
+        collection = command.get("collection")
+        cursor = (self.cursors.cursors.get(int(cursor_id)) if isinstance(cursor_id, int)
+                  and not isinstance(cursor_id, bool) else None)
+        if cursor is None or cursor.stream is None or not isinstance(collection, str):
+            return crud.get_more(ctx, command)
+        found = self.cursors.find(cursor_id, collection, ctx.db_name)
+        return change_streams.get_more(ctx, command, found, self.changes)
+
+    def _rename_collection(self, ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
+        return rename.rename_collection(ctx, command, self.catalog, self.changes)
+
+    def _with_ddl_event(self, handler: Handler, name: str) -> Handler:
+        """``handler``, then the change stream event of its success (createIndexes,
+        dropIndexes, collMod: shown with showExpandedEvents)."""
+
+        def run(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
+            target = command.get(name)
+            collection = (ctx.namespaces.get(ctx.db_name, target)
+                          if isinstance(target, str) else None)
+            before = ({n: i.spec for n, i in collection.indexes.items()}
+                      if collection is not None else None)
+            reply = handler(ctx, command)
+            if reply.get("ok") and not ctx.in_transaction:
+                change_streams.record_ddl(self.changes, name, ctx, command, before)
+            return reply
+
+        return run
+
     def _drop_database(self, ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
         for name in list(self.catalog.names(ctx.db_name)):
             self.cursors.kill_namespace(f"{ctx.db_name}.{name}")
@@ -238,7 +280,10 @@ class Store:
         cursor_id = command.get("getMore")
         if isinstance(cursor_id, bool) or not isinstance(cursor_id, int):
             return False
-        return tailable.await_data(self.cursors.cursors.get(int(cursor_id)))
+        cursor = self.cursors.cursors.get(int(cursor_id))
+        if cursor is not None and cursor.stream is not None:
+            return True  # a change stream's getMore waits for new events
+        return tailable.await_data(cursor)
 
     def transaction_state(self, lsid: Mapping[str, Any]) -> TransactionState | None:
         """The state of the session's newest transaction (for tests and the server)."""

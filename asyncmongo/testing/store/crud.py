@@ -11,6 +11,7 @@ from typing import Any
 
 from asyncmongo.bson.types import Regex
 from asyncmongo.testing.store import (
+    change_events,
     coll_stats,
     expressions,
     local_sessions,
@@ -261,7 +262,8 @@ def _one_update(ctx: CommandContext, name: str, spec: Any, index: int,
         if not same_bson(new, document):
             assert collection is not None
             check_document(collection, new, document, command)
-            collection.replace(collection.key_of(document), new)
+            with change_events.replacing(is_replacement(update)):
+                collection.replace(collection.key_of(document), new)
             counts["nModified"] += 1
 
 
@@ -354,7 +356,8 @@ def find_and_modify(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
         new = compute_update(ctx, old, update_spec, spec)
         if not same_bson(new, old):
             check_document(collection, new, old, command)
-            collection.replace(collection.key_of(old), new)
+            with change_events.replacing(is_replacement(update_spec)):
+                collection.replace(collection.key_of(old), new)
         value = new if return_new else old
         last_error = {"n": 1, "updatedExisting": True}
     elif upsert:

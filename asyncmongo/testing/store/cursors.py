@@ -45,6 +45,8 @@ class Cursor:
     position: int = 0
     lsid_key: Any = None
     tail: Tail | None = None
+    #: A change stream's state (store/change_streams.py); its getMores read the change log.
+    stream: Any = None
 
     @property
     def exhausted(self) -> bool:
@@ -93,6 +95,13 @@ class CursorManager:
             self.cursors[cursor_id] = cursor
         return {"firstBatch": batch, "id": Int64(cursor_id), "ns": namespace}
 
+    def register(self, cursor: Cursor) -> int:
+        """Keep a cursor built elsewhere (a change stream's) under a new id."""
+        cursor.cursor_id = self._next_id
+        self._next_id += 1
+        self.cursors[cursor.cursor_id] = cursor
+        return cursor.cursor_id
+
     def find(self, cursor_id: Any, collection: str, db_name: str) -> Cursor:
         """The open cursor a getMore names (43 if unknown, 13 for another namespace)."""
         cursor = self.cursors.get(_cursor_id(cursor_id))
@@ -125,7 +134,9 @@ class CursorManager:
                 "cursorsUnknown": []}
 
     def kill_namespace(self, namespace: str) -> None:
-        for cursor_id in [i for i, c in self.cursors.items() if c.namespace == namespace]:
+        # A change stream outlives its collection: it reports the drop, then invalidates.
+        for cursor_id in [i for i, c in self.cursors.items()
+                          if c.namespace == namespace and c.stream is None]:
             del self.cursors[cursor_id]
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from asyncmongo.bson.binary import Binary
+from asyncmongo.testing.store.change_events import ChangeLog
 from asyncmongo.testing.store.collection import Collection
 from asyncmongo.testing.store.errors import StoreError
 
@@ -57,6 +58,8 @@ class Catalog:
         #: Called with (db, name) before a collection changes or goes away, so open
         #: transactions can take their snapshot of it first.
         self.before_change: Callable[[str, str], None] | None = None
+        #: The change log (change streams) every committed change goes to, if any.
+        self.journal: ChangeLog | None = None
 
     def __repr__(self) -> str:
         count = sum(len(c) for c in self.databases.values())
@@ -75,12 +78,19 @@ class Catalog:
         collection = Collection(db_name, name, options, self.new_uuid())
         collection.guard = self.guard
         self.databases.setdefault(db_name, {})[name] = collection
+        self._journal_created(collection)
         return collection
 
     def adopt(self, collection: Collection) -> None:
         """Install a collection built elsewhere (a committed transaction's new collection)."""
         collection.guard = self.guard
         self.databases.setdefault(collection.db_name, {})[collection.name] = collection
+        self._journal_created(collection)
+
+    def _journal_created(self, collection: Collection) -> None:
+        collection.journal = self.journal
+        if self.journal is not None:
+            self.journal.collection_created(collection)
 
     def _changing(self, db_name: str, name: str) -> None:
         if self.before_change is not None:
@@ -92,12 +102,20 @@ class Catalog:
         dropped = database.pop(name, None)
         if not database:
             self.databases.pop(db_name, None)
+        if dropped is not None and self.journal is not None:
+            dropped.journal = None
+            self.journal.collection_dropped(dropped)
         return dropped
 
     def drop_database(self, db_name: str) -> None:
         for name in list(self.databases.get(db_name, {})):
             self._changing(db_name, name)
-        self.databases.pop(db_name, None)
+        dropped = self.databases.pop(db_name, None)
+        if self.journal is not None:
+            for collection in (dropped or {}).values():
+                collection.journal = None
+                self.journal.collection_dropped(collection)
+            self.journal.database_dropped(db_name)
 
     def names(self, db_name: str) -> list[str]:
         return list(self.databases.get(db_name, {}))
