@@ -151,3 +151,21 @@ async def test_a_cursor_server_still_there_is_used() -> None:
     topology = SimpleNamespace(server=lambda address: server)
     executor = OperationExecutor(topology)  # type: ignore[arg-type]
     assert await executor._server_for(Target.pinned(("h", 1)), None, "getMore") is server
+
+
+# -- large messages -----------------------------------------------------------------------
+
+
+async def test_large_documents_arrive_whole() -> None:
+    """Messages over 256 KiB go out buffer by buffer (no joined copy); the server must still
+    see every byte in order: one 1 MiB document, then a bulk of 64 KiB+ documents."""
+    big = {"_id": 0, "x": "a" * (1024 * 1024)}
+    many = [{"_id": i, "x": chr(97 + i) * (70 * 1024)} for i in range(1, 9)]
+    async with Standalone() as server:
+        async with AsyncMongoClient(server.uri) as client:
+            coll = client.db.big
+            await coll.insert_one(big)
+            await coll.insert_many(many)
+            assert await coll.find_one({"_id": 0}) == big
+            found = [doc async for doc in coll.find({"_id": {"$gte": 1}}).sort("_id", 1)]
+            assert found == many
