@@ -62,6 +62,8 @@ def _bind_session(fn: Callable[..., Any], index: int | None) -> Callable[..., An
 
         @functools.wraps(fn)
         async def bound_coroutine(*args: Any, **kwargs: Any) -> Any:
+            if "session" not in kwargs and (index is None or len(args) <= index):
+                return await fn(*args, **kwargs)  # the usual call: no session to bind
             session = _session_argument(args, kwargs, index)
             if session is None:
                 return await fn(*args, **kwargs)

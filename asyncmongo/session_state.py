@@ -112,7 +112,8 @@ class SessionState:
         if self._ended:
             return
         self._ended = True
-        self._unpin()
+        if self._pinned_address is not None or self._pinned_connection is not None:
+            self._unpin()
         server_session, self._server_session = self._server_session, None
         if server_session is not None:
             self._client._server_sessions_release(server_session)

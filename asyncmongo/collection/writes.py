@@ -14,12 +14,13 @@ from asyncmongo.collection.base import CollectionBase
 from asyncmongo.core.operations.bulk import BulkResult
 from asyncmongo.core.operations.replies import check_write_reply
 from asyncmongo.core.operations.statements import (
+    StatementKind,
     WriteStatement,
     delete_statement,
     insert_statement,
     update_statement,
 )
-from asyncmongo.core.operations.write import WriteOptions, write_options
+from asyncmongo.core.operations.write import WriteCommand, WriteOptions, write_options
 from asyncmongo.errors import InvalidArgument
 from asyncmongo.operations import WriteModel
 from asyncmongo.results import (
@@ -81,15 +82,19 @@ class CollectionWrites(CollectionBase):
         no_session(session)
         statement = insert_statement(document)
         options = write_options(True, bypass_document_validation, comment, raw_data=raw_data)
-        (reply,) = await run_writes(  # as _write does, one coroutine less on the hot path
-            self._client,
+        # run_writes' loop, unrolled: one statement always goes in one command (or raises
+        # DocumentTooLarge when built)
+        command = WriteCommand(
             self._namespace,
+            StatementKind.INSERT,
             [statement],
             self._write_concern,
             self._codec_options,
             options,
         )
-        check_write_reply(reply)
+        client = self._client
+        batch = await client._run_operation(command, client._next_operation_id())
+        check_write_reply(batch.reply)
         return InsertOneResult(document.get("_id"), self._write_concern.acknowledged)
 
     async def insert_many(
