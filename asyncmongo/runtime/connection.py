@@ -195,6 +195,7 @@ class _WireProtocol(asyncio.Protocol):
 
     __slots__ = (
         "_draining",
+        "_loop",
         "_lost",
         "_paused",
         "_replies",
@@ -204,8 +205,11 @@ class _WireProtocol(asyncio.Protocol):
         "transport",
     )
 
-    def __init__(self, address: Address) -> None:
+    def __init__(self, address: Address, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.address = address
+        #: The loop the connection lives on, if known: asking asyncio for the running loop
+        #: costs a getpid() system call, once per reply otherwise.
+        self._loop = loop
         self.reader = MessageReader()
         self.transport: asyncio.Transport | None = None
         self._replies: deque[OpMsg] = deque()
@@ -514,7 +518,8 @@ class Connection:
                 protocol = self._protocol
                 try:
                     while (message := protocol.reply_nowait()) is None:
-                        waiter = protocol._waiter = asyncio.get_running_loop().create_future()
+                        loop = protocol._loop or asyncio.get_running_loop()
+                        waiter = protocol._waiter = loop.create_future()
                         try:
                             await waiter
                         finally:
@@ -669,7 +674,7 @@ async def connect(
     try:
         transport, protocol = await open_transport(
             address,
-            lambda: _WireProtocol(address),
+            lambda: _WireProtocol(address, loop),
             tls=settings.tls,
             deadline=_earliest(deadline, loop, settings.connect_timeout),
         )
