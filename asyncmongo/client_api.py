@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions
@@ -48,6 +48,7 @@ from asyncmongo.runtime.operation_executor import OperationExecutor, next_operat
 from asyncmongo.session import sessions_bound
 
 if TYPE_CHECKING:
+    from asyncmongo.change_stream import AsyncChangeStream
     from asyncmongo.core.sdam.topology_description import TopologyDescription
     from asyncmongo.core.uri import ClientOptions
     from asyncmongo.runtime.executor import Executor
@@ -318,6 +319,31 @@ class ClientApi:
 
         page = CursorPage(0, Namespace("admin", "$cmd.listDatabases"), databases)
         return AsyncCommandCursor(self, page, self._codec_options)
+
+    async def watch(
+        self,
+        pipeline: Sequence[Mapping[str, Any]] | None = None,
+        full_document: str | None = None,
+        resume_after: Mapping[str, Any] | None = None,
+        max_await_time_ms: int | None = None,
+        batch_size: int | None = None,
+        collation: Mapping[str, Any] | None = None,
+        start_at_operation_time: Any = None,
+        session: Any = None,
+        start_after: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        full_document_before_change: str | None = None,
+        show_expanded_events: bool | None = None,
+    ) -> AsyncChangeStream:
+        """A change stream of every database's changes (asyncmongo.change_stream;
+        PyMongo's signature)."""
+        from asyncmongo.change_stream import watch
+
+        return await watch(
+            self, "client", pipeline, full_document, resume_after, max_await_time_ms,
+            batch_size, collation, start_at_operation_time, session, start_after, comment,
+            full_document_before_change, show_expanded_events,
+        )
 
     async def list_database_names(self, session: Any = None, comment: Any = None) -> list[str]:
         cursor = await self.list_databases(session, comment, nameOnly=True)

@@ -6,7 +6,7 @@ read and write concern) are inherited from the client unless given.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from asyncmongo.bson.codec_options import CodecOptions
@@ -30,6 +30,7 @@ from asyncmongo.scope import NamedScope, no_session
 from asyncmongo.session import sessions_bound
 
 if TYPE_CHECKING:
+    from asyncmongo.change_stream import AsyncChangeStream
     from asyncmongo.client import AsyncMongoClient
     from asyncmongo.collection import AsyncCollection
 
@@ -183,6 +184,31 @@ class AsyncDatabase(NamedScope["AsyncMongoClient"]):
         no_session(session)
         namespace = Namespace(self._name, "$cmd.aggregate")
         return await aggregate_cursor(self, namespace, True, pipeline, let, comment, kwargs)
+
+    async def watch(
+        self,
+        pipeline: Sequence[Mapping[str, Any]] | None = None,
+        full_document: str | None = None,
+        resume_after: Mapping[str, Any] | None = None,
+        max_await_time_ms: int | None = None,
+        batch_size: int | None = None,
+        collation: Mapping[str, Any] | None = None,
+        start_at_operation_time: Any = None,
+        session: Any = None,
+        start_after: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        full_document_before_change: str | None = None,
+        show_expanded_events: bool | None = None,
+    ) -> AsyncChangeStream:
+        """A change stream of the changes to every collection of this database
+        (asyncmongo.change_stream; PyMongo's signature)."""
+        from asyncmongo.change_stream import watch
+
+        return await watch(
+            self, "database", pipeline, full_document, resume_after, max_await_time_ms, batch_size,
+            collation, start_at_operation_time, session, start_after, comment,
+            full_document_before_change, show_expanded_events,
+        )
 
     # -- collections ------------------------------------------------------------------------
 

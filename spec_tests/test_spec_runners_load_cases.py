@@ -27,8 +27,6 @@ SUITES = sorted(d.name for d in DATA.iterdir() if d.is_dir() and any(d.rglob("*.
 
 #: Vendored suites with JSON tests and no runner, each with why.
 NOT_RUN: dict[str, str] = {
-    "change-streams": "no runner: change streams (watch()) are not part of issues #2-#10 and "
-    "asyncmongo has no watch() API",
     "client-side-operations-timeout": "no runner: timeoutMS exists only as the client's "
     "deadline per operation (client_api); timeoutMS on a database, collection, session or "
     "single operation, timeoutMode and the CSOT retry rules are not built",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +26,7 @@ from asyncmongo.scope import no_session
 from asyncmongo.session import sessions_bound
 
 if TYPE_CHECKING:
-    pass
+    from asyncmongo.change_stream import AsyncChangeStream
 
 __all__ = ["CollectionReads"]
 
@@ -134,3 +134,28 @@ class CollectionReads(CollectionBase):
         """Run the pipeline; a cursor over its results ($out/$merge: usually empty)."""
         no_session(session)
         return await aggregate_cursor(self, self._namespace, False, pipeline, let, comment, kwargs)
+
+    async def watch(
+        self,
+        pipeline: Sequence[Mapping[str, Any]] | None = None,
+        full_document: str | None = None,
+        resume_after: Mapping[str, Any] | None = None,
+        max_await_time_ms: int | None = None,
+        batch_size: int | None = None,
+        collation: Mapping[str, Any] | None = None,
+        start_at_operation_time: Any = None,
+        session: Any = None,
+        start_after: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        full_document_before_change: str | None = None,
+        show_expanded_events: bool | None = None,
+    ) -> AsyncChangeStream:
+        """A change stream of this collection's changes (asyncmongo.change_stream;
+        PyMongo's signature)."""
+        from asyncmongo.change_stream import watch
+
+        return await watch(
+            self, "collection", pipeline, full_document, resume_after, max_await_time_ms,
+            batch_size, collation, start_at_operation_time, session, start_after, comment,
+            full_document_before_change, show_expanded_events,
+        )

@@ -204,7 +204,8 @@ async def _count(ctx: OperationContext, obj: Any, kwargs: dict[str, Any]) -> Any
 
 
 async def _change_stream(ctx: OperationContext, obj: Any, kwargs: dict[str, Any]) -> Any:
-    raise Unsupported("change streams are not built in asyncmongo yet (watch)")
+    """createChangeStream / watch on a client, database or collection: PyMongo's watch()."""
+    return await call_api(obj, "watch", **kwargs)
 
 
 # -- database -----------------------------------------------------------------------------
