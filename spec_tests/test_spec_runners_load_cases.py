@@ -30,7 +30,6 @@ NOT_RUN: dict[str, str] = {
     "client-side-operations-timeout": "no runner: timeoutMS exists only as the client's "
     "deadline per operation (client_api); timeoutMS on a database, collection, session or "
     "single operation, timeoutMode and the CSOT retry rules are not built",
-    "gridfs": "no runner: GridFS is not part of issues #2-#10 and asyncmongo has no GridFS API",
 }
 
 #: Folders inside a suite that has a runner, which that runner does not collect, each with why.

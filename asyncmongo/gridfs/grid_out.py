@@ -176,6 +176,8 @@ class AsyncGridOut:
             await self._load_chunk(n)
         offset = self._position - n * self.chunk_size
         piece = self._buffer[offset:offset + most]
+        if not piece:
+            raise CorruptGridFile(f"chunk #{n} ends before position {self._position}")
         self._position += len(piece)
         return piece
 

@@ -252,7 +252,22 @@ class EntityMap:
         self.add(options["id"], "session", session)
 
     async def _create_bucket(self, options: Mapping[str, Any]) -> None:
-        raise Unsupported("GridFS (bucket entities) is not built in asyncmongo yet")
+        """A GridFS bucket on a database entity; bucketOptions as AsyncGridFSBucket's
+        keywords (disableMD5 is a no-op: asyncmongo never computes MD5)."""
+        from asyncmongo.gridfs import AsyncGridFSBucket
+
+        database = self.get(options["database"], "database")
+        bucket_options = dict(options.get("bucketOptions", {}))
+        bucket_options.pop("disableMD5", None)
+        kwargs: dict[str, Any] = {}
+        if "bucketName" in bucket_options:
+            kwargs["bucket_name"] = bucket_options.pop("bucketName")
+        if "chunkSizeBytes" in bucket_options:
+            kwargs["chunk_size_bytes"] = bucket_options.pop("chunkSizeBytes")
+        if "timeoutMS" in bucket_options:
+            raise Unsupported("timeoutMS on a GridFS bucket (CSOT) is not built")
+        kwargs.update(collection_options(bucket_options))
+        self.add(options["id"], "bucket", AsyncGridFSBucket(database, **kwargs))
 
     async def _create_clientEncryption(self, options: Mapping[str, Any]) -> None:
         raise Unsupported("client-side encryption (clientEncryption entities) is not built")

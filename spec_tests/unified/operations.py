@@ -417,10 +417,56 @@ for _name, _handler in {
     _register(_CURSORS, _name, _handler)
 
 
+# -- GridFS bucket ------------------------------------------------------------------------
+
+def _hex_bytes(value: Any) -> bytes:
+    """An upload's ``source``: ``{$$hexBytes: "..."}`` as the bytes it spells."""
+    if not isinstance(value, Mapping) or set(value) != {"$$hexBytes"}:
+        raise TestFormatError(f"an upload source must be {{$$hexBytes: ...}}, not {value!r}")
+    return bytes.fromhex(value["$$hexBytes"])
+
+
+async def _upload(ctx: OperationContext, obj: Any, kwargs: dict[str, Any]) -> Any:
+    kwargs.pop("disable_md5", None)  # asyncmongo never computes MD5 (GridFS spec allows)
+    source = _hex_bytes(_pop(kwargs, "source"))
+    return await call_api(obj, "upload_from_stream", _pop(kwargs, "filename"), source, **kwargs)
+
+
+async def _read_all(grid_out: Any) -> bytes:
+    try:
+        data: bytes = await call_api(grid_out, "read")
+    finally:
+        await call_api(grid_out, "close")
+    return data
+
+
+async def _download(ctx: OperationContext, obj: Any, kwargs: dict[str, Any]) -> Any:
+    return await _read_all(await call_api(obj, "open_download_stream", _pop(kwargs, "id"),
+                                          **kwargs))
+
+
+async def _download_by_name(ctx: OperationContext, obj: Any, kwargs: dict[str, Any]) -> Any:
+    grid_out = await call_api(obj, "open_download_stream_by_name", _pop(kwargs, "filename"),
+                              **kwargs)
+    return await _read_all(grid_out)
+
+
+for _name, _handler in {
+    "delete": _method("delete", "id"),
+    "deleteByName": _method("delete_by_name", "filename"),
+    "download": _download,
+    "downloadByName": _download_by_name,
+    "upload": _upload,
+    "rename": _method("rename", "id", "new_filename"),
+    "renameByName": _method("rename_by_name", "filename", "new_filename"),
+    "drop": _method("drop"),
+    "find": _find,
+}.items():
+    _register(("bucket",), _name, _handler)
+
+
 def find_handler(kind: str, name: str) -> Handler:
     """The handler for ``name`` on an entity of ``kind`` (UnknownOperation if none)."""
-    if kind == "bucket":
-        raise Unsupported("GridFS (bucket operations) is not built in asyncmongo yet")
     handler = OPERATIONS.get((kind, name))
     if handler is None:
         raise UnknownOperation(f"operation {name!r} is not defined for a {kind} entity")
