@@ -521,7 +521,11 @@ class SimServer:
 
     def _fire(self, name: str, app_name: str | None) -> FailCommand | None:
         point = self.fail_points.get("failCommand")
-        return point.fire(name, app_name) if point is not None else None
+        fired = point.fire(name, app_name) if point is not None else None
+        if fired is None and name == "getMore":
+            after = self.fail_points.get(failpoint.GET_MORE_AFTER_CHECKOUT)
+            fired = after.fire(name, app_name) if after is not None else None
+        return fired
 
     async def _send(self, conn: _Connection, request: Request, reply: Mapping[str, Any], *,
                     more_to_come: bool = False, response_to: int | None = None) -> bool:
