@@ -25,11 +25,15 @@ if TYPE_CHECKING:
 __all__ = ["AsyncGridOut"]
 
 
-def _file_field(document: Mapping[str, Any], name: str, kind: type) -> Any:
+def _whole_number(document: Mapping[str, Any], name: str) -> int:
+    """A files document's ``length`` or ``chunkSize``: an int (Int32/Int64), or a whole
+    double as some older drivers and the shell wrote them."""
     value = document.get(name)
-    if not isinstance(value, kind) or isinstance(value, bool):
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if not isinstance(value, int) or isinstance(value, bool):
         raise CorruptGridFile(f"files document has no valid {name!r}: {value!r}")
-    return value
+    return int(value)
 
 
 class AsyncGridOut:
@@ -61,8 +65,8 @@ class AsyncGridOut:
         self._chunks = chunks
         self._document = file_document
         self._session = session
-        self.length: int = _file_field(file_document, "length", int)
-        self.chunk_size: int = _file_field(file_document, "chunkSize", int)
+        self.length = _whole_number(file_document, "length")
+        self.chunk_size = _whole_number(file_document, "chunkSize")
         if self.length < 0 or self.chunk_size <= 0:
             raise CorruptGridFile(
                 f"files document has length {self.length} and chunkSize {self.chunk_size}"

@@ -347,6 +347,15 @@ async def test_an_extra_chunk_is_corrupt_unless_empty(env: Client) -> None:
     assert await (await bucket.open_download_stream(file_id)).read() == _data(7)
 
 
+async def test_a_legacy_files_document_with_double_sizes_reads(env: Client) -> None:
+    await env.db["fs.files"].insert_one({"_id": 9, "length": 5.0, "chunkSize": 4.0})
+    await env.db["fs.chunks"].insert_many([
+        {"files_id": 9, "n": 0, "data": Binary(b"abcd", 0)},
+        {"files_id": 9, "n": 1, "data": Binary(b"e", 0)}])
+    out = await env.bucket().open_download_stream(9)
+    assert (await out.read(), out.length, out.chunk_size, out.filename) == (b"abcde", 5, 4, None)
+
+
 async def test_a_bad_files_document_is_corrupt(env: Client) -> None:
     await env.db["fs.files"].insert_one({"_id": 1, "length": "x", "chunkSize": 4})
     with pytest.raises(CorruptGridFile):
