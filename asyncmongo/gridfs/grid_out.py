@@ -179,7 +179,8 @@ class AsyncGridOut:
         if n != self._buffer_n:
             await self._load_chunk(n)
         offset = self._position - n * self.chunk_size
-        piece = self._buffer[offset:offset + most]
+        whole = offset == 0 and most >= len(self._buffer)
+        piece = self._buffer if whole else self._buffer[offset:offset + most]
         if not piece:
             raise CorruptGridFile(f"chunk #{n} ends before position {self._position}")
         self._position += len(piece)
