@@ -84,7 +84,8 @@ class MessageReader:
             )
         if len(buf) < length:
             return None
-        data = bytes(buf[HEADER_SIZE:length])
+        with memoryview(buf) as view:  # one copy of the message body, not two
+            data = bytes(view[HEADER_SIZE:length])
         del buf[:length]
         self._check_response_to(response_to)
         if opcode == OpCode.OP_COMPRESSED:
