@@ -305,7 +305,11 @@ class AsyncChangeStream:
                 self._resume_token = self._post_batch_token
                 self._start_at_operation_time = None
             return None
-        return self._returned(change)
+        try:
+            return self._returned(change)
+        except InvalidOperation:
+            await self.close()
+            raise
 
     async def _read_once(self) -> Any:
         if self._buffer:
@@ -327,7 +331,6 @@ class AsyncChangeStream:
         try:
             token = change["_id"]
         except (KeyError, TypeError):
-            self._closed = True
             raise InvalidOperation("Cannot provide resume functionality when the resume token "
                                    "is missing.") from None
         if not self._buffer and self._post_batch_token is not None:

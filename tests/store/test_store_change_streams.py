@@ -194,3 +194,14 @@ def test_transaction_writes_reach_the_log_at_commit() -> None:
     store.handle("admin", {"commitTransaction": 1, "lsid": lsid, "txnNumber": 1,
                            "autocommit": False})
     assert _types(_more(store, opened)) == ["insert"]
+
+
+def test_a_transaction_creating_its_collection_reports_create_and_inserts() -> None:
+    store = _store()
+    opened = _open(store, target=1, showExpandedEvents=True)
+    lsid = {"id": b"fedcba9876543210"}
+    store.handle("db", {"insert": "new", "documents": [{"_id": 1}, {"_id": 2}], "lsid": lsid,
+                        "txnNumber": 1, "autocommit": False, "startTransaction": True})
+    store.handle("admin", {"commitTransaction": 1, "lsid": lsid, "txnNumber": 1,
+                           "autocommit": False})
+    assert _types(_more(store, opened)) == ["create", "insert", "insert"]

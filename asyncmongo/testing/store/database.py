@@ -86,6 +86,9 @@ class Catalog:
         collection.guard = self.guard
         self.databases.setdefault(collection.db_name, {})[collection.name] = collection
         self._journal_created(collection)
+        if self.journal is not None:
+            for document in collection:  # the transaction's inserts, committed with it
+                self.journal.document_changed(collection, None, document)
 
     def _journal_created(self, collection: Collection) -> None:
         collection.journal = self.journal
