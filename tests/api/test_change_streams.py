@@ -14,7 +14,7 @@ import pytest
 from asyncmongo import AsyncMongoClient, CommandStartedEvent
 from asyncmongo.change_stream import AsyncChangeStream, is_resumable
 from asyncmongo.errors import AutoReconnect, OperationFailure
-from asyncmongo.testing import ReplicaSet, Standalone
+from asyncmongo.testing import LoadBalanced, ReplicaSet, Standalone
 
 FAST = 50  # ms: how long an empty getMore waits on the server
 
@@ -32,7 +32,7 @@ async def deployment() -> AsyncIterator[tuple[ReplicaSet, Any, list[CommandStart
             yield rs, client, events
 
 
-def _open_stream_cursors(rs: ReplicaSet) -> list[Any]:
+def _open_stream_cursors(rs: ReplicaSet | LoadBalanced) -> list[Any]:
     return [c for c in rs.store.cursors.cursors.values() if c.stream is not None]
 
 
@@ -224,3 +224,25 @@ def test_resumable_errors_per_the_spec() -> None:
     assert is_resumable(labelled, 25) and not is_resumable(plain, 25)
     assert is_resumable(plain, 8)  # before 4.4: by code
     assert not is_resumable(OperationFailure("x", 216, {"code": 216}), 8)
+
+
+async def test_load_balanced_get_mores_use_the_aggregates_connection() -> None:
+    events: list[CommandStartedEvent] = []
+
+    def listen(event: Any) -> None:
+        if isinstance(event, CommandStartedEvent):
+            events.append(event)
+
+    async with LoadBalanced(services=2) as lb:
+        async with AsyncMongoClient(lb.uri, event_listeners=[listen]) as client:
+            coll = client.db.coll
+            async with await coll.watch(max_await_time_ms=FAST) as stream:
+                other = asyncio.create_task(coll.insert_one({"_id": 1}))
+                assert (await stream.next())["documentKey"] == {"_id": 1}
+                await other
+                assert await stream.try_next() is None
+            assert _open_stream_cursors(lb) == []
+    opened = next(e for e in events if e.command_name == "aggregate")
+    follow = [e for e in events if e.command_name in ("getMore", "killCursors")]
+    assert follow and all(e.server_connection_id == opened.server_connection_id
+                          and e.service_id == opened.service_id for e in follow)
