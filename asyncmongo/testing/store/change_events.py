@@ -25,7 +25,6 @@ from typing import Any
 from asyncmongo.bson.binary import Binary
 from asyncmongo.bson.types import Timestamp
 from asyncmongo.testing.store.errors import StoreError
-from asyncmongo.testing.store.values import deep_copy
 
 Document = dict[str, Any]
 Position = tuple[int, int]
@@ -160,23 +159,26 @@ class ChangeLog:
 
     def document_changed(self, collection: Any, old: Document | None,
                          new: Document | None) -> None:
-        """A collection stored, replaced or removed a document (collection.py's journal)."""
-        if old is None and new is None:
-            return
+        """A collection stored, replaced or removed a document (collection.py's journal).
+        Stored documents are never changed in place, so the event keeps them as they are."""
         if old is None:
-            kind = "insert"
+            if new is None:
+                return
+            kind, source = "insert", new
         elif new is None:
-            kind = "delete"
+            kind, source = "delete", old
         else:
-            kind = "replace" if _replacing.get() else "update"
-        source = new if new is not None else old
-        assert source is not None
-        key = {"_id": deep_copy(source["_id"])} if "_id" in source else {}
-        options = getattr(collection, "options", {})
-        images = isinstance(options.get("changeStreamPreAndPostImages"), Mapping) and bool(
-            options["changeStreamPreAndPostImages"].get("enabled"))
-        self.record(kind, collection.db_name, collection.name, uuid=collection.uuid,
-                    document_key=key, full_document=new, before=old, images=images)
+            kind, source = ("replace" if _replacing.get() else "update"), new
+        key = {"_id": source["_id"]} if "_id" in source else {}
+        images = collection.options.get("changeStreamPreAndPostImages")
+        now = self._clock()
+        self.head += 1
+        self.events.append(ChangeEvent(
+            self.head, self._next_time(now), now, kind, collection.db_name, collection.name,
+            collection.uuid, key, new, old,
+            isinstance(images, Mapping) and bool(images.get("enabled")), _NO_EXTRA))
+        if len(self.events) > MAX_EVENTS:
+            del self.events[:len(self.events) - MAX_EVENTS]
 
     def collection_created(self, collection: Any) -> None:
         options = dict(collection.options)
@@ -194,6 +196,9 @@ class ChangeLog:
 
     def database_dropped(self, db_name: str) -> None:
         self.record("dropDatabase", db_name, None)
+
+
+_NO_EXTRA: Mapping[str, Any] = {}
 
 
 def _ts_key(value: Timestamp) -> tuple[int, int]:
