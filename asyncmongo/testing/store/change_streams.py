@@ -247,9 +247,7 @@ def _batch(cursor: Cursor, ctx: CommandContext, log: ChangeLog,
     except StoreError:
         ctx.cursors.cursors.pop(cursor.cursor_id, None)  # mongod kills the failed cursor
         raise
-    if state.position < (log.head, HIGH_WATER_MARK):
-        state.position, state.position_time = (log.head, HIGH_WATER_MARK), log.now()
-    return batch
+    return batch  # the position is the last entry scanned: its token is the batch's
 
 
 def _shaped(state: StreamState, event: ChangeEvent, kind: int,
