@@ -17,7 +17,9 @@ the catalog), ``cursors``, ``crud``/``admin`` (the commands), ``client_bulk`` (8
 ``$where`` scripts without JavaScript; their ``sleep`` is awaited by the server front end) and
 ``commands`` (``Store``, the routing); ``views``, ``timeseries``, ``tailable`` (capped
 collections' tailable cursors), ``plan`` (the index behind ``returnKey``), ``index_changes``
-(collMod's ``index``) and ``coll_stats`` (``$collStats``).
+(collMod's ``index``), ``coll_stats`` (``$collStats``), ``change_events`` (the change log every
+committed write feeds), ``change_streams`` (``$changeStream`` cursors over it) and ``rename``
+(``renameCollection``).
 
 Simplifications (deliberate): collation approximated (strengths 1-3 by Unicode case folding
 and accent stripping, not ICU tables; no collection default collation), no text/geo queries, no
