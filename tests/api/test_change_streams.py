@@ -76,12 +76,13 @@ async def test_full_document_update_lookup(deployment: Any) -> None:
 
 
 async def test_database_and_client_streams(deployment: Any) -> None:
-    _, client, events = deployment
+    rs, client, events = deployment
     async with await client.db.watch() as on_db, await client.watch() as on_all:
         await client.db.a.insert_one({"_id": 1})
         await client.other.b.insert_one({"_id": 2})
         assert (await on_db.next())["ns"] == {"db": "db", "coll": "a"}
         assert [c["ns"]["db"] for c in await _take(on_all, 2)] == ["db", "other"]
+    assert _open_stream_cursors(rs) == []  # killCursors on "$cmd.aggregate" too
     aggregates = [e.command for e in events if e.command_name == "aggregate"]
     assert aggregates[0]["aggregate"] == 1 and aggregates[0]["pipeline"] == [
         {"$changeStream": {}}]

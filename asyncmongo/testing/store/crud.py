@@ -453,7 +453,8 @@ def get_more(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
 
 
 def kill_cursors(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
-    collection_name(command, "killCursors", ctx.db_name)
+    if command.get("killCursors") != "$cmd.aggregate":  # a database-level aggregate's
+        collection_name(command, "killCursors", ctx.db_name)
     return _reply(**ctx.cursors.kill(require_list(command, "cursors")))
 
 
