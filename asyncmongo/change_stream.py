@@ -324,7 +324,11 @@ class AsyncChangeStream:
         except MongoError as exc:
             if not is_resumable(exc, self._wire_version):
                 raise
-            await self._resume()
+            try:
+                await self._resume()
+            except BaseException:
+                await self.close()  # the resume's aggregate failed: resumed at most once
+                raise
         return self._buffer.popleft() if self._buffer else None
 
     def _returned(self, change: Any) -> Any:

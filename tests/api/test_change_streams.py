@@ -247,3 +247,16 @@ async def test_load_balanced_get_mores_use_the_aggregates_connection() -> None:
     follow = [e for e in events if e.command_name in ("getMore", "killCursors")]
     assert follow and all(e.server_connection_id == opened.server_connection_id
                           and e.service_id == opened.service_id for e in follow)
+
+
+async def test_a_failed_resume_closes_the_stream(deployment: Any) -> None:
+    rs, client, events = deployment
+    stream = await client.db.coll.watch(max_await_time_ms=FAST)
+    # the getMore fails resumably, then so does the resume's aggregate and its retry (a
+    # retryable read): the stream does not resume a second time
+    with rs.fail_point({"times": 3}, failCommands=["getMore", "aggregate"], errorCode=6,
+                       errorLabels=["ResumableChangeStreamError"]):
+        with pytest.raises(OperationFailure) as failure:
+            await stream.next()
+    assert failure.value.code == 6 and not stream.alive
+    assert [e.command_name for e in events].count("aggregate") == 3
