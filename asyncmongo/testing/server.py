@@ -164,6 +164,10 @@ class SimServer:
         self.streaming = streaming
         self.compressors = compressors
         self.replica_set = replica_set
+        if replica_set is not None:
+            # Change events take their cluster times from the set's optimes, so a reply's
+            # operationTime works as a change stream's startAtOperationTime.
+            self.store.changes.tick = replica_set.record_write
         self.load_balanced = load_balanced
         #: Behind a load balancer: one serviceId per backend mongos; connection N reaches
         #: backend N mod len(service_ids), as a round-robin balancer spreads them.

@@ -260,3 +260,15 @@ async def test_a_failed_resume_closes_the_stream(deployment: Any) -> None:
             await stream.next()
     assert failure.value.code == 6 and not stream.alive
     assert [e.command_name for e in events].count("aggregate") == 3
+
+
+async def test_start_at_a_write_replys_operation_time(deployment: Any) -> None:
+    _, client, _ = deployment
+    coll = client.db.coll
+    async with client.start_session() as session:
+        await coll.insert_one({"_id": 1}, session=session)
+        after_first = session.operation_time
+    await coll.insert_one({"_id": 2})
+    async with await coll.watch(start_at_operation_time=after_first) as stream:
+        change = await stream.next()
+    assert change["documentKey"] == {"_id": 2}  # the first insert is older than its reply

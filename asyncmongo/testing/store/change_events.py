@@ -106,6 +106,9 @@ class ChangeLog:
         self.events: list[ChangeEvent] = []
         self.head = 0
         self._last_time = Timestamp(0, 0)
+        #: The deployment's optime source (a replica set's ``record_write``), if any: each
+        #: event is then a write at the set's next optime, as each is an oplog entry.
+        self.tick: Callable[[datetime.datetime], Timestamp] | None = None
 
     def __repr__(self) -> str:
         return f"ChangeLog({len(self.events)} events, head {self.head})"
@@ -140,6 +143,11 @@ class ChangeLog:
     # -- writing ---------------------------------------------------------------------------
 
     def _next_time(self, now: datetime.datetime) -> Timestamp:
+        if self.tick is not None:
+            ticked = self.tick(now)
+            if _ts_key(ticked) > _ts_key(self._last_time):
+                self._last_time = ticked
+                return ticked
         seconds = max(int(now.timestamp()), self._last_time.time)
         inc = self._last_time.inc + 1 if seconds == self._last_time.time else 1
         self._last_time = Timestamp(seconds, inc)
