@@ -1,12 +1,14 @@
 """asyncmongo: an asyncio-native MongoDB driver for Python 3.11+.
 
-The public names, PyMongo's where they exist: the client, databases, collections and
-cursors, read preference and concerns, the write models and results, and the errors module.
+The public names, PyMongo's where they exist: the client, databases, collections,
+cursors and change streams, read preference and concerns, the write models and results, and
+the errors module. GridFS is the subpackage :mod:`asyncmongo.gridfs` (PyMongo's ``gridfs``).
 """
 
 from __future__ import annotations
 
 from asyncmongo import errors
+from asyncmongo.change_stream import AsyncChangeStream
 from asyncmongo.client import AsyncMongoClient
 from asyncmongo.collection import AsyncCollection, ReturnDocument
 from asyncmongo.command_monitoring import (
@@ -56,6 +58,7 @@ __all__ = [
     "GEOSPHERE",
     "HASHED",
     "TEXT",
+    "AsyncChangeStream",
     "AsyncClientSession",
     "AsyncCollection",
     "AsyncCommandCursor",

@@ -294,6 +294,7 @@ class AsyncCommandCursor(_Cursor):
         batch_size: int = 0,
         comment: Any = None,
         max_await_time_ms: int | None = None,
+        cursor_type: CursorType = CursorType.NON_TAILABLE,
     ) -> None:
         super().__init__(
             runner,
@@ -303,6 +304,8 @@ class AsyncCommandCursor(_Cursor):
             comment=comment,
             max_await_time_ms=max_await_time_ms,
         )
+        #: a tailable command (a find run through cursor_command) waits for more, as find does
+        self._tailable = cursor_type
         self._first = first
         self._started = True
         self._address = first.address

@@ -20,7 +20,7 @@ from asyncmongo.core.operations.run_command import (
     run_cursor_command,
 )
 from asyncmongo.core.selection import PRIMARY, ReadPreference
-from asyncmongo.cursor import AsyncCommandCursor
+from asyncmongo.cursor import AsyncCommandCursor, CursorType
 from asyncmongo.errors import (
     CollectionInvalid,
     InvalidArgument,
@@ -164,6 +164,7 @@ class AsyncDatabase(NamedScope["AsyncMongoClient"]):
             batch_size=batch_size,
             comment=comment,
             max_await_time_ms=max_await_time_ms,
+            cursor_type=_cursor_type(document),
         )
 
     async def run_command(self, command: Mapping[str, Any], **kwargs: Any) -> Mapping[str, Any]:
@@ -320,3 +321,11 @@ class AsyncDatabase(NamedScope["AsyncMongoClient"]):
     async def drop(self, session: Any = None, comment: Any = None) -> None:
         """Drop this database."""
         await self._client.drop_database(self._name, session=session, comment=comment)
+
+
+def _cursor_type(command: Mapping[str, Any]) -> CursorType:
+    """A cursor command asking for a tailable cursor (find's ``tailable``/``awaitData``) gets a
+    cursor that waits for more at the end, like ``find(cursor_type=...)``."""
+    if command.get("tailable") is not True:
+        return CursorType.NON_TAILABLE
+    return CursorType.TAILABLE_AWAIT if command.get("awaitData") is True else CursorType.TAILABLE

@@ -150,3 +150,28 @@ async def test_capped_position_lost_when_the_cursor_falls_behind(
     with pytest.raises(OperationFailure) as failure:
         await cursor.try_next()
     assert failure.value.code == 136  # CappedPositionLost
+
+
+async def test_a_tailable_find_run_through_cursor_command_also_waits_for_more(
+        setup: tuple[Any, list[CommandStartedEvent]]) -> None:
+    db, events = setup
+    await db.capped.insert_one({"_id": 0})
+    cursor = await db.cursor_command(
+        {"find": "capped", "tailable": True, "awaitData": True}, max_await_time_ms=50
+    )
+    received: list[int] = []
+
+    async def consume() -> None:
+        async for document in cursor:  # an empty batch does not end it: it waits
+            received.append(document["_id"])
+            if len(received) == 3:
+                break
+
+    consumer = asyncio.create_task(consume())
+    for i in range(1, 3):
+        await asyncio.sleep(0.08)
+        await db.capped.insert_one({"_id": i})
+    await asyncio.wait_for(consumer, 5)
+    assert received == [0, 1, 2]
+    assert all(g["maxTimeMS"] == 50 for g in started(events, "getMore"))
+    assert not cursor.alive
