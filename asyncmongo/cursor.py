@@ -17,7 +17,10 @@ collection does not end when a batch comes back empty while the server keeps the
 open: ``async for`` and ``next()`` send getMore after getMore until a document comes (an
 awaitData cursor's getMore waits on the server up to ``max_await_time_ms``), and end only
 when the cursor is closed or the server closes it. ``try_next()`` returns None instead of
-waiting, and ``alive`` says whether more may come.
+waiting, and ``alive`` says whether more may come. This differs from PyMongo, whose
+``next()`` raises at each empty batch so that callers poll in a ``while cursor.alive`` loop:
+under asyncio, waiting costs nothing and is what a consumer wants (that PyMongo loop still
+works unchanged). ``Database.cursor_command`` with a tailable ``find`` behaves the same way.
 """
 
 from __future__ import annotations
