@@ -412,8 +412,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                   f"{ceiling:,.0f} find_one/s", flush=True)
             results = run_server("replay", server.uri, server.pid, data, tasks, combos,
                                  repeats, scale)
-        fastest = max(r.ops_per_s for (name, _), r in results.items()
-                      if "find_one" in name or name == "run command") if results else 0.0
+        fastest = max((r.ops_per_s for (name, _), r in results.items()
+                       if "find_one" in name or name == "run command"), default=0.0)
         print(f"\nreplay server ceiling / fastest driver's find_one or command rate: "
               f"{ceiling / fastest if fastest else 0.0:.1f}x\n")
         print(table("Replay server (canned replies, separate process)", results, tasks, combos))
