@@ -47,7 +47,7 @@ from asyncmongo.results import (
     InsertOneResult,
     UpdateResult,
 )
-from asyncmongo.session import AsyncClientSession, SessionOptions, TransactionOptions
+from asyncmongo.sessions import AsyncClientSession, SessionOptions, TransactionOptions
 
 __version__ = "0.1.0.dev0"
 

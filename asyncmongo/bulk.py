@@ -8,12 +8,11 @@ call sharing one operation id (command monitoring: "Bulk Writes").
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.errors import BSONError
-from asyncmongo.core.address import Address
 from asyncmongo.core.concern import WriteConcern
 from asyncmongo.core.operations.base import Operation
 from asyncmongo.core.operations.bulk import BulkResult, plan_runs
@@ -47,11 +46,9 @@ class Runner(Protocol):
 
     def _next_operation_id(self) -> int: ...
 
-    async def _run_operation(self, op: Operation[T], operation_id: int | None = None) -> T: ...
-
-    async def _run_operation_at(
-        self, op: Operation[T], operation_id: int | None = None
-    ) -> tuple[T, Address]: ...
+    def _run(
+        self, op: Operation[T], session: Any = None, operation_id: int | None = None
+    ) -> Awaitable[T]: ...
 
 
 async def run_writes(
@@ -61,6 +58,7 @@ async def run_writes(
     write_concern: WriteConcern,
     codec_options: CodecOptions,
     options: WriteOptions,
+    session: Any = None,
 ) -> list[Mapping[str, Any]]:
     """Statements of one kind in as many batches as the server's limits need; the replies."""
     command: WriteCommand | None = WriteCommand(
@@ -69,7 +67,7 @@ async def run_writes(
     operation_id = runner._next_operation_id()
     replies: list[Mapping[str, Any]] = []
     while command is not None:
-        batch = await runner._run_operation(command, operation_id)
+        batch = await runner._run(command, session, operation_id)
         replies.append(batch.reply)
         command = command.rest(batch.count)
     return replies
@@ -82,6 +80,7 @@ async def run_bulk(
     write_concern: WriteConcern,
     codec_options: CodecOptions,
     options: WriteOptions,
+    session: Any = None,
 ) -> BulkResult:
     """A collection bulk write (runs of one kind, in batches); BulkWriteError on failure.
 
@@ -99,7 +98,7 @@ async def run_bulk(
                 namespace, run.kind, run.statements, write_concern, codec_options, options
             )
             while command is not None:
-                batch = await runner._run_operation(command, operation_id)
+                batch = await runner._run(command, session, operation_id)
                 if acknowledged:
                     result.add(run, batch)
                     if options.ordered and result.has_write_errors:
@@ -136,6 +135,7 @@ async def run_client_bulk(
     options: ClientBulkOptions,
     write_concern: WriteConcern,
     codec_options: CodecOptions,
+    session: Any = None,
 ) -> ClientBulkWriteResult:
     """client.bulk_write: bulkWrite batches, each results cursor drained; errors collected
     into ClientBulkWriteException (a top-level error alone is raised as it is)."""
@@ -147,7 +147,9 @@ async def run_client_bulk(
     operation_id = runner._next_operation_id()
     try:
         while command is not None:
-            batch = await _client_batch(runner, command, result, codec_options, operation_id)
+            batch = await _client_batch(
+                runner, command, result, codec_options, operation_id, session
+            )
             if options.ordered and result.write_errors:
                 break
             command = command.rest(batch.count)
@@ -168,9 +170,10 @@ async def _client_batch(
     result: ClientBulkResult,
     codec_options: CodecOptions,
     operation_id: int,
+    session: Any,
 ) -> ClientBatchReply:
     """One bulkWrite command and its whole results cursor (the spec: always drained)."""
-    batch, address = await runner._run_operation_at(command, operation_id)
+    batch = await runner._run(command, session, operation_id)
     page = batch.page
     if page is None:  # unacknowledged
         return batch
@@ -178,8 +181,9 @@ async def _client_batch(
     result.add_results(batch, page.documents)
     cursor_id = page.cursor_id
     while cursor_id:
-        get_more = GetMore(cursor_id, page.namespace, address, codec_options)
-        page = await runner._run_operation(get_more, operation_id)
+        assert page.address is not None
+        get_more = GetMore(cursor_id, page.namespace, page.address, codec_options)
+        page = await runner._run(get_more, session, operation_id)
         result.add_results(batch, page.documents)
         cursor_id = page.cursor_id
     return batch

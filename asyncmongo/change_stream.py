@@ -20,8 +20,9 @@ read :attr:`resume_token` between empty batches). ``await stream.close()`` or le
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -78,6 +79,10 @@ class _OpenedPage(CursorPage):
     """The aggregate's first page, with the reply's ``operationTime``."""
 
     operation_time: Any = None
+
+    def with_address(self, address: Address | None) -> _OpenedPage:
+        """Always named: the stream asks its server's wire version even for a closed cursor."""
+        return dataclasses.replace(self, address=address)
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,20 +224,11 @@ class AsyncChangeStream:
 
         return CommandOperation(op.database, op.document, parse, op.target, op.codec_options)
 
-    @contextlib.contextmanager
-    def _in_session(self) -> Iterator[None]:
-        if self._session is None:
-            yield
-            return
-        from asyncmongo.client_session import session_scope
-
-        with session_scope(self._session):
-            yield
-
     async def _open(self) -> None:
         """Run the aggregate (first time or resuming) and take its first batch."""
-        with self._in_session():
-            page, address = await self._client._run_operation_at(self._aggregate())
+        page = await self._client._run(self._aggregate(), self._session)
+        address = page.address
+        assert address is not None
         self._address = address
         self._wire_version = self._max_wire_version(address)
         o = self._options
@@ -264,8 +260,7 @@ class AsyncChangeStream:
         op = GetMore(self._cursor_id, self._namespace, self._address, self._codec_options,
                      batch_size=o.batch_size or None, max_time_ms=o.max_await_time_ms,
                      comment=o.comment)
-        with self._in_session():
-            page = await self._client._run_operation(op)
+        page = await self._client._run(op, self._session)
         self._take(page)
 
     async def _kill(self) -> None:
@@ -275,8 +270,8 @@ class AsyncChangeStream:
         if not cursor_id or address is None:
             return
         op = KillCursors(cursor_id, self._namespace, address, self._codec_options)
-        with contextlib.suppress(MongoError), self._in_session():
-            await self._client._run_operation(op)
+        with contextlib.suppress(MongoError):
+            await self._client._run(op, self._session)
 
     async def _resume(self) -> None:
         """Change streams spec, "Resume Process": kill the old cursor, select a server and

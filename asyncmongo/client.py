@@ -10,24 +10,27 @@ cancels and awaits every one of them and closes every socket.
 A client belongs to the event loop it connected on; using it from another loop raises
 InvalidOperation instead of failing obscurely inside asyncio.
 
-The command surface is deliberately tiny (``_run_command``, ``admin_command``): the public
-database/collection API is built on the executor separately.
+Every operation of the API reaches the server through :meth:`AsyncMongoClient._run`: connect
+if needed, check the session, apply the client's ``timeoutMS`` and hand the operation with its
+session to the one :class:`~asyncmongo.runtime.executor.Executor`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from asyncmongo.bson import ObjectId
+from asyncmongo.bson.types import Timestamp
 from asyncmongo.client_api import ClientApi, EventListener, split_api_options
 from asyncmongo.core.address import Address
 from asyncmongo.core.auth.scram import ScramCache
 from asyncmongo.core.cmap.options import PoolOptions
 from asyncmongo.core.error_policy import ErrorPhase
+from asyncmongo.core.operations.base import Operation
 from asyncmongo.core.sdam.settings import TopologySettings
 from asyncmongo.core.sdam.topology_description import TopologyDescription
 from asyncmongo.core.sdam.types import TopologyType
@@ -35,9 +38,10 @@ from asyncmongo.core.selection import PRIMARY, ReadPreference, Selection
 from asyncmongo.core.uri import ClientOptions
 from asyncmongo.core.uri.parse import parse
 from asyncmongo.core.wire.handshake import DriverInfo, append_driver_info
-from asyncmongo.errors import ConfigurationError, InvalidOperation
+from asyncmongo.errors import ConfigurationError, InvalidArgument, InvalidOperation
 from asyncmongo.monitoring import Listeners
 from asyncmongo.runtime.auth import CredentialAuthenticator
+from asyncmongo.runtime.command_events import next_operation_id
 from asyncmongo.runtime.connection import Connection, ConnectionSettings
 from asyncmongo.runtime.establish import Establisher
 from asyncmongo.runtime.executor import Executor
@@ -47,14 +51,16 @@ from asyncmongo.runtime.server import Server
 from asyncmongo.runtime.srv import DnspythonResolver, SrvPoller, resolve_srv_options
 from asyncmongo.runtime.tasks import TaskSet
 from asyncmongo.runtime.topology import Topology
-from asyncmongo.session import ClientSessions
+from asyncmongo.sessions import AsyncClientSession, ServerSessions
+from asyncmongo.sessions.options import IMPLICIT_OPTIONS, SessionOptions, TransactionOptions
 
 __all__ = ["AsyncMongoClient"]
 
+T = TypeVar("T")
 
-class AsyncMongoClient(ClientSessions, ClientApi):
-    """An asyncio MongoDB client (the public database/command API: ``ClientApi``; sessions:
-    ``asyncmongo.session.ClientSessions``)."""
+
+class AsyncMongoClient(ClientApi):
+    """An asyncio MongoDB client (the public database/command API: ``ClientApi``)."""
 
     def __init__(
         self,
@@ -78,6 +84,7 @@ class AsyncMongoClient(ClientSessions, ClientApi):
         self._connecting: asyncio.Future[None] | None = None
         self._closed = False
         self._scram_cache = ScramCache()
+        self._server_sessions = ServerSessions(lambda: self.topology_description)
         #: Each server's connection factory, so append_metadata reaches new connections.
         self._establishers: dict[Address, Establisher] = {}
 
@@ -157,7 +164,13 @@ class AsyncMongoClient(ClientSessions, ClientApi):
         topology = Topology(settings, self._make_server, tasks.spawn, listeners=self._listeners)
         self._tasks = tasks
         self._topology = topology
-        self._executor = Executor(topology)
+        self._executor = Executor(
+            topology,
+            implicit_session=self._implicit_session,
+            retry_reads=options.retry_reads,
+            retry_writes=options.retry_writes,
+            events=self._command_events,
+        )
         topology.open()
         if options.is_srv and not options.load_balanced:
             self._poller = SrvPoller(
@@ -177,7 +190,7 @@ class AsyncMongoClient(ClientSessions, ClientApi):
         if self._loop is not None:
             self._check_loop()
         if self._topology is not None:
-            await self._end_server_sessions()  # sessions spec: endSessions on close
+            await self._server_sessions.end_all(self._run)  # sessions spec: on close
         self._closed = True
         try:
             if self._poller is not None:
@@ -198,7 +211,80 @@ class AsyncMongoClient(ClientSessions, ClientApi):
                 "used from another one; create one client per event loop"
             )
 
-    # -- commands --------------------------------------------------------------------------
+    # -- sessions ---------------------------------------------------------------------------
+
+    def start_session(
+        self,
+        causal_consistency: bool | None = None,
+        default_transaction_options: TransactionOptions | None = None,
+        snapshot: bool = False,
+        default_timeout_ms: int | None = None,
+        snapshot_time: Timestamp | None = None,
+    ) -> AsyncClientSession:
+        """A new explicit session (use ``async with``, or call ``end_session``).
+
+        Its server session is taken from the pool on first use and may have as little as
+        a minute left before the server considers it stale: an application that waits more
+        than a minute between starting a session and using it risks errors (sessions spec).
+        Causally consistent operations are not causally consistent with unacknowledged
+        (w:0) writes, which get no operationTime back (causal consistency spec)."""
+        if self._closed:
+            raise InvalidOperation("the client is closed")
+        options = SessionOptions(
+            causal_consistency,
+            default_transaction_options,
+            snapshot,
+            default_timeout_ms,
+            snapshot_time,
+        )
+        return AsyncClientSession(self, options)
+
+    def _implicit_session(self) -> AsyncClientSession:
+        return AsyncClientSession(self, IMPLICIT_OPTIONS, implicit=True)
+
+    # -- running operations -----------------------------------------------------------------
+
+    async def _run(
+        self, op: Operation[T], session: Any = None, operation_id: int | None = None
+    ) -> T:
+        """Run one operation in ``session`` (None: an implicit one), connecting first if
+        needed, within the client's timeoutMS."""
+        if session is not None:
+            if not isinstance(session, AsyncClientSession):
+                raise InvalidArgument(
+                    f"session must be an AsyncClientSession, not {type(session).__name__}"
+                )
+            if session._client is not self:
+                raise InvalidOperation(
+                    "this session was started by another AsyncMongoClient and cannot be used "
+                    "with this one"
+                )
+        executor = self._executor
+        if executor is None or self._closed or self._loop is not asyncio.get_running_loop():
+            await self.aconnect()
+            executor = self._executor
+            assert executor is not None
+        return await executor.run(op, session, deadline=self._deadline(), operation_id=operation_id)
+
+    def _deadline(self) -> float | None:
+        timeout_ms = self._options.timeout_ms
+        if not timeout_ms:
+            return None
+        return asyncio.get_running_loop().time() + timeout_ms / 1000
+
+    def _timeout_ms(self) -> int | None:
+        return self._options.timeout_ms
+
+    @staticmethod
+    def _next_operation_id() -> int:
+        return next_operation_id()
+
+    def _spawn_unless_closed(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        """Run ``coro`` as a task of the client (closed with it), unless it is not running."""
+        if self._tasks is None:
+            coro.close()
+            return
+        self._tasks.spawn_unless_closed(coro, name)
 
     async def _run_command(
         self,
@@ -208,14 +294,11 @@ class AsyncMongoClient(ClientSessions, ClientApi):
         read_preference: ReadPreference = PRIMARY,
         selection: Selection | None = None,
     ) -> dict[str, Any]:
-        """Run one command through the executor (internal; the public API is issue #9)."""
+        """Run one command document (tests and tools; the public API is ``db.command``)."""
         await self.aconnect()
         assert self._executor is not None
-        deadline = None
-        if self._options.timeout_ms:
-            deadline = asyncio.get_running_loop().time() + self._options.timeout_ms / 1000
         return await self._executor.run_command(
-            db, command, selection or Selection.read(read_preference), deadline=deadline
+            db, command, selection or Selection.read(read_preference), deadline=self._deadline()
         )
 
     async def admin_command(

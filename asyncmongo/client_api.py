@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions
@@ -28,8 +28,8 @@ from asyncmongo.bulk import run_client_bulk
 from asyncmongo.core.address import Address
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations import management
-from asyncmongo.core.operations.base import Operation
 from asyncmongo.core.operations.client_bulk import ClientBulkOptions
+from asyncmongo.core.operations.common import Namespace
 from asyncmongo.core.operations.cursors import CursorPage
 from asyncmongo.core.sdam.types import ServerType
 from asyncmongo.core.selection import PRIMARY, ReadPreference
@@ -40,15 +40,16 @@ from asyncmongo.errors import (
     InvalidArgument,
     InvalidOperation,
 )
+from asyncmongo.monitoring import LOGGER
 from asyncmongo.operations import WriteModel
 from asyncmongo.results import (
     ClientBulkWriteResult,
 )
-from asyncmongo.runtime.operation_executor import OperationExecutor, next_operation_id
-from asyncmongo.session import sessions_bound
+from asyncmongo.runtime.command_events import CommandEvents
 
 if TYPE_CHECKING:
     from asyncmongo.change_stream import AsyncChangeStream
+    from asyncmongo.core.operations.base import Operation
     from asyncmongo.core.sdam.topology_description import TopologyDescription
     from asyncmongo.core.uri import ClientOptions
     from asyncmongo.runtime.executor import Executor
@@ -117,7 +118,6 @@ def _codec_options(api: Mapping[str, Any], uri_uuid_representation: str) -> Code
         raise ConfigurationError(f"invalid codec option: {exc}") from None
 
 
-@sessions_bound
 class ClientApi:
     """Mixed into AsyncMongoClient (see the module docstring)."""
 
@@ -137,6 +137,12 @@ class ClientApi:
 
         _executor: Executor | None
 
+        def _run(
+            self, op: Operation[T], session: Any = None, operation_id: int | None = None
+        ) -> Awaitable[T]: ...
+
+        def _next_operation_id(self) -> int: ...
+
     # -- construction (called from AsyncMongoClient.__init__) -------------------------------
 
     def _init_api(
@@ -146,7 +152,8 @@ class ClientApi:
         self._codec_options = _codec_options(api_options, self._options.uuid_representation)
         self._user_listeners = [self._wrap_listener(listener) for listener in listeners]
         self._event_queues: set[_EventQueue] = set()
-        self._operation_executor: OperationExecutor | None = None
+        self._command_events = CommandEvents()
+        self._update_publisher()
         observe = bool(api_options.get("observe_events")) or bool(self._user_listeners)
         return [*self._user_listeners, self._fan_out] if observe else []
 
@@ -314,11 +321,9 @@ class ClientApi:
             read_preference=PRIMARY,
             codec_options=self._codec_options,
         )
-        databases = await self._run_operation(op)
-        from asyncmongo.core.operations.common import Namespace
-
+        databases: list[Any] = await self._run(op, session)
         page = CursorPage(0, Namespace("admin", "$cmd.listDatabases"), databases)
-        return AsyncCommandCursor(self, page, self._codec_options)
+        return AsyncCommandCursor(self, page, self._codec_options, session=session)
 
     async def watch(
         self,
@@ -362,7 +367,7 @@ class ClientApi:
             write_concern=self.write_concern,
             codec_options=self._codec_options,
         )
-        await self._run_operation(op)
+        await self._run(op, session)
 
     # -- client bulk write -----------------------------------------------------------------
 
@@ -392,7 +397,9 @@ class ClientApi:
             ordered, verbose_results, bypass_document_validation, comment, let, raw_data
         )
         concern = write_concern or self.write_concern
-        return await run_client_bulk(self, models, options, concern, self._codec_options)
+        return await run_client_bulk(
+            self, models, options, concern, self._codec_options, session
+        )
 
     # -- events -----------------------------------------------------------------------------
 
@@ -417,69 +424,21 @@ class ClientApi:
             self._event_queues.discard(queue)
             self._update_publisher()
 
-    # -- running operations -----------------------------------------------------------------
-
-    def _executor_for_api(self) -> OperationExecutor:
-        executor = self._operation_executor
-        if executor is None:
-            executor = OperationExecutor(self._topology_runtime)
-            executor.sessions = self  # implicit sessions, retryWrites/retryReads (issue #10)
-            if self._executor is not None:
-                executor.clock = self._executor.clock  # one cluster time per client (sessions)
-            self._operation_executor = executor
-            self._update_publisher()
-        return executor
+    # -- command events -------------------------------------------------------------------
 
     def _update_publisher(self) -> None:
-        executor = self._operation_executor
-        if executor is not None:
-            observed = bool(self._user_listeners) or bool(self._event_queues)
-            executor.set_publisher(self._publish_command if observed else None)
+        """Command events go to the listeners and ``events()`` consumers, when there are any
+        (nobody listening: none are built)."""
+        observed = bool(self._user_listeners) or bool(self._event_queues)
+        self._command_events.publish = self._publish_command if observed else None
 
     def _publish_command(self, event: Any) -> None:
-        from asyncmongo.monitoring import LOGGER
-
         for listener in self._user_listeners:
             try:
                 listener(event)
             except Exception:
                 LOGGER.exception("event listener %r failed on %r", listener, event)
         self._fan_out(event)
-
-    def _deadline(self) -> float | None:
-        timeout_ms = self._options.timeout_ms
-        if not timeout_ms:
-            return None
-        return asyncio.get_running_loop().time() + timeout_ms / 1000
-
-    @staticmethod
-    def _next_operation_id() -> int:
-        return next_operation_id()
-
-    async def _run_operation(self, op: Operation[T], operation_id: int | None = None) -> T:
-        """Run one operation (connecting first if needed) within the client's timeoutMS."""
-        await self.aconnect()
-        executor = self._operation_executor or self._executor_for_api()
-        return await executor.run(op, deadline=self._deadline(), operation_id=operation_id)
-
-    async def _run_operation_at(
-        self, op: Operation[T], operation_id: int | None = None
-    ) -> tuple[T, Address]:
-        """Like :meth:`_run_operation`, also saying which server answered."""
-        await self.aconnect()
-        executor = self._operation_executor or self._executor_for_api()
-        return await executor.run_with_address(
-            op, deadline=self._deadline(), operation_id=operation_id
-        )
-
-    async def _run_cursor_operation(self, op: Operation[CursorPage]) -> CursorPage:
-        """Run a cursor-opening operation; the page remembers the server that owns it."""
-        await self.aconnect()
-        executor = self._operation_executor or self._executor_for_api()
-        page, address = await executor.run_with_address(op, deadline=self._deadline())
-        return CursorPage(
-            page.cursor_id, page.namespace, page.documents, page.post_batch_resume_token, address
-        )
 
 
 class _EventQueue:

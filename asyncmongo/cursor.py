@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
@@ -50,11 +50,11 @@ TAILABLE_RETRY_S = 0.1
 
 
 class Runner(Protocol):
-    """What a cursor needs of its client: run an operation (and know where it ran)."""
+    """What a cursor needs of its client: run an operation in a session."""
 
-    async def _run_operation(self, op: Operation[T], operation_id: int | None = None) -> T: ...
-
-    async def _run_cursor_operation(self, op: Operation[CursorPage]) -> CursorPage: ...
+    def _run(
+        self, op: Operation[T], session: Any = None, operation_id: int | None = None
+    ) -> Awaitable[T]: ...
 
 
 class _Cursor:
@@ -73,6 +73,7 @@ class _Cursor:
         "_namespace",
         "_retrieved",
         "_runner",
+        "_session",
         "_started",
         "_tailable",
     )
@@ -86,8 +87,10 @@ class _Cursor:
         batch_size: int = 0,
         comment: Any = None,
         max_await_time_ms: int | None = None,
+        session: Any = None,
     ) -> None:
         self._runner = runner
+        self._session = session
         self._namespace = namespace
         self._codec_options = codec_options
         self._batch_size = batch_size
@@ -132,7 +135,7 @@ class _Cursor:
     @property
     def session(self) -> Any:
         """The explicit session the cursor runs in, or None (implicit session)."""
-        return _explicit_session(self._runner)
+        return self._session
 
     # -- batches ---------------------------------------------------------------------------
 
@@ -159,7 +162,7 @@ class _Cursor:
             self._address = page.address
             self._take(page)
         elif self._id and not self._killed and self._address is not None:
-            page = await self._runner._run_operation(self._get_more(self._address, self._id))
+            page = await self._runner._run(self._get_more(self._address, self._id), self._session)
             self._take(page)
         else:
             return False
@@ -262,7 +265,7 @@ class _Cursor:
         self._killed = True
         kill = KillCursors(cursor_id, self._namespace, address, self._codec_options)
         try:
-            await self._runner._run_operation(kill)
+            await self._runner._run(kill, self._session)
         except MongoError:
             pass  # killCursors is best effort: the server times idle cursors out anyway
 
@@ -298,6 +301,7 @@ class AsyncCommandCursor(_Cursor):
         comment: Any = None,
         max_await_time_ms: int | None = None,
         cursor_type: CursorType = CursorType.NON_TAILABLE,
+        session: Any = None,
     ) -> None:
         super().__init__(
             runner,
@@ -306,6 +310,7 @@ class AsyncCommandCursor(_Cursor):
             batch_size=batch_size,
             comment=comment,
             max_await_time_ms=max_await_time_ms,
+            session=session,
         )
         #: a tailable command (a find run through cursor_command) waits for more, as find does
         self._tailable = cursor_type
@@ -331,7 +336,7 @@ class AsyncCursor(_Cursor):
 
     __slots__ = ("_collection", "_options")
 
-    def __init__(self, collection: Any, options: FindOptions) -> None:
+    def __init__(self, collection: Any, options: FindOptions, session: Any = None) -> None:
         super().__init__(
             collection.database.client,
             Namespace(collection.database.name, collection.name),
@@ -339,6 +344,7 @@ class AsyncCursor(_Cursor):
             batch_size=options.batch_size,
             comment=options.comment,
             max_await_time_ms=options.max_await_time_ms if options.await_data else None,
+            session=session,
         )
         self._collection = collection
         self._options = options
@@ -357,7 +363,7 @@ class AsyncCursor(_Cursor):
         )
 
     async def _first_page(self) -> CursorPage:
-        return await self._runner._run_cursor_operation(self._find())
+        return await self._runner._run(self._find(), self._session)
 
     def _change(self, **changes: Any) -> AsyncCursor:
         if self._started:
@@ -417,9 +423,7 @@ class AsyncCursor(_Cursor):
 
     def clone(self) -> AsyncCursor:
         """A new, unstarted cursor with the same options, in the same session."""
-        cursor = AsyncCursor(self._collection, self._options)
-        cursor._runner = self._runner
-        return cursor
+        return AsyncCursor(self._collection, self._options, self._session)
 
     def rewind(self) -> AsyncCursor:
         """Forget the results: the next read runs ``find`` again (the old cursor is dropped;
@@ -435,7 +439,7 @@ class AsyncCursor(_Cursor):
     async def explain(self, verbosity: str | None = None) -> Mapping[str, Any]:
         """The server's explain output for this cursor's ``find`` (the cursor is not used)."""
         op: Explain[Mapping[str, Any]] = Explain(self._find(), verbosity)
-        result = await self._runner._run_operation(op)
+        result = await self._runner._run(op, self._session)
         return result
 
     async def distinct(self, key: str) -> list[Any]:
@@ -500,8 +504,3 @@ def find_options(
         raw_data=raw_data,
     )
 
-
-def _explicit_session(runner: Any) -> Any:
-    from asyncmongo.session import SessionRunner  # the session module imports the API
-
-    return runner.session if isinstance(runner, SessionRunner) else None

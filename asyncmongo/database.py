@@ -26,8 +26,7 @@ from asyncmongo.errors import (
     InvalidArgument,
     OperationFailure,
 )
-from asyncmongo.scope import NamedScope, no_session
-from asyncmongo.session import sessions_bound
+from asyncmongo.scope import NamedScope
 
 if TYPE_CHECKING:
     from asyncmongo.change_stream import AsyncChangeStream
@@ -39,7 +38,6 @@ __all__ = ["AsyncDatabase"]
 NAMESPACE_EXISTS = 48
 
 
-@sessions_bound
 class AsyncDatabase(NamedScope["AsyncMongoClient"]):
     """One database; ``client["name"]`` or ``client.get_database("name", ...)``."""
 
@@ -120,7 +118,6 @@ class AsyncDatabase(NamedScope["AsyncMongoClient"]):
 
         The read preference defaults to primary (not the database's), as in PyMongo.
         """
-        no_session(session)
         if comment is not None:
             kwargs["comment"] = comment
         document = command_document(command, value, **kwargs)
@@ -130,8 +127,9 @@ class AsyncDatabase(NamedScope["AsyncMongoClient"]):
             read_preference or PRIMARY,
             codec_options or self._codec_options,
             check=check and not allowable_errors,
+            own_read_preference=read_preference is not None,
         )
-        reply: Mapping[str, Any] = await self._client._run_operation(op)
+        reply: Mapping[str, Any] = await self._client._run(op, session)
         return reply
 
     async def cursor_command(
@@ -152,11 +150,16 @@ class AsyncDatabase(NamedScope["AsyncMongoClient"]):
         ``max_await_time_ms`` only into the getMores (as PyMongo's ``cursor_command``). The
         getMores go to the server that answered the command.
         """
-        no_session(session)
         document = command_document(command, value, **kwargs)
         codec = codec_options or self._codec_options
-        op = run_cursor_command(self._name, document, read_preference or PRIMARY, codec)
-        page: CursorPage = await self._client._run_cursor_operation(op)
+        op = run_cursor_command(
+            self._name,
+            document,
+            read_preference or PRIMARY,
+            codec,
+            own_read_preference=read_preference is not None,
+        )
+        page: CursorPage = await self._client._run(op, session)
         return AsyncCommandCursor(
             self._client,
             page,
@@ -165,6 +168,7 @@ class AsyncDatabase(NamedScope["AsyncMongoClient"]):
             comment=comment,
             max_await_time_ms=max_await_time_ms,
             cursor_type=_cursor_type(document),
+            session=session,
         )
 
     async def run_command(self, command: Mapping[str, Any], **kwargs: Any) -> Mapping[str, Any]:
@@ -182,9 +186,10 @@ class AsyncDatabase(NamedScope["AsyncMongoClient"]):
         """Database-level aggregate (``$currentOp``, ``$documents``, ...)."""
         from asyncmongo.collection.aggregate import aggregate_cursor
 
-        no_session(session)
         namespace = Namespace(self._name, "$cmd.aggregate")
-        return await aggregate_cursor(self, namespace, True, pipeline, let, comment, kwargs)
+        return await aggregate_cursor(
+            self, namespace, True, pipeline, let, comment, kwargs, session
+        )
 
     async def watch(
         self,
@@ -221,7 +226,6 @@ class AsyncDatabase(NamedScope["AsyncMongoClient"]):
         **kwargs: Any,
     ) -> AsyncCommandCursor:
         """A cursor of collection information documents."""
-        no_session(session)
         name_only = kwargs.pop("nameOnly", kwargs.pop("name_only", None))
         authorized = kwargs.pop(
             "authorizedCollections", kwargs.pop("authorized_collections", None)
@@ -241,9 +245,14 @@ class AsyncDatabase(NamedScope["AsyncMongoClient"]):
             codec_options=self._codec_options,
         )
         op.raw_data = raw_data
-        page: CursorPage = await self._client._run_cursor_operation(op)
+        page: CursorPage = await self._client._run(op, session)
         return AsyncCommandCursor(
-            self._client, page, self._codec_options, batch_size=batch_size or 0, comment=comment
+            self._client,
+            page,
+            self._codec_options,
+            batch_size=batch_size or 0,
+            comment=comment,
+            session=session,
         )
 
     async def list_collection_names(
@@ -277,20 +286,21 @@ class AsyncDatabase(NamedScope["AsyncMongoClient"]):
         existing collection raises CollectionInvalid (a server that refuses with
         NamespaceExists raises it too); ``check_exists=False`` sends only ``create``.
         """
-        no_session(session)
         collection = self.get_collection(
             name, codec_options, read_preference, write_concern, read_concern
         )
-        if check_exists and name in await self.list_collection_names(filter={"name": name}):
+        if check_exists and name in await self.list_collection_names(
+            session, filter={"name": name}
+        ):
             raise CollectionInvalid(f"collection {name} already exists")
         op = management.create_collection(
             Namespace(self._name, name),
             kwargs,
-            write_concern=collection.write_concern,
+            write_concern=collection._write_concern_for(session),
             codec_options=self._codec_options,
         )
         try:
-            await self._client._run_operation(op)
+            await self._client._run(op, session)
         except OperationFailure as exc:
             if check_exists and exc.code == NAMESPACE_EXISTS:
                 raise CollectionInvalid(f"collection {name} already exists") from exc
@@ -305,17 +315,16 @@ class AsyncDatabase(NamedScope["AsyncMongoClient"]):
         encrypted_fields: Any = None,
     ) -> Mapping[str, Any]:
         """Drop a collection; one that does not exist is not an error."""
-        no_session(session)
         name = getattr(name_or_collection, "name", name_or_collection)
         if not isinstance(name, str):
             raise InvalidArgument("name_or_collection must be a str or an AsyncCollection")
         op = management.drop_collection(
             Namespace(self._name, name),
             comment=comment,
-            write_concern=self._write_concern,
+            write_concern=self._write_concern_for(session),
             codec_options=self._codec_options,
         )
-        result: Mapping[str, Any] = await self._client._run_operation(op)
+        result: Mapping[str, Any] = await self._client._run(op, session)
         return result
 
     async def drop(self, session: Any = None, comment: Any = None) -> None:

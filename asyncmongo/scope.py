@@ -14,7 +14,7 @@ from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.selection import ReadPreference
 
-__all__ = ["NamedScope", "SettingsSource", "no_session"]
+__all__ = ["NamedScope", "SettingsSource"]
 
 
 class SettingsSource(Protocol):
@@ -34,10 +34,7 @@ class SettingsSource(Protocol):
 
 
 P = TypeVar("P", bound=SettingsSource)
-
-
-def no_session(session: Any) -> None:
-    """Nothing to do: ``sessions_bound`` (asyncmongo.session) runs the call in ``session``."""
+_DEFAULT_WRITE_CONCERN = WriteConcern()
 
 
 class NamedScope(Generic[P]):
@@ -132,6 +129,15 @@ class NamedScope(Generic[P]):
             read_concern or self._read_concern,
         )
 
+    def _write_concern_for(self, session: Any) -> WriteConcern:
+        """The write concern a call in ``session`` runs with. Transactions spec: a scope's
+        own write concern is ignored in a transaction, even w:0, so the call runs (and shapes
+        its result) as acknowledged with the default concern."""
+        concern = self._write_concern
+        if concern.acknowledged or not getattr(session, "in_transaction", False):
+            return concern
+        return _DEFAULT_WRITE_CONCERN
+
     def _read_settings(self) -> dict[str, Any]:
         """The keywords a read operation takes from this scope."""
         return {
@@ -140,6 +146,9 @@ class NamedScope(Generic[P]):
             "codec_options": self._codec_options,
         }
 
-    def _write_settings(self) -> dict[str, Any]:
-        """The keywords a write operation takes from this scope."""
-        return {"write_concern": self._write_concern, "codec_options": self._codec_options}
+    def _write_settings(self, session: Any = None) -> dict[str, Any]:
+        """The keywords a write operation in ``session`` takes from this scope."""
+        return {
+            "write_concern": self._write_concern_for(session),
+            "codec_options": self._codec_options,
+        }

@@ -30,6 +30,7 @@ async def aggregate_cursor(
     let: Mapping[str, Any] | None,
     comment: Any,
     kwargs: Mapping[str, Any],
+    session: Any = None,
 ) -> AsyncCommandCursor:
     """Run ``aggregate`` for a collection or a database (``owner``'s settings) and wrap the
     first page in a command cursor; collection and database aggregate share this."""
@@ -43,12 +44,12 @@ async def aggregate_cursor(
         comment=comment,
         read_preference=owner.read_preference,
         read_concern=owner.read_concern,
-        write_concern=owner.write_concern,
+        write_concern=owner._write_concern_for(session),
         codec_options=owner.codec_options,
         **options,
     )
     client = owner.database.client  # a database's ``database`` is itself
-    page: CursorPage = await client._run_cursor_operation(with_raw_data(op, raw_data))
+    page: CursorPage = await client._run(with_raw_data(op, raw_data), session)
     return AsyncCommandCursor(
         client,
         page,
@@ -56,4 +57,5 @@ async def aggregate_cursor(
         batch_size=options.get("batch_size") or 0,
         comment=comment,
         max_await_time_ms=max_await_time_ms,
+        session=session,
     )

@@ -73,7 +73,9 @@ class CollectionBase(NamedScope["AsyncDatabase"]):
     def _client(self) -> Any:
         return self._parent.client
 
-    async def _run(self, op: CommandOperation[_T], raw_data: bool | None = None) -> _T:
-        """Run one command operation (with ``rawData`` when given) through the client."""
-        result: _T = await self._client._run_operation(with_raw_data(op, raw_data))
+    async def _run(
+        self, op: CommandOperation[_T], session: Any = None, raw_data: bool | None = None
+    ) -> _T:
+        """Run one command operation in ``session`` (with ``rawData`` when given)."""
+        result: _T = await self._client._run(with_raw_data(op, raw_data), session)
         return result

@@ -13,8 +13,6 @@ from asyncmongo.collection.base import CollectionBase
 from asyncmongo.core.operations.find import projection_document
 from asyncmongo.core.operations.find_and_modify import ReturnDocument, find_and_modify
 from asyncmongo.errors import InvalidArgument
-from asyncmongo.scope import no_session
-from asyncmongo.session import sessions_bound
 
 if TYPE_CHECKING:
     pass
@@ -23,7 +21,6 @@ __all__ = ["CollectionFindAndModify"]
 
 
 
-@sessions_bound
 class CollectionFindAndModify(CollectionBase):
     """The findAndModify methods of :class:`~asyncmongo.collection.AsyncCollection`."""
 
@@ -38,6 +35,7 @@ class CollectionFindAndModify(CollectionBase):
         let: Mapping[str, Any] | None,
         comment: Any,
         kwargs: Mapping[str, Any],
+        session: Any,
         **change: Any,
     ) -> Any:
         """One findAndModify: the options all three methods share, and ``change`` (remove,
@@ -51,11 +49,11 @@ class CollectionFindAndModify(CollectionBase):
             hint=hint,
             let=let,
             comment=comment,
-            **self._write_settings(),
+            **self._write_settings(session),
             **change,
             **extra,
         )
-        return await self._run(op, raw_data)
+        return await self._run(op, session, raw_data)
 
     async def find_one_and_delete(
         self,
@@ -68,9 +66,8 @@ class CollectionFindAndModify(CollectionBase):
         comment: Any = None,
         **kwargs: Any,
     ) -> Any:
-        no_session(session)
         return await self._find_and_modify(
-            filter, projection, sort, hint, let, comment, kwargs, remove=True
+            filter, projection, sort, hint, let, comment, kwargs, session, remove=True
         )
 
     async def find_one_and_replace(
@@ -87,9 +84,8 @@ class CollectionFindAndModify(CollectionBase):
         comment: Any = None,
         **kwargs: Any,
     ) -> Any:
-        no_session(session)
         return await self._find_and_modify(
-            filter, projection, sort, hint, let, comment, kwargs,
+            filter, projection, sort, hint, let, comment, kwargs, session,
             replacement=replacement, upsert=upsert or None, return_document=return_document,
         )
 
@@ -110,9 +106,8 @@ class CollectionFindAndModify(CollectionBase):
     ) -> Any:
         if update is None:
             raise InvalidArgument("update must be an update document or a pipeline")
-        no_session(session)
         return await self._find_and_modify(
-            filter, projection, sort, hint, let, comment, kwargs,
+            filter, projection, sort, hint, let, comment, kwargs, session,
             update=update, upsert=upsert or None, return_document=return_document,
             array_filters=array_filters,
         )

@@ -24,13 +24,10 @@ from asyncmongo.core.selection import PRIMARY
 from asyncmongo.cursor import AsyncCommandCursor
 from asyncmongo.errors import InvalidArgument
 from asyncmongo.operations import IndexModel, SearchIndexModel
-from asyncmongo.scope import no_session
-from asyncmongo.session import sessions_bound
 
 __all__ = ["CollectionIndexes"]
 
 
-@sessions_bound
 class CollectionIndexes(CollectionBase):
     """The index methods of :class:`~asyncmongo.collection.AsyncCollection`."""
 
@@ -61,7 +58,6 @@ class CollectionIndexes(CollectionBase):
     async def create_indexes(
         self, indexes: Sequence[IndexModel], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> list[str]:
-        no_session(session)
         allowed = MAX_TIME | {"commit_quorum"}
         options, raw_data = command_options(kwargs, allowed, "create_indexes")
         documents = []
@@ -69,11 +65,11 @@ class CollectionIndexes(CollectionBase):
             if not isinstance(index, IndexModel):
                 raise InvalidArgument(f"{index!r} is not an IndexModel")
             documents.append(index.document)
-        settings = self._write_settings()
+        settings = self._write_settings(session)
         op = index_ops.create_indexes(
             self._namespace, documents, comment=comment, **settings, **options
         )
-        return await self._run(op, raw_data)
+        return await self._run(op, session, raw_data)
 
     async def list_indexes(
         self,
@@ -88,7 +84,6 @@ class CollectionIndexes(CollectionBase):
         ``batch_size`` is sent as listIndexes' ``cursor.batchSize`` and on every getMore
         (index-management "listIndexes" options; PyMongo has no such parameter).
         """
-        no_session(session)
         if batch_size is not None and (type(batch_size) is not int or batch_size < 0):
             raise InvalidArgument(f"batch_size must be an int >= 0, not {batch_size!r}")
         op = index_ops.list_indexes(
@@ -98,9 +93,14 @@ class CollectionIndexes(CollectionBase):
             read_preference=self._read_preference,
             codec_options=self._codec_options,
         )
-        page = await self._client._run_cursor_operation(with_raw_data(op, raw_data))
+        page = await self._client._run(with_raw_data(op, raw_data), session)
         return AsyncCommandCursor(
-            self._client, page, self._codec_options, batch_size=batch_size or 0, comment=comment
+            self._client,
+            page,
+            self._codec_options,
+            batch_size=batch_size or 0,
+            comment=comment,
+            session=session,
         )
 
     async def index_names(self, session: Any = None, comment: Any = None) -> list[str]:
@@ -142,11 +142,10 @@ class CollectionIndexes(CollectionBase):
     async def _drop_indexes(
         self, index: str, session: Any, comment: Any, kwargs: Mapping[str, Any]
     ) -> None:
-        no_session(session)
         options, raw_data = command_options(kwargs, MAX_TIME, "drop_index")
-        settings = self._write_settings()
+        settings = self._write_settings(session)
         op = index_ops.drop_indexes(self._namespace, index, comment=comment, **settings, **options)
-        await self._run(op, raw_data)
+        await self._run(op, session, raw_data)
 
     # -- search indexes (Atlas) -------------------------------------------------------------
     # index-management "Search Indexes": no read or write concern is sent (Atlas refuses
@@ -166,7 +165,6 @@ class CollectionIndexes(CollectionBase):
     ) -> list[str]:
         """Create several search indexes with one createSearchIndexes; returns their names
         in order. Needs an Atlas deployment."""
-        no_session(session)
         documents = [_search_model(model).document for model in models]
         op = search_ops.create_search_indexes(
             self._namespace,
@@ -175,7 +173,7 @@ class CollectionIndexes(CollectionBase):
             options=_search_options(kwargs),
             codec_options=self._codec_options,
         )
-        return await self._run(op)
+        return await self._run(op, session)
 
     async def update_search_index(
         self,
@@ -187,7 +185,6 @@ class CollectionIndexes(CollectionBase):
     ) -> None:
         """Replace the definition of the search index ``name`` (the server applies it
         asynchronously: poll list_search_indexes to see it)."""
-        no_session(session)
         op = search_ops.update_search_index(
             self._namespace,
             name,
@@ -196,14 +193,13 @@ class CollectionIndexes(CollectionBase):
             options=_search_options(kwargs),
             codec_options=self._codec_options,
         )
-        await self._run(op)
+        await self._run(op, session)
 
     async def drop_search_index(
         self, name: str, session: Any = None, comment: Any = None, **kwargs: Any
     ) -> None:
         """Drop the search index ``name``; a missing collection is not an error (the spec:
         drops are idempotent)."""
-        no_session(session)
         op = search_ops.drop_search_index(
             self._namespace,
             name,
@@ -211,7 +207,7 @@ class CollectionIndexes(CollectionBase):
             options=_search_options(kwargs),
             codec_options=self._codec_options,
         )
-        await self._run(op)
+        await self._run(op, session)
 
     async def list_search_indexes(
         self, name: str | None = None, session: Any = None, comment: Any = None, **kwargs: Any
@@ -220,7 +216,6 @@ class CollectionIndexes(CollectionBase):
         with ``$listSearchIndexes``, on the primary as in PyMongo. ``kwargs`` are aggregate's
         options (``batch_size``, ``max_time_ms``, ...), also accepted grouped as
         ``aggregation_options`` (the spec's name)."""
-        no_session(session)
         grouped = kwargs.pop("aggregation_options", None) or {}
         kwargs = {**check_document(grouped, "aggregation_options"), **kwargs}
         plain = self.with_options(
@@ -228,7 +223,9 @@ class CollectionIndexes(CollectionBase):
         )
         pipeline = search_ops.list_search_indexes_pipeline(name)
         namespace = self._namespace
-        return await aggregate_cursor(plain, namespace, False, pipeline, None, comment, kwargs)
+        return await aggregate_cursor(
+            plain, namespace, False, pipeline, None, comment, kwargs, session
+        )
 
 
 def _search_model(model: Any) -> SearchIndexModel:

@@ -12,8 +12,6 @@ from asyncmongo.core.operations.common import (
     check_collection_name,
 )
 from asyncmongo.errors import InvalidArgument
-from asyncmongo.scope import no_session
-from asyncmongo.session import sessions_bound
 
 if TYPE_CHECKING:
     pass
@@ -22,7 +20,6 @@ __all__ = ["CollectionManagement"]
 
 
 
-@sessions_bound
 class CollectionManagement(CollectionBase):
     """drop, rename and options of :class:`~asyncmongo.collection.AsyncCollection`."""
 
@@ -39,7 +36,6 @@ class CollectionManagement(CollectionBase):
     ) -> Mapping[str, Any]:
         """renameCollection to ``new_name`` in the same database (``dropTarget=True`` to
         replace an existing one)."""
-        no_session(session)
         check_collection_name(new_name)
         drop_target = kwargs.pop("dropTarget", kwargs.pop("drop_target", None))
         if kwargs:
@@ -49,9 +45,9 @@ class CollectionManagement(CollectionBase):
             Namespace(self._namespace.database, new_name),
             drop_target=drop_target,
             comment=comment,
-            **self._write_settings(),
+            **self._write_settings(session),
         )
-        return await self._run(op)
+        return await self._run(op, session)
 
     async def options(self, session: Any = None, comment: Any = None) -> dict[str, Any]:
         """The options the collection was created with (``{}`` when there are none)."""

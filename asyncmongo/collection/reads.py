@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from asyncmongo.collection.aggregate import aggregate_cursor
@@ -22,8 +21,6 @@ from asyncmongo.core.operations.distinct import distinct as distinct_op
 from asyncmongo.core.operations.find import Find, FindOne
 from asyncmongo.cursor import AsyncCommandCursor, AsyncCursor, find_options
 from asyncmongo.errors import InvalidOperation
-from asyncmongo.scope import no_session
-from asyncmongo.session import sessions_bound
 
 if TYPE_CHECKING:
     from asyncmongo.change_stream import AsyncChangeStream
@@ -32,7 +29,6 @@ __all__ = ["CollectionReads"]
 
 
 
-@sessions_bound
 class CollectionReads(CollectionBase):
     """The read methods of :class:`~asyncmongo.collection.AsyncCollection`."""
 
@@ -45,18 +41,18 @@ class CollectionReads(CollectionBase):
         max_await_time_ms, allow_disk_use, cursor_type, no_cursor_timeout,
         allow_partial_results, return_key, show_record_id, max, min.
         """
-        no_session(kwargs.pop("session", None))
+        session = kwargs.pop("session", None)
         if filter is not None:
             check_document(filter, "filter")
-        return AsyncCursor(self, find_options(filter, projection, **kwargs))
+        return AsyncCursor(self, find_options(filter, projection, **kwargs), session)
 
     async def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
         """The first matching document or None; a non-mapping filter means ``{_id: filter}``."""
         if filter is not None and type(filter) is not dict and not isinstance(filter, Mapping):
             filter = {"_id": filter}
         op: Find | FindOne
+        session = kwargs.pop("session", None)
         if args or kwargs:
-            no_session(kwargs.pop("session", None))
             kwargs["limit"] = 1  # CRUD findOne: limit 1 and singleBatch, no batchSize
             kwargs["single_batch"] = True
             options = find_options(filter, *args, **kwargs)
@@ -75,11 +71,11 @@ class CollectionReads(CollectionBase):
                 self._read_concern,
                 self._codec_options,
             )
-        page: CursorPage
-        page, address = await self._client._run_operation_at(op)
+        page: CursorPage = await self._client._run(op, session)
         if page.cursor_id:  # a server that kept it open anyway
-            kept = replace(page, address=address)
-            await AsyncCommandCursor(self._client, kept, self._codec_options).close()
+            await AsyncCommandCursor(
+                self._client, page, self._codec_options, session=session
+            ).close()
         return page.documents[0] if page.documents else None
 
     async def find_raw_batches(self, *args: Any, **kwargs: Any) -> Any:
@@ -89,13 +85,12 @@ class CollectionReads(CollectionBase):
         self, filter: Mapping[str, Any], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> int:
         """The number of matching documents (an aggregate; exact, unlike the estimate)."""
-        no_session(session)
         options, raw_data = command_options(kwargs, COUNT_OPTIONS, "count_documents")
         settings = self._read_settings()
         op = count_ops.count_documents(
             self._namespace, filter, comment=comment, **settings, **options
         )
-        return await self._run(op, raw_data)
+        return await self._run(op, session, raw_data)
 
     async def estimated_document_count(self, comment: Any = None, **kwargs: Any) -> int:
         """The collection's document count from its metadata (fast; no filter)."""
@@ -104,7 +99,7 @@ class CollectionReads(CollectionBase):
         op = count_ops.estimated_document_count(
             self._namespace, comment=comment, **settings, **options
         )
-        return await self._run(op, raw_data)
+        return await self._run(op, None, raw_data)
 
     async def distinct(
         self,
@@ -115,13 +110,12 @@ class CollectionReads(CollectionBase):
         hint: Any = None,
         **kwargs: Any,
     ) -> list[Any]:
-        no_session(session)
         options, raw_data = command_options(kwargs, MAX_TIME | {"collation"}, "distinct")
         settings = self._read_settings()
         op = distinct_op(
             self._namespace, key, filter, comment=comment, hint=hint, **settings, **options
         )
-        return await self._run(op, raw_data)
+        return await self._run(op, session, raw_data)
 
     async def aggregate(
         self,
@@ -132,8 +126,9 @@ class CollectionReads(CollectionBase):
         **kwargs: Any,
     ) -> AsyncCommandCursor:
         """Run the pipeline; a cursor over its results ($out/$merge: usually empty)."""
-        no_session(session)
-        return await aggregate_cursor(self, self._namespace, False, pipeline, let, comment, kwargs)
+        return await aggregate_cursor(
+            self, self._namespace, False, pipeline, let, comment, kwargs, session
+        )
 
     async def watch(
         self,

@@ -7,10 +7,11 @@ and retries); the update/replace/delete family shares :meth:`CollectionWrites._w
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from asyncmongo.bulk import run_bulk, run_writes
 from asyncmongo.collection.base import CollectionBase
+from asyncmongo.core.concern import WriteConcern
 from asyncmongo.core.operations.bulk import BulkResult
 from asyncmongo.core.operations.replies import check_write_reply
 from asyncmongo.core.operations.statements import (
@@ -30,42 +31,33 @@ from asyncmongo.results import (
     InsertOneResult,
     UpdateResult,
 )
-from asyncmongo.scope import no_session
-from asyncmongo.session import sessions_bound
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["CollectionWrites"]
 
 _R = TypeVar("_R", UpdateResult, DeleteResult)
 
 
-@sessions_bound
 class CollectionWrites(CollectionBase):
     """The write methods of :class:`~asyncmongo.collection.AsyncCollection`."""
 
     __slots__ = ()
 
-    async def _write(
-        self, statements: Sequence[WriteStatement], options: WriteOptions
-    ) -> list[Mapping[str, Any]]:
-        return await run_writes(
-            self._client,
-            self._namespace,
-            statements,
-            self._write_concern,
-            self._codec_options,
-            options,
-        )
-
     async def _write_one(
-        self, statement: WriteStatement, options: WriteOptions, result: type[_R]
+        self, statement: WriteStatement, options: WriteOptions, result: type[_R], session: Any
     ) -> _R:
         """The update/replace/delete family: one statement, its reply checked and shaped
         (an unacknowledged write has no reply to check)."""
-        (reply,) = await self._write([statement], options)
-        if not self._write_concern.acknowledged:
+        concern = self._write_concern_for(session)
+        (reply,) = await run_writes(
+            self._client,
+            self._namespace,
+            [statement],
+            concern,
+            self._codec_options,
+            options,
+            session,
+        )
+        if not concern.acknowledged:
             return result(None, False)
         check_write_reply(reply)
         return result(reply, True)
@@ -79,8 +71,8 @@ class CollectionWrites(CollectionBase):
         raw_data: bool | None = None,
     ) -> InsertOneResult:
         """Insert one document (an ``_id`` is added to it when missing)."""
-        no_session(session)
         statement = insert_statement(document)
+        concern = self._write_concern_for(session)
         options = write_options(True, bypass_document_validation, comment, raw_data=raw_data)
         # run_writes' loop, unrolled: one statement always goes in one command (or raises
         # DocumentTooLarge when built)
@@ -88,14 +80,14 @@ class CollectionWrites(CollectionBase):
             self._namespace,
             StatementKind.INSERT,
             [statement],
-            self._write_concern,
+            concern,
             self._codec_options,
             options,
         )
         client = self._client
-        batch = await client._run_operation(command, client._next_operation_id())
+        batch = await client._run(command, session, client._next_operation_id())
         check_write_reply(batch.reply)
-        return InsertOneResult(document.get("_id"), self._write_concern.acknowledged)
+        return InsertOneResult(document.get("_id"), concern.acknowledged)
 
     async def insert_many(
         self,
@@ -112,16 +104,16 @@ class CollectionWrites(CollectionBase):
         raised (BulkWriteError, a network error, ...) has ``partial_result``: the
         BulkWriteResult of the inserts acknowledged before it (None when w:0).
         """
-        no_session(session)
         if isinstance(documents, Mapping) or not isinstance(documents, Sequence | list):
             documents = list(documents) if not isinstance(documents, Mapping) else documents
         if isinstance(documents, Mapping) or not documents:
             raise InvalidArgument("documents must be a non-empty list of documents")
         statements = [insert_statement(document) for document in documents]
         options = write_options(ordered, bypass_document_validation, comment, None, raw_data)
-        await self._bulk(statements, options)
+        concern = self._write_concern_for(session)
+        await self._bulk(statements, options, session, concern)
         return InsertManyResult(
-            [document.get("_id") for document in documents], self._write_concern.acknowledged
+            [document.get("_id") for document in documents], concern.acknowledged
         )
 
     async def replace_one(
@@ -138,13 +130,12 @@ class CollectionWrites(CollectionBase):
         comment: Any = None,
         raw_data: bool | None = None,
     ) -> UpdateResult:
-        no_session(session)
         statement = update_statement(
             filter, replacement, multi=False, replace=True, upsert=upsert or None,
             collation=collation, hint=hint, sort=sort,
         )
         options = write_options(True, bypass_document_validation, comment, let, raw_data)
-        return await self._write_one(statement, options, UpdateResult)
+        return await self._write_one(statement, options, UpdateResult, session)
 
     async def update_one(
         self,
@@ -161,13 +152,12 @@ class CollectionWrites(CollectionBase):
         comment: Any = None,
         raw_data: bool | None = None,
     ) -> UpdateResult:
-        no_session(session)
         statement = update_statement(
             filter, update, multi=False, upsert=upsert or None, collation=collation,
             array_filters=array_filters, hint=hint, sort=sort,
         )
         options = write_options(True, bypass_document_validation, comment, let, raw_data)
-        return await self._write_one(statement, options, UpdateResult)
+        return await self._write_one(statement, options, UpdateResult, session)
 
     async def update_many(
         self,
@@ -183,13 +173,12 @@ class CollectionWrites(CollectionBase):
         comment: Any = None,
         raw_data: bool | None = None,
     ) -> UpdateResult:
-        no_session(session)
         statement = update_statement(
             filter, update, multi=True, upsert=upsert or None, collation=collation,
             array_filters=array_filters, hint=hint,
         )
         options = write_options(True, bypass_document_validation, comment, let, raw_data)
-        return await self._write_one(statement, options, UpdateResult)
+        return await self._write_one(statement, options, UpdateResult, session)
 
     async def _delete(
         self,
@@ -200,10 +189,11 @@ class CollectionWrites(CollectionBase):
         let: Mapping[str, Any] | None,
         comment: Any,
         raw_data: bool | None,
+        session: Any,
     ) -> DeleteResult:
         statement = delete_statement(filter, multi=multi, collation=collation, hint=hint)
         options = write_options(True, None, comment, let, raw_data)
-        return await self._write_one(statement, options, DeleteResult)
+        return await self._write_one(statement, options, DeleteResult, session)
 
     async def delete_one(
         self,
@@ -215,8 +205,7 @@ class CollectionWrites(CollectionBase):
         comment: Any = None,
         raw_data: bool | None = None,
     ) -> DeleteResult:
-        no_session(session)
-        return await self._delete(filter, False, collation, hint, let, comment, raw_data)
+        return await self._delete(filter, False, collation, hint, let, comment, raw_data, session)
 
     async def delete_many(
         self,
@@ -228,8 +217,7 @@ class CollectionWrites(CollectionBase):
         comment: Any = None,
         raw_data: bool | None = None,
     ) -> DeleteResult:
-        no_session(session)
-        return await self._delete(filter, True, collation, hint, let, comment, raw_data)
+        return await self._delete(filter, True, collation, hint, let, comment, raw_data, session)
 
     async def bulk_write(
         self,
@@ -251,7 +239,6 @@ class CollectionWrites(CollectionBase):
         counts the first). It is None for an unacknowledged (w:0) write. BulkWriteError
         keeps PyMongo's ``details`` (the same totals plus the errors) as well.
         """
-        no_session(session)
         if isinstance(requests, str | bytes | Mapping) or not isinstance(requests, Iterable):
             raise InvalidArgument("requests must be a list of write models")
         statements = []
@@ -260,17 +247,18 @@ class CollectionWrites(CollectionBase):
                 raise InvalidArgument(f"{request!r} is not a valid request (a write model)")
             statements.append(request._statement())
         options = write_options(ordered, bypass_document_validation, comment, let, raw_data)
-        result = await self._bulk(statements, options)
-        return BulkWriteResult(result.document(), self._write_concern.acknowledged)
+        concern = self._write_concern_for(session)
+        result = await self._bulk(statements, options, session, concern)
+        return BulkWriteResult(result.document(), concern.acknowledged)
 
     async def _bulk(
-        self, statements: Sequence[WriteStatement], options: WriteOptions
+        self,
+        statements: Sequence[WriteStatement],
+        options: WriteOptions,
+        session: Any,
+        concern: WriteConcern,
     ) -> BulkResult:
         return await run_bulk(
-            self._client,
-            self._namespace,
-            statements,
-            self._write_concern,
-            self._codec_options,
-            options,
+            self._client, self._namespace, statements, concern, self._codec_options, options,
+            session,
         )

@@ -1,5 +1,7 @@
 """One operation as the executor runs it: the user's operation plus its session and retry state.
 
+:class:`OperationSession` is what the executor asks of a session (implemented by
+``asyncmongo.sessions.AsyncClientSession``; the runtime never imports it).
 :class:`SessionOperation` wraps an operation object for the executor's retry loop. Its
 ``build`` adds what the session, the transaction and retryable writes put in a command
 (``asyncmongo.core.sessions.decorate``) and the client's ``$clusterTime``; its ``parse``
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions
@@ -33,18 +35,12 @@ __all__ = [
     "ClusterTimeKeeper",
     "OperationSession",
     "SessionOperation",
-    "generic_command",
+    "SessionStep",
     "is_retryable_write_operation",
 ]
 
 T = TypeVar("T")
 
-#: Set by the API around a generic command (``db.command``): (generic, read preference given).
-#: The user's document gets no afterClusterTime, and in a transaction an explicitly given read
-#: preference is checked rather than replaced by the transaction's.
-generic_command: ContextVar[tuple[bool, bool]] = ContextVar(
-    "asyncmongo_generic_command", default=(False, False)
-)
 #: Sessions spec: $clusterTime is gossiped to servers of wire version 6 (3.6) and later.
 CLUSTER_TIME_WIRE_VERSION = 6
 _TXN_END = frozenset({"commitTransaction", "abortTransaction"})
@@ -52,12 +48,21 @@ _TXN_END = frozenset({"commitTransaction", "abortTransaction"})
 ILLEGAL_OPERATION = 20
 
 
+@dataclass(frozen=True, slots=True)
+class SessionStep:
+    """What a session decided for one operation before its first attempt."""
+
+    in_transaction: bool
+    starting: bool
+
+
 class OperationSession(Protocol):
-    """What the executor needs of a session (``asyncmongo.session.AsyncClientSession``)."""
+    """What the executor needs of a session (``asyncmongo.sessions.AsyncClientSession``)."""
 
     _implicit: bool
+    _session_deadline: float | None
 
-    def _prepare(self, owner: object, name: str, *, acknowledged: bool) -> Any: ...
+    def _prepare(self, name: str, *, acknowledged: bool) -> SessionStep: ...
 
     def _transaction_target(self, target: Target, *, own_preference: bool = False) -> Target: ...
 
@@ -65,7 +70,7 @@ class OperationSession(Protocol):
 
     def _fields(
         self,
-        step: Any,
+        step: SessionStep,
         txn_number: int | None,
         client_cluster_time: Mapping[str, Any] | None,
         *,
@@ -76,7 +81,7 @@ class OperationSession(Protocol):
 
     def _observe(self, reply: Mapping[str, Any], address: Any, sharded: bool) -> None: ...
 
-    def _on_error(self, exc: BaseException, step: Any, name: str) -> None: ...
+    def _on_error(self, exc: BaseException, step: SessionStep, name: str) -> None: ...
 
     def _release(self) -> None: ...
 
@@ -123,6 +128,7 @@ class SessionOperation(Generic[T]):
         "attempt",
         "clock",
         "generic",
+        "held",
         "max_wire_version",
         "op",
         "retry_reads",
@@ -140,7 +146,6 @@ class SessionOperation(Generic[T]):
         session: OperationSession | None,
         clock: ClusterTimeKeeper,
         *,
-        owner: object,
         retry_writes: bool,
         retry_reads: bool,
     ) -> None:
@@ -152,17 +157,24 @@ class SessionOperation(Generic[T]):
         self.sharded = False
         self.max_wire_version: int | None = None
         self.supports_retryable_writes = True
-        self.step: Any = None
+        self.step: SessionStep | None = None
         self.txn_number: int | None = None
-        self.generic, own_preference = generic_command.get()
+        #: Load-balanced mode: a cursor-opening command's connection, held until the reply
+        #: says whether a cursor stays open on it.
+        self.held: Any = None
+        # A generic command (``db.command``): the user's document gets no afterClusterTime,
+        # and in a transaction an explicitly given read preference is checked rather than
+        # replaced by the transaction's.
+        self.generic: bool = getattr(op, "generic", False)
+        own_preference: bool = getattr(op, "own_read_preference", False)
         acknowledged = getattr(op, "acknowledged", True) and not getattr(
             op, "unacknowledged", False
         )
         target = op.target
         in_transaction = False
         if session is not None:
-            self.step = session._prepare(owner, op.name, acknowledged=acknowledged)
-            in_transaction = bool(self.step.in_transaction)
+            self.step = session._prepare(op.name, acknowledged=acknowledged)
+            in_transaction = self.step.in_transaction
             acknowledged = acknowledged or in_transaction
             if in_transaction and op.name not in _TXN_END:
                 target = session._transaction_target(target, own_preference=own_preference)
@@ -202,7 +214,8 @@ class SessionOperation(Generic[T]):
 
     def build(self, conn: ConnectionInfo) -> Command:
         command = self.op.build(conn)
-        if command.unacknowledged and self.step is not None and self.step.in_transaction:
+        step = self.step
+        if command.unacknowledged and step is not None and step.in_transaction:
             command = dataclasses.replace(command, unacknowledged=False)
         hello: Mapping[str, Any] = getattr(conn, "hello", None) or {}
         service_id = getattr(conn, "service_id", None)
@@ -223,7 +236,8 @@ class SessionOperation(Generic[T]):
             and not (command.unacknowledged and session._implicit)
         ):
             txn = self.txn_number if self.supports_retryable_writes else None
-            fields = session._fields(self.step, txn, clock_time, generic=self.generic)
+            assert step is not None
+            fields = session._fields(step, txn, clock_time, generic=self.generic)
         else:
             fields = _NO_SESSION if clock_time is None else SessionFields(cluster_time=clock_time)
         document = decorate(command.document, fields)
@@ -288,14 +302,14 @@ class SessionOperation(Generic[T]):
 
     @property
     def in_transaction(self) -> bool:
-        return self.step is not None and bool(self.step.in_transaction)
+        return self.step is not None and self.step.in_transaction
 
     def failed(self, exc: BaseException) -> None:
         """Label a retryable write's error; tell the session (dirty server session,
         transaction labels, unpinning)."""
         if self.retry_writes and (self.supports_retryable_writes or self.max_wire_version is None):
             label_retryable_write_error(exc, self.max_wire_version)
-        if self.session is not None:
+        if self.session is not None and self.step is not None:
             self.session._on_error(exc, self.step, self.op.name)
 
 

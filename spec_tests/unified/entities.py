@@ -327,12 +327,12 @@ def transaction_options(options: Mapping[str, Any]) -> Any:
     import importlib
 
     try:
-        module = importlib.import_module("asyncmongo.session")
+        module = importlib.import_module("asyncmongo.sessions")
     except ImportError:
-        raise ApiMissing("asyncmongo.session.TransactionOptions") from None
+        raise ApiMissing("asyncmongo.sessions.TransactionOptions") from None
     factory = getattr(module, "TransactionOptions", None)
     if factory is None:
-        raise ApiMissing("asyncmongo.session.TransactionOptions")
+        raise ApiMissing("asyncmongo.sessions.TransactionOptions")
     kwargs: dict[str, Any] = {}
     for key, value in options.items():
         if key == "readConcern":

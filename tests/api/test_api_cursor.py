@@ -26,15 +26,12 @@ class ScriptedRunner:
         self.more = list(more)
         self.ran: list[Any] = []
 
-    async def _run_operation(self, op: Any, operation_id: int | None = None) -> Any:
+    async def _run(self, op: Any, session: Any = None, operation_id: int | None = None) -> Any:
         self.ran.append(op)
         if isinstance(op, GetMore):
             return self.more.pop(0)
-        assert isinstance(op, KillCursors)
-        return None
-
-    async def _run_cursor_operation(self, op: Any) -> CursorPage:
-        self.ran.append(op)
+        if isinstance(op, KillCursors):
+            return None
         return self.first
 
 

@@ -234,8 +234,8 @@ async def test_no_listener_builds_no_event() -> None:
     async with Standalone() as server:
         async with AsyncMongoClient(server.uri) as client:
             await client.db.command("ping")
-            executor = client._operation_executor
-            assert executor is not None and executor._publish is None
+            executor = client._executor
+            assert executor is not None and executor.events.publish is None
 
 
 async def test_events_backlog_drops_the_oldest_and_unsubscribes_on_close() -> None:
@@ -249,8 +249,8 @@ async def test_events_backlog_drops_the_oldest_and_unsubscribes_on_close() -> No
             assert isinstance(await stream.__anext__(), CommandSucceededEvent)
             await stream.aclose()  # type: ignore[attr-defined]
             assert not client._event_queues
-            executor = client._operation_executor
-            assert executor is not None and executor._publish is None
+            executor = client._executor
+            assert executor is not None and executor.events.publish is None
 
 
 async def test_network_error_of_a_sensitive_command_is_not_redacted() -> None:

@@ -24,7 +24,7 @@ from asyncmongo.core.operations.statements import StatementKind, insert_statemen
 from asyncmongo.core.operations.write import WriteCommand, WriteOptions, write_options
 from asyncmongo.core.selection import PRIMARY
 from asyncmongo.errors import AutoReconnect, InvalidArgument
-from asyncmongo.runtime.operation_executor import OperationExecutor
+from asyncmongo.runtime.executor import Executor
 from asyncmongo.testing import Standalone
 
 NS = Namespace("db", "coll")
@@ -141,7 +141,7 @@ def test_write_command_acknowledged_follows_the_write_concern() -> None:
 
 async def test_a_cursor_whose_server_left_the_topology_gets_autoreconnect() -> None:
     topology = SimpleNamespace(server=lambda address: None)
-    executor = OperationExecutor(topology)  # type: ignore[arg-type]
+    executor = Executor(topology)  # type: ignore[arg-type]
     with pytest.raises(AutoReconnect, match="left the topology"):
         await executor._server_for(Target.pinned(("h", 1)), None, "getMore")
 
@@ -149,7 +149,7 @@ async def test_a_cursor_whose_server_left_the_topology_gets_autoreconnect() -> N
 async def test_a_cursor_server_still_there_is_used() -> None:
     server = SimpleNamespace(address=("h", 1))
     topology = SimpleNamespace(server=lambda address: server)
-    executor = OperationExecutor(topology)  # type: ignore[arg-type]
+    executor = Executor(topology)  # type: ignore[arg-type]
     assert await executor._server_for(Target.pinned(("h", 1)), None, "getMore") is server
 
 

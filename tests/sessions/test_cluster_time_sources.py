@@ -38,7 +38,7 @@ class Heartbeats:
 
 def _api_clock(client: AsyncMongoClient) -> Any:
     """The cluster time of the executor the API's operations run on."""
-    return client._executor_for_api().clock.cluster_time
+    return client._executor.clock.cluster_time  # type: ignore[union-attr]
 
 
 async def test_monitor_replies_do_not_advance_the_client_cluster_time() -> None:

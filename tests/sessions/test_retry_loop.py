@@ -28,13 +28,14 @@ class FakeSession:
     """Just enough of AsyncClientSession for the executor."""
 
     _implicit = True
+    _session_deadline = None
 
     def __init__(self) -> None:
         self.errors: list[BaseException] = []
         self.released = False
         self.txn_number = 0
 
-    def _prepare(self, owner: object, name: str, *, acknowledged: bool) -> Any:
+    def _prepare(self, name: str, *, acknowledged: bool) -> Any:
         return SimpleNamespace(in_transaction=False, starting=False)
 
     def _next_txn_number(self) -> int:
@@ -56,18 +57,17 @@ class ScriptedExecutor(Executor):
 
     def __init__(self, outcomes: list[Any], topology_type: TopologyType, **options: bool) -> None:
         topology = SimpleNamespace(description=SimpleNamespace(topology_type=topology_type))
-        super().__init__(topology)  # type: ignore[arg-type]
+        session = FakeSession()
+        super().__init__(
+            topology,  # type: ignore[arg-type]
+            implicit_session=lambda: session,  # type: ignore[arg-type,return-value]
+            retry_writes=options.get("retry_writes", True),
+            retry_reads=options.get("retry_reads", True),
+        )
         self.outcomes = outcomes
         self.selected: list[list[Address]] = []
-        self.session = FakeSession()
-        session = self.session
-        self.sessions = SimpleNamespace(
-            options=SimpleNamespace(
-                retry_writes=options.get("retry_writes", True),
-                retry_reads=options.get("retry_reads", True),
-            ),
-            _implicit_session=lambda: session,
-        )
+        self.ran_on: list[Address] = []
+        self.session = session
 
     async def _server_for(
         self,
@@ -85,9 +85,10 @@ class ScriptedExecutor(Executor):
     async def _check_out(self, server: Any, deadline: float | None) -> Any:
         return object()
 
-    async def _run_operation(
-        self, server: Any, conn: Any, op: Any, deadline: Any, operation_id: Any
+    async def _execute(
+        self, server: Any, conn: Any, lease: Any, op: Any, deadline: Any, operation_id: Any
     ) -> Any:
+        self.ran_on.append(server.address)
         outcome = self.outcomes.pop(0)
         if isinstance(outcome, BaseException):
             raise outcome
@@ -116,8 +117,8 @@ async def test_a_network_error_is_retried_once() -> None:
     executor = ScriptedExecutor(
         [AutoReconnect("reset"), "ok"], TopologyType.REPLICA_SET_WITH_PRIMARY
     )
-    result, address = await executor.run_operation(_insert())
-    assert (result, address) == ("ok", B)
+    result = await executor.run(_insert())
+    assert (result, executor.ran_on[-1]) == ("ok", B)
     assert executor.session.txn_number == 1  # the retry reuses the transaction number
     assert executor.session.released
     assert executor.selected == [[], []]  # not sharded: nothing deprioritized
@@ -129,7 +130,7 @@ async def test_the_second_error_is_raised() -> None:
         [AutoReconnect("reset"), second], TopologyType.REPLICA_SET_WITH_PRIMARY
     )
     with pytest.raises(OperationFailure) as raised:
-        await executor.run_operation(_insert())
+        await executor.run(_insert())
     assert raised.value is second
 
 
@@ -138,7 +139,7 @@ async def test_no_writes_performed_raises_the_first_error() -> None:
     second = _failure(262, "RetryableWriteError", "NoWritesPerformed")
     executor = ScriptedExecutor([first, second], TopologyType.REPLICA_SET_WITH_PRIMARY)
     with pytest.raises(AutoReconnect) as raised:
-        await executor.run_operation(_insert())
+        await executor.run(_insert())
     assert raised.value is first
     assert first.has_error_label("RetryableWriteError")
 
@@ -149,7 +150,7 @@ async def test_no_server_for_the_retry_raises_the_first_error() -> None:
         [first, ServerSelectionTimeoutError("none")], TopologyType.REPLICA_SET_WITH_PRIMARY
     )
     with pytest.raises(AutoReconnect) as raised:
-        await executor.run_operation(_insert())
+        await executor.run(_insert())
     assert raised.value is first
 
 
@@ -157,13 +158,13 @@ async def test_non_retryable_errors_are_not_retried() -> None:
     error = _failure(11000)
     executor = ScriptedExecutor([error, "never"], TopologyType.REPLICA_SET_WITH_PRIMARY)
     with pytest.raises(OperationFailure):
-        await executor.run_operation(_insert())
+        await executor.run(_insert())
     assert executor.outcomes == ["never"]
 
 
 async def test_sharded_retry_deprioritizes_the_failed_mongos() -> None:
     executor = ScriptedExecutor([AutoReconnect("reset"), "ok"], TopologyType.SHARDED)
-    await executor.run_operation(_insert())
+    await executor.run(_insert())
     assert executor.selected == [[], [A]]
 
 
@@ -172,7 +173,7 @@ async def test_retry_writes_false() -> None:
         [AutoReconnect("reset"), "ok"], TopologyType.REPLICA_SET_WITH_PRIMARY, retry_writes=False
     )
     with pytest.raises(AutoReconnect):
-        await executor.run_operation(_insert())
+        await executor.run(_insert())
     assert executor.session.txn_number == 0  # no txnNumber without retryable writes
 
 
@@ -184,22 +185,22 @@ async def test_multi_document_writes_are_not_retried() -> None:
         [AutoReconnect("reset"), "ok"], TopologyType.REPLICA_SET_WITH_PRIMARY
     )
     with pytest.raises(AutoReconnect):
-        await executor.run_operation(op)
+        await executor.run(op)
 
 
 async def test_reads_retry_once_and_respect_retry_reads() -> None:
     executor = ScriptedExecutor(
         [AutoReconnect("reset"), "ok"], TopologyType.REPLICA_SET_WITH_PRIMARY
     )
-    assert (await executor.run_operation(_find()))[0] == "ok"
+    assert await executor.run(_find()) == "ok"
     executor = ScriptedExecutor(
         [AutoReconnect("reset"), "ok"], TopologyType.REPLICA_SET_WITH_PRIMARY, retry_reads=False
     )
     with pytest.raises(AutoReconnect):
-        await executor.run_operation(_find())
+        await executor.run(_find())
     executor = ScriptedExecutor([_failure(2), "ok"], TopologyType.REPLICA_SET_WITH_PRIMARY)
     with pytest.raises(OperationFailure):
-        await executor.run_operation(_find())
+        await executor.run(_find())
 
 
 async def test_get_more_is_not_retried() -> None:
@@ -208,7 +209,7 @@ async def test_get_more_is_not_retried() -> None:
         [AutoReconnect("reset"), "ok"], TopologyType.REPLICA_SET_WITH_PRIMARY
     )
     with pytest.raises(AutoReconnect):
-        await executor.run_operation(op)
+        await executor.run(op)
 
 
 def test_explicit_session_needs_a_deployment_that_supports_sessions() -> None:
@@ -222,11 +223,11 @@ def test_explicit_session_needs_a_deployment_that_supports_sessions() -> None:
     op.build = lambda conn: Command("db", {"find": "c"})
     conn: Any = SimpleNamespace(hello={"maxWireVersion": 17}, max_wire_version=17, service_id=None)
     clock = ClusterTimeKeeper()
-    attempt = SessionOperation(op, session, clock, owner=None, retry_writes=True, retry_reads=True)
+    attempt = SessionOperation(op, session, clock, retry_writes=True, retry_reads=True)
     with pytest.raises(ConfigurationError, match="not supported"):
         attempt.build(conn)
     implicit: Any = FakeSession()
-    attempt = SessionOperation(op, implicit, clock, owner=None, retry_writes=True, retry_reads=True)
+    attempt = SessionOperation(op, implicit, clock, retry_writes=True, retry_reads=True)
     assert "lsid" not in attempt.build(conn).document  # implicit: silently without one
 
 
@@ -236,5 +237,5 @@ async def test_a_deployment_without_retryable_writes_is_explained() -> None:
     )
     executor = ScriptedExecutor([refusal], TopologyType.REPLICA_SET_WITH_PRIMARY)
     with pytest.raises(OperationFailure, match="retryWrites=false") as raised:
-        await executor.run_operation(_insert())
+        await executor.run(_insert())
     assert raised.value.__cause__ is refusal

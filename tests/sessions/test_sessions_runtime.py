@@ -159,7 +159,8 @@ async def test_cursor_keeps_its_session_for_get_more(rs: ReplicaSet) -> None:
     (find,) = recorder.started("find")
     more = recorder.started("getMore")
     assert more and all(m["lsid"] == find["lsid"] for m in more)
-    assert not client._executor_for_api().cursor_sessions  # released when exhausted
+    assert client._executor is not None
+    assert not client._executor.cursor_sessions  # released when exhausted
     await client.close()
 
 
@@ -492,7 +493,7 @@ async def test_load_balanced_cursor_pins_its_connection() -> None:
 async def test_with_transaction_gives_up_after_its_budget(
     rs: ReplicaSet, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import asyncmongo.with_transaction as with_transaction_module
+    import asyncmongo.sessions.with_transaction as with_transaction_module
 
     client, _ = await _client(rs)
     clock = iter([0.0, 0.0, 200.0, 200.0, 200.0, 200.0])

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-import asyncmongo.with_transaction as wt
+import asyncmongo.sessions.with_transaction as wt
 from asyncmongo.core.sessions import TxnState
 from asyncmongo.errors import (
     ExecutionTimeout,
@@ -22,7 +22,7 @@ from asyncmongo.errors import (
     OperationFailure,
     WriteConcernError,
 )
-from asyncmongo.session_options import TransactionOptions
+from asyncmongo.sessions.options import TransactionOptions
 
 
 class Clock:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import asyncmongo.with_transaction as wt
+import asyncmongo.sessions.with_transaction as wt
 from asyncmongo import AsyncMongoClient
 from asyncmongo.testing import ReplicaSet
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from asyncmongo.bson.codec import encode
 from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.core.address import Address
 from asyncmongo.core.concern import WriteConcern
 from asyncmongo.core.operations.base import Command, ConnectionInfo, Target, with_raw_data
 from asyncmongo.core.operations.common import Namespace, put
@@ -92,6 +93,13 @@ class ClientBatchReply:
     start: int
     count: int
     page: CursorPage | None
+
+    def with_address(self, address: Address | None) -> ClientBatchReply:
+        """This reply with its results cursor naming the server that owns it."""
+        page = self.page
+        if page is None or not page.cursor_id or page.address is not None:
+            return self
+        return ClientBatchReply(self.reply, self.start, self.count, page.with_address(address))
 
 
 class ClientBulkWrite:

@@ -34,7 +34,9 @@ class CommandOperation(Generic[T]):
         "codec_options",
         "database",
         "document",
+        "generic",
         "name",
+        "own_read_preference",
         "raw_data",
         "target",
         "unacknowledged",
@@ -49,6 +51,8 @@ class CommandOperation(Generic[T]):
         codec_options: CodecOptions = DEFAULT_CODEC_OPTIONS,
         *,
         unacknowledged: bool = False,
+        generic: bool = False,
+        own_read_preference: bool = False,
     ) -> None:
         self.database = database
         self.document = document
@@ -57,6 +61,11 @@ class CommandOperation(Generic[T]):
         self.codec_options = codec_options
         self.unacknowledged = unacknowledged
         self.raw_data: bool | None = None
+        #: The user's own command document (``db.command``): causal consistency adds no
+        #: afterClusterTime to it, and ``own_read_preference`` (given explicitly) is checked in
+        #: a transaction rather than replaced by the transaction's.
+        self.generic = generic
+        self.own_read_preference = own_read_preference
         self._parser = parser
 
     def __repr__(self) -> str:

@@ -8,7 +8,7 @@ reply, parsed. getMore and killCursors are pinned to the server that owns the cu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from asyncmongo.bson.codec_options import CodecOptions
@@ -31,6 +31,13 @@ class CursorPage:
     documents: list[Any]
     post_batch_resume_token: Any = None
     address: Address | None = None
+
+    def with_address(self, address: Address | None) -> CursorPage:
+        """This page naming the server that owns its cursor, when the cursor stays open
+        (getMore and killCursors go there)."""
+        if not self.cursor_id or self.address is not None:
+            return self
+        return replace(self, address=address)
 
 
 def parse_cursor_page(reply: Mapping[str, Any], default_namespace: Namespace) -> CursorPage:

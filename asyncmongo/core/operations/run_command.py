@@ -43,10 +43,20 @@ def run_command(
     codec_options: CodecOptions,
     *,
     check: bool = True,
+    own_read_preference: bool = False,
 ) -> CommandOperation[Mapping[str, Any]]:
-    """Run ``document``; ``check`` raises OperationFailure (and subclasses) on ``ok: 0``."""
+    """Run ``document``; ``check`` raises OperationFailure (and subclasses) on ``ok: 0``.
+    ``own_read_preference``: the caller gave ``read_preference`` explicitly."""
     parser = checked_reply if check else _unchecked
-    return CommandOperation(database, document, parser, Target.read(read_preference), codec_options)
+    return CommandOperation(
+        database,
+        document,
+        parser,
+        Target.read(read_preference),
+        codec_options,
+        generic=True,
+        own_read_preference=own_read_preference,
+    )
 
 
 def _unchecked(reply: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -58,6 +68,8 @@ def run_cursor_command(
     document: dict[str, Any],
     read_preference: ReadPreference,
     codec_options: CodecOptions,
+    *,
+    own_read_preference: bool = False,
 ) -> CommandOperation[CursorPage]:
     """run-command's runCursorCommand: the reply must hold a cursor (else InvalidOperation)."""
     namespace = Namespace(database, "$cmd")
@@ -68,4 +80,12 @@ def run_cursor_command(
             raise InvalidOperation(f"{next(iter(document))} did not return a cursor")
         return parse_cursor_page(reply, namespace)
 
-    return CommandOperation(database, document, parse, Target.read(read_preference), codec_options)
+    return CommandOperation(
+        database,
+        document,
+        parse,
+        Target.read(read_preference),
+        codec_options,
+        generic=True,
+        own_read_preference=own_read_preference,
+    )

@@ -23,8 +23,10 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, NoReturn, TypeVar
+from typing import Final, NoReturn, Protocol, TypeVar
 
+from asyncmongo.core.concern import ReadConcern, WriteConcern
+from asyncmongo.core.selection import ReadPreference
 from asyncmongo.core.sessions import TxnState
 from asyncmongo.core.sessions.labels import (
     MAX_TIME_MS_EXPIRED,
@@ -33,14 +35,36 @@ from asyncmongo.core.sessions.labels import (
     is_max_time_expired,
 )
 from asyncmongo.errors import ExecutionTimeout, MongoError, NetworkTimeout
-from asyncmongo.session_options import TransactionOptions
+from asyncmongo.sessions.options import TransactionOptions
 
-if TYPE_CHECKING:
-    from asyncmongo.client_session import AsyncClientSession
+
+class TransactionSession(Protocol):
+    """What the retry loop needs of a session (AsyncClientSession is one)."""
+
+    _session_deadline: float | None
+    _txn_state: TxnState
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+    def start_transaction(
+        self,
+        read_concern: ReadConcern | None = None,
+        write_concern: WriteConcern | None = None,
+        read_preference: ReadPreference | None = None,
+        max_commit_time_ms: int | None = None,
+    ) -> object: ...
+
+    async def commit_transaction(self) -> None: ...
+
+    async def abort_transaction(self) -> None: ...
+
+    def _abandon_transaction(self) -> None: ...
 
 __all__ = ["WITH_TRANSACTION_TIMEOUT_S", "run_with_transaction", "timeout_error"]
 
 T = TypeVar("T")
+S = TypeVar("S", bound="TransactionSession")
 
 #: Convenient transactions API: how long with_transaction keeps retrying without timeoutMS.
 WITH_TRANSACTION_TIMEOUT_S: Final = 120.0
@@ -103,8 +127,8 @@ def _raise_out_of_time(error: BaseException, budget: RetryBudget) -> NoReturn:
 
 
 async def run_with_transaction(
-    session: AsyncClientSession,
-    callback: Callable[[AsyncClientSession], Awaitable[T]],
+    session: S,
+    callback: Callable[[S], Awaitable[T]],
     options: TransactionOptions,
     timeout_ms: int | None,
 ) -> T:
@@ -120,8 +144,8 @@ async def run_with_transaction(
 
 
 async def _run(
-    session: AsyncClientSession,
-    callback: Callable[[AsyncClientSession], Awaitable[T]],
+    session: S,
+    callback: Callable[[S], Awaitable[T]],
     options: TransactionOptions,
     budget: RetryBudget,
     deadline: float | None,
@@ -165,7 +189,7 @@ async def _run(
 
 
 async def _abort_with_fresh_timeout(
-    session: AsyncClientSession, budget: RetryBudget, deadline: float | None
+    session: TransactionSession, budget: RetryBudget, deadline: float | None
 ) -> None:
     """CSOT: the abort after a failed callback gets a fresh timeoutMS, not what is left."""
     if deadline is not None:
@@ -177,7 +201,7 @@ async def _abort_with_fresh_timeout(
 
 
 async def _commit_with_retries(
-    session: AsyncClientSession, budget: RetryBudget
+    session: TransactionSession, budget: RetryBudget
 ) -> MongoError | None:
     """None once committed; the TransientTransactionError that restarts the transaction."""
     while True:

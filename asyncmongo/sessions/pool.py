@@ -1,0 +1,92 @@
+"""The client's server sessions: the pool they are taken from, and ``endSessions`` on close.
+
+Server sessions are pooled by the pure :class:`~asyncmongo.core.sessions.ServerSessionPool`
+(LIFO, discard the ones about to expire or dirtied by a network error); :class:`ServerSessions`
+gives it the clock, the random ids and the deployment's logicalSessionTimeoutMinutes, and
+sends ``endSessions`` for the pooled ids when the client closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+
+from asyncmongo.core.operations.base import Operation, Target
+from asyncmongo.core.operations.command import CommandOperation
+from asyncmongo.core.sdam.topology_description import TopologyDescription
+from asyncmongo.core.sdam.types import TopologyType
+from asyncmongo.core.selection import ReadPreference
+from asyncmongo.core.selection.read_preference import Mode
+from asyncmongo.core.sessions import ServerSession, ServerSessionPool
+from asyncmongo.errors import MongoError
+
+__all__ = ["END_SESSIONS_BATCH", "ServerSessions"]
+
+#: Sessions spec: endSessions takes at most this many ids per command.
+END_SESSIONS_BATCH: Final = 10_000
+
+#: The clock of the pool's expiry rule (tests replace it).
+monotonic: Callable[[], float] = time.monotonic
+
+
+class ServerSessions:
+    """One client's server session pool, sized by the deployment ``description()`` shows."""
+
+    __slots__ = ("_description", "_pool", "_timeout_of")
+
+    def __init__(self, description: Callable[[], TopologyDescription]) -> None:
+        self._description = description
+        self._pool = ServerSessionPool(lambda: uuid.uuid4().bytes)
+        #: (a topology description, its session timeout): see _session_timeout.
+        self._timeout_of: tuple[object, int | None] | None = None
+
+    def __len__(self) -> int:
+        return len(self._pool)
+
+    def acquire(self) -> ServerSession:
+        return self._pool.acquire(monotonic(), self._session_timeout())
+
+    def release(self, session: ServerSession) -> None:
+        self._pool.release(session, monotonic(), self._session_timeout())
+
+    def _session_timeout(self) -> int | None:
+        """The deployment's logicalSessionTimeoutMinutes (None: nothing expires); asked twice
+        per operation, so remembered for the topology description it was read from."""
+        description = self._description()
+        remembered = self._timeout_of
+        if remembered is not None and remembered[0] is description:
+            return remembered[1]
+        timeout = None
+        if description.topology_type is not TopologyType.LOAD_BALANCED:
+            minutes = description.logical_session_timeout_minutes
+            timeout = minutes if isinstance(minutes, int) else None
+        self._timeout_of = (description, timeout)
+        return timeout
+
+    async def end_all(self, run: Callable[[Operation[Any]], Awaitable[Any]]) -> None:
+        """Sessions spec: endSessions for every pooled id on close (errors ignored)."""
+        if not len(self._pool):
+            return
+        ids = self._pool.drain()
+        description = self._description()
+        if description.topology_type is not TopologyType.LOAD_BALANCED and not any(
+            server.is_data_bearing for server in description.known_servers
+        ):
+            return  # nobody to tell: closing must not wait for a server selection
+        preference = ReadPreference(Mode.PRIMARY_PREFERRED)
+        for start in range(0, len(ids), END_SESSIONS_BATCH):
+            batch = ids[start : start + END_SESSIONS_BATCH]
+            op: CommandOperation[Mapping[str, Any]] = CommandOperation(
+                "admin", {"endSessions": batch}, _unchecked, Target.read(preference)
+            )
+            try:
+                await asyncio.wait_for(run(op), 5)
+            except (MongoError, TimeoutError):
+                return
+
+
+def _unchecked(reply: Mapping[str, Any]) -> Mapping[str, Any]:
+    return reply
