@@ -1,66 +1,73 @@
-"""AsyncMongoClient: options, the connect/close lifecycle, and the command path for tests.
+"""AsyncMongoClient: the public entry point, composed of its settings, its event plumbing,
+its server session pool and, once connected, its runtime.
 
 ``AsyncMongoClient(host_or_uri, port=None, *, event_listeners=(), **options)`` parses its
 options at once (bad options fail here, not at first use) and connects lazily: on the first
-operation or ``await client.aconnect()``. Connecting starts the topology: one monitor task per
-server, pool maintenance tasks and (mongodb+srv) the SRV poller, all owned by the client's
-TaskSet in a clean contextvars context. ``await client.close()`` (or leaving ``async with``)
-cancels and awaits every one of them and closes every socket.
+operation or ``await client.aconnect()``. Connecting starts a
+:class:`~asyncmongo.runtime.client_runtime.ClientRuntime`: one monitor task per server, pool
+maintenance tasks and (mongodb+srv) the SRV poller, all owned by its TaskSet in a clean
+contextvars context. ``await client.close()`` (or leaving ``async with``) cancels and awaits
+every one of them and closes every socket.
 
 A client belongs to the event loop it connected on; using it from another loop raises
 InvalidOperation instead of failing obscurely inside asyncio.
 
 Every operation of the API reaches the server through :meth:`AsyncMongoClient._run`: connect
 if needed, check the session, apply the client's ``timeoutMS`` and hand the operation with its
-session to the one :class:`~asyncmongo.runtime.executor.Executor`.
+session to the runtime's one :class:`~asyncmongo.runtime.executor.Executor`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Coroutine, Iterable, Mapping
+from collections.abc import AsyncIterator, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from asyncmongo.bson import ObjectId
+from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.types import Timestamp
-from asyncmongo.client_api import ClientApi, EventListener, split_api_options
+from asyncmongo.bulk import run_client_bulk
+from asyncmongo.client_events import EVENT_BACKLOG, ClientEvents, EventListener
+from asyncmongo.client_settings import codec_options, split_api_options
 from asyncmongo.core.address import Address
 from asyncmongo.core.auth.scram import ScramCache
-from asyncmongo.core.cmap.options import PoolOptions
-from asyncmongo.core.error_policy import ErrorPhase
+from asyncmongo.core.concern import ReadConcern, WriteConcern
+from asyncmongo.core.operations import management
 from asyncmongo.core.operations.base import Operation
+from asyncmongo.core.operations.client_bulk import ClientBulkOptions
+from asyncmongo.core.operations.common import Namespace
+from asyncmongo.core.operations.cursors import CursorPage
 from asyncmongo.core.sdam.settings import TopologySettings
 from asyncmongo.core.sdam.topology_description import TopologyDescription
-from asyncmongo.core.sdam.types import TopologyType
+from asyncmongo.core.sdam.types import ServerType, TopologyType
 from asyncmongo.core.selection import PRIMARY, ReadPreference, Selection
 from asyncmongo.core.uri import ClientOptions
 from asyncmongo.core.uri.parse import parse
 from asyncmongo.core.wire.handshake import DriverInfo, append_driver_info
+from asyncmongo.cursor import AsyncCommandCursor
+from asyncmongo.database import AsyncDatabase
 from asyncmongo.errors import ConfigurationError, InvalidArgument, InvalidOperation
-from asyncmongo.monitoring import Listeners
-from asyncmongo.runtime.auth import CredentialAuthenticator
+from asyncmongo.operations import WriteModel
+from asyncmongo.results import ClientBulkWriteResult
+from asyncmongo.runtime.client_runtime import ClientRuntime
 from asyncmongo.runtime.command_events import next_operation_id
-from asyncmongo.runtime.connection import Connection, ConnectionSettings
-from asyncmongo.runtime.establish import Establisher
 from asyncmongo.runtime.executor import Executor
-from asyncmongo.runtime.monitor import Monitor, MonitorSettings, streaming_enabled
-from asyncmongo.runtime.pool import Pool
-from asyncmongo.runtime.server import Server
-from asyncmongo.runtime.srv import DnspythonResolver, SrvPoller, resolve_srv_options
 from asyncmongo.runtime.tasks import TaskSet
 from asyncmongo.runtime.topology import Topology
 from asyncmongo.sessions import AsyncClientSession, ServerSessions
 from asyncmongo.sessions.options import IMPLICIT_OPTIONS, SessionOptions, TransactionOptions
 
-__all__ = ["AsyncMongoClient"]
+if TYPE_CHECKING:
+    from asyncmongo.change_stream import AsyncChangeStream
+
+__all__ = ["AsyncMongoClient", "EventListener"]
 
 T = TypeVar("T")
 
 
-class AsyncMongoClient(ClientApi):
-    """An asyncio MongoDB client (the public database/command API: ``ClientApi``)."""
+class AsyncMongoClient:
+    """An asyncio MongoDB client."""
 
     def __init__(
         self,
@@ -75,21 +82,20 @@ class AsyncMongoClient(ClientApi):
             uri = f"mongodb://{uri}" + (f":{port}" if port is not None else "")
         api_options, options = split_api_options(options)
         self._options: ClientOptions = parse(uri, **options)
-        self._listeners = Listeners(self._init_api(api_options, event_listeners))
+        self._codec_options = codec_options(api_options, self._options.uuid_representation)
+        self._read_preference = _read_preference(self._options)
+        self._events = ClientEvents(
+            event_listeners, bool(api_options.get("observe_events")), self._spawn_listener
+        )
+        self._server_sessions = ServerSessions(lambda: self.topology_description)
+        self._scram_cache = ScramCache()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: TaskSet | None = None
-        self._topology: Topology | None = None
-        self._executor: Executor | None = None
-        self._poller: SrvPoller | None = None
+        self._runtime: ClientRuntime | None = None
         self._connecting: asyncio.Future[None] | None = None
         self._closed = False
-        self._scram_cache = ScramCache()
-        self._server_sessions = ServerSessions(lambda: self.topology_description)
-        #: Each server's connection factory, so append_metadata reaches new connections.
-        self._establishers: dict[Address, Establisher] = {}
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "connected" if self._topology else "not connected"
+        state = "closed" if self._closed else "connected" if self._runtime else "not connected"
         return f"<AsyncMongoClient {state} {self._options!r}>"
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -101,8 +107,8 @@ class AsyncMongoClient(ClientApi):
     @property
     def topology_description(self) -> TopologyDescription:
         """A snapshot of the deployment as the client sees it now."""
-        if self._topology is not None:
-            return self._topology.description
+        if self._runtime is not None:
+            return self._runtime.topology.description
         if not self._options.hosts:  # mongodb+srv before resolution
             return TopologyDescription(TopologyType.UNKNOWN, {}, _placeholder_settings())
         return TopologyDescription.initial(TopologySettings.from_options(self._options))
@@ -123,7 +129,7 @@ class AsyncMongoClient(ClientApi):
         """Start monitoring the deployment (idempotent; operations call it implicitly)."""
         while True:
             self._check_loop()
-            if self._topology is not None:
+            if self._runtime is not None:
                 return
             connecting = self._connecting
             if connecting is None:
@@ -139,49 +145,26 @@ class AsyncMongoClient(ClientApi):
         self._loop = loop
         self._connecting = connecting = loop.create_future()
         try:
-            await self._start(loop)
+            runtime = await ClientRuntime.create(
+                self._options,
+                self._events.listeners,
+                self._events.command_events,
+                self._implicit_session,
+                self._scram_cache,
+            )
         except BaseException as exc:
             self._connecting = None
-            if self._tasks is None:
-                self._loop = None
+            self._loop = None
             if isinstance(exc, asyncio.CancelledError):
                 connecting.cancel()
             else:
                 connecting.set_exception(exc)
                 connecting.exception()  # retrieved: concurrent waiters re-raise it
             raise
+        self._runtime = runtime
+        self._options = runtime.options  # a mongodb+srv URI's resolved seed list
+        runtime.open()  # its first events may start listener tasks: runtime is set
         connecting.set_result(None)
-
-    async def _start(self, loop: asyncio.AbstractEventLoop) -> None:
-        options = self._options
-        answer_ttl: float | None = None
-        if options.is_srv:
-            options, answer = await resolve_srv_options(options, DnspythonResolver())
-            self._options = options
-            answer_ttl = answer.ttl
-        tasks = TaskSet(loop)
-        settings = TopologySettings.from_options(options)
-        topology = Topology(settings, self._make_server, tasks.spawn, listeners=self._listeners)
-        self._tasks = tasks
-        self._topology = topology
-        self._executor = Executor(
-            topology,
-            implicit_session=self._implicit_session,
-            retry_reads=options.retry_reads,
-            retry_writes=options.retry_writes,
-            events=self._command_events,
-        )
-        topology.open()
-        if options.is_srv and not options.load_balanced:
-            self._poller = SrvPoller(
-                options,
-                resolver=DnspythonResolver(),
-                on_hosts_changed=self._srv_hosts_changed,
-                should_poll=self._should_poll_srv,
-                initial_ttl_s=answer_ttl,
-            )
-            # In the client's task set, like the monitors: a clean context, awaited by close().
-            self._poller.start(tasks.spawn)
 
     async def close(self) -> None:
         """End every task and close every socket the client started, and wait for them."""
@@ -189,17 +172,16 @@ class AsyncMongoClient(ClientApi):
             return
         if self._loop is not None:
             self._check_loop()
-        if self._topology is not None:
+        runtime = self._runtime
+        if runtime is not None:
             await self._server_sessions.end_all(self._run)  # sessions spec: on close
         self._closed = True
-        try:
-            if self._poller is not None:
-                await self._poller.close()
-            if self._topology is not None:
-                await self._topology.close()
-        finally:
-            if self._tasks is not None:
-                await self._tasks.close()
+        if runtime is not None:
+            await runtime.close()
+
+    async def aclose(self) -> None:
+        """PyMongo's name for :meth:`close`."""
+        await self.close()
 
     def _check_loop(self) -> None:
         running = asyncio.get_running_loop()
@@ -210,6 +192,53 @@ class AsyncMongoClient(ClientApi):
                 "this AsyncMongoClient belongs to the event loop it connected on and cannot be "
                 "used from another one; create one client per event loop"
             )
+
+    @property
+    def _topology_runtime(self) -> Topology:
+        """The running topology (tests and tools; connect first)."""
+        if self._runtime is None:
+            raise InvalidOperation("the client is not connected yet")
+        return self._runtime.topology
+
+    @property
+    def _executor(self) -> Executor | None:
+        return self._runtime.executor if self._runtime is not None else None
+
+    @property
+    def _tasks(self) -> TaskSet | None:
+        return self._runtime.tasks if self._runtime is not None else None
+
+    def _spawn_unless_closed(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        """Run ``coro`` as a task of the client (closed with it), unless it is not running."""
+        if not self._spawn(coro, name):
+            coro.close()
+
+    def _spawn_listener(self, coro: Coroutine[Any, Any, Any]) -> bool:
+        return self._spawn(coro, "asyncmongo-event-listener")
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> bool:
+        runtime = self._runtime
+        return runtime is not None and runtime.tasks.spawn_unless_closed(coro, name) is not None
+
+    def append_metadata(self, driver_info: DriverInfo) -> None:
+        """Append a wrapping library's name/version/platform to the handshake metadata
+        (handshake spec, "Metadata updates after MongoClient initialization").
+
+        Connections made from now on (pooled and monitoring) send it, joined to what is
+        there with "|"; connections already open are left as they are, none is opened or
+        closed for it. Appending info equal to info already given (empty string = unset)
+        changes nothing.
+        """
+        if not isinstance(driver_info, DriverInfo):
+            raise ConfigurationError(
+                f"append_metadata takes a DriverInfo, not {type(driver_info).__name__}"
+            )
+        merged = append_driver_info(self._options.driver_info, driver_info)
+        if merged == self._options.driver_info:
+            return
+        self._options = dataclasses.replace(self._options, driver_info=merged)
+        if self._runtime is not None:
+            self._runtime.append_metadata(merged)
 
     # -- sessions ---------------------------------------------------------------------------
 
@@ -259,12 +288,14 @@ class AsyncMongoClient(ClientApi):
                     "this session was started by another AsyncMongoClient and cannot be used "
                     "with this one"
                 )
-        executor = self._executor
-        if executor is None or self._closed or self._loop is not asyncio.get_running_loop():
+        runtime = self._runtime
+        if runtime is None or self._closed or self._loop is not asyncio.get_running_loop():
             await self.aconnect()
-            executor = self._executor
-            assert executor is not None
-        return await executor.run(op, session, deadline=self._deadline(), operation_id=operation_id)
+            runtime = self._runtime
+            assert runtime is not None
+        return await runtime.executor.run(
+            op, session, deadline=self._deadline(), operation_id=operation_id
+        )
 
     def _deadline(self) -> float | None:
         timeout_ms = self._options.timeout_ms
@@ -279,13 +310,6 @@ class AsyncMongoClient(ClientApi):
     def _next_operation_id() -> int:
         return next_operation_id()
 
-    def _spawn_unless_closed(self, coro: Coroutine[Any, Any, None], name: str) -> None:
-        """Run ``coro`` as a task of the client (closed with it), unless it is not running."""
-        if self._tasks is None:
-            coro.close()
-            return
-        self._tasks.spawn_unless_closed(coro, name)
-
     async def _run_command(
         self,
         db: str,
@@ -296,8 +320,8 @@ class AsyncMongoClient(ClientApi):
     ) -> dict[str, Any]:
         """Run one command document (tests and tools; the public API is ``db.command``)."""
         await self.aconnect()
-        assert self._executor is not None
-        return await self._executor.run_command(
+        assert self._runtime is not None
+        return await self._runtime.executor.run_command(
             db, command, selection or Selection.read(read_preference), deadline=self._deadline()
         )
 
@@ -307,116 +331,238 @@ class AsyncMongoClient(ClientApi):
         """Run a command on the admin database."""
         return await self._run_command("admin", command, read_preference=read_preference)
 
+    # -- settings ---------------------------------------------------------------------------
+
     @property
-    def _topology_runtime(self) -> Topology:
-        """The running topology (tests and the API layer; connect first)."""
-        if self._topology is None:
-            raise InvalidOperation("the client is not connected yet")
-        return self._topology
+    def codec_options(self) -> CodecOptions:
+        return self._codec_options
 
-    def append_metadata(self, driver_info: DriverInfo) -> None:
-        """Append a wrapping library's name/version/platform to the handshake metadata
-        (handshake spec, "Metadata updates after MongoClient initialization").
+    @property
+    def read_preference(self) -> ReadPreference:
+        """From the connection string (every database/collection inherits it)."""
+        return self._read_preference
 
-        Connections made from now on (pooled and monitoring) send it, joined to what is
-        there with "|"; connections already open are left as they are, none is opened or
-        closed for it. Appending info equal to info already given (empty string = unset)
-        changes nothing.
+    @property
+    def read_concern(self) -> ReadConcern:
+        return self._options.read_concern
+
+    @property
+    def write_concern(self) -> WriteConcern:
+        return self._options.write_concern
+
+    # -- the deployment as seen now (PyMongo's properties; never blocking) ------------------
+
+    def _servers_of(self, *types: ServerType) -> frozenset[Address]:
+        description: TopologyDescription = self.topology_description
+        return frozenset(
+            address
+            for address, server in description.servers.items()
+            if server.server_type in types
+        )
+
+    @property
+    def nodes(self) -> frozenset[Address]:
+        """The addresses of the servers currently known (empty before the first check)."""
+        description: TopologyDescription = self.topology_description
+        return frozenset(s.address for s in description.known_servers)
+
+    @property
+    def primary(self) -> Address | None:
+        """The replica set primary's address, if one is known."""
+        return next(iter(self._servers_of(ServerType.RS_PRIMARY)), None)
+
+    @property
+    def secondaries(self) -> frozenset[Address]:
+        return self._servers_of(ServerType.RS_SECONDARY)
+
+    @property
+    def arbiters(self) -> frozenset[Address]:
+        return self._servers_of(ServerType.RS_ARBITER)
+
+    @property
+    def is_primary(self) -> bool:
+        """True when writes can go to a known primary or standalone now."""
+        return bool(self._servers_of(ServerType.RS_PRIMARY, ServerType.STANDALONE))
+
+    @property
+    def is_mongos(self) -> bool:
+        return bool(self._servers_of(ServerType.MONGOS))
+
+    @property
+    def address(self) -> Address | None:
+        """The standalone, primary or (single) mongos this client writes to, if known.
+
+        PyMongo's property selects a server (blocking); this one reads the current
+        description and is None until a server is known (await an operation or
+        ``aconnect()`` first). With several mongos it is None, as PyMongo raises there.
         """
-        if not isinstance(driver_info, DriverInfo):
-            raise ConfigurationError(
-                f"append_metadata takes a DriverInfo, not {type(driver_info).__name__}"
+        writable = self._servers_of(
+            ServerType.RS_PRIMARY,
+            ServerType.STANDALONE,
+            ServerType.MONGOS,
+            ServerType.LOAD_BALANCER,
+        )
+        return next(iter(writable)) if len(writable) == 1 else None
+
+    async def server_info(self, session: Any = None) -> Mapping[str, Any]:
+        """The server's buildInfo (version, ...)."""
+        return await self["admin"].command("buildinfo", read_preference=PRIMARY, session=session)
+
+    # -- databases --------------------------------------------------------------------------
+
+    def __getitem__(self, name: str) -> AsyncDatabase:
+        return AsyncDatabase(self, name)
+
+    def __getattr__(self, name: str) -> AsyncDatabase:
+        if name.startswith("_"):
+            raise AttributeError(
+                f"AsyncMongoClient has no attribute {name!r}; use client[{name!r}] for a database"
             )
-        merged = append_driver_info(self._options.driver_info, driver_info)
-        if merged == self._options.driver_info:
-            return
-        self._options = dataclasses.replace(self._options, driver_info=merged)
-        servers = self._topology.servers if self._topology is not None else {}
-        for address in list(self._establishers):
-            establisher = self._establishers[address]
-            if address not in servers:
-                del self._establishers[address]  # its server left the topology
-                continue
-            establisher.settings = dataclasses.replace(establisher.settings, driver_info=merged)
-        for server in servers.values():
-            if server.monitor is not None:
-                server.monitor.connection_settings = dataclasses.replace(
-                    server.monitor.connection_settings, driver_info=merged
-                )
+        return self[name]
 
-    # -- wiring ----------------------------------------------------------------------------
-
-    def _make_server(self, address: Address, topology: Topology) -> Server:
-        options = self._options
-        tasks = self._tasks
-        assert tasks is not None
-        settings = ConnectionSettings.from_client_options(options)
-        authenticator = (
-            CredentialAuthenticator(options.credential, self._scram_cache)
-            if options.credential is not None
-            else None
+    def get_database(
+        self,
+        name: str | None = None,
+        codec_options: CodecOptions | None = None,
+        read_preference: ReadPreference | None = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+    ) -> AsyncDatabase:
+        """A database; without a name, the connection string's default database."""
+        if name is None:
+            name = self._options.database
+            if name is None:
+                raise ConfigurationError("no database name given and none in the URI")
+        return AsyncDatabase(
+            self,
+            name,
+            codec_options,
+            read_preference,
+            write_concern,
+            read_concern,
         )
 
-        async def report(
-            exc: BaseException, generation: int, phase: ErrorPhase, service_id: ObjectId | None
-        ) -> None:
-            if service_id is not None:  # load-balanced: a new connection of that service
-                generation = pool.generation_for(service_id)
-            await topology.handle_application_error(
-                address, exc, generation, phase=phase, service_id=service_id
-            )
+    def get_default_database(self, default: str | None = None, **kwargs: Any) -> AsyncDatabase:
+        """The connection string's database, else ``default``."""
+        name = self._options.database or default
+        if name is None:
+            raise ConfigurationError("no default database name defined or provided")
+        return self.get_database(name, **kwargs)
 
-        establish = Establisher(address, settings, authenticator, lambda: pool.generation, report)
-        self._establishers[address] = establish
-
-        pool: Pool[Connection] = Pool(
-            address,
-            _pool_options(options),
-            establish,
-            listener=self._listeners.publish if self._listeners else None,
-            spawn=lambda coro: tasks.spawn(coro, "asyncmongo-pool-maintenance"),
+    async def list_databases(
+        self, session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> AsyncCommandCursor:
+        """A cursor of ``{name, sizeOnDisk, empty}`` documents (listDatabases)."""
+        filter = kwargs.pop("filter", None)
+        name_only = kwargs.pop("nameOnly", kwargs.pop("name_only", None))
+        authorized = kwargs.pop("authorizedDatabases", kwargs.pop("authorized_databases", None))
+        if kwargs:
+            raise InvalidArgument(f"list_databases() got unexpected arguments {sorted(kwargs)}")
+        op = management.list_databases(
+            filter=filter,
+            name_only=name_only,
+            authorized_databases=authorized,
+            comment=comment,
+            read_preference=PRIMARY,
+            codec_options=self._codec_options,
         )
-        server = Server(address, pool, None)
-        if not options.load_balanced:
-            monitor_settings = MonitorSettings(
-                heartbeat_frequency_ms=options.heartbeat_frequency_ms,
-                connect_timeout_ms=options.connect_timeout_ms,
-                streaming=streaming_enabled(options.server_monitoring_mode),
-            )
-            monitor_connection = ConnectionSettings(
-                connect_timeout=settings.connect_timeout,
-                socket_timeout=None,
-                tls=settings.tls,
-                app_name=settings.app_name,
-                driver_info=settings.driver_info,
-                server_api=settings.server_api,
-            )
-            server.monitor = Monitor(
-                server, topology, monitor_settings, monitor_connection, tasks.spawn
-            )
-        return server
+        databases: list[Any] = await self._run(op, session)
+        page = CursorPage(0, Namespace("admin", "$cmd.listDatabases"), databases)
+        return AsyncCommandCursor(self, page, self._codec_options, session=session)
 
-    def _srv_hosts_changed(self, hosts: tuple[Address, ...]) -> None:
-        if self._topology is not None and self._tasks is not None:
-            self._tasks.spawn_unless_closed(
-                self._topology.apply_srv_hosts(hosts), "asyncmongo-srv-update"
-            )
+    async def watch(
+        self,
+        pipeline: Sequence[Mapping[str, Any]] | None = None,
+        full_document: str | None = None,
+        resume_after: Mapping[str, Any] | None = None,
+        max_await_time_ms: int | None = None,
+        batch_size: int | None = None,
+        collation: Mapping[str, Any] | None = None,
+        start_at_operation_time: Any = None,
+        session: Any = None,
+        start_after: Mapping[str, Any] | None = None,
+        comment: Any = None,
+        full_document_before_change: str | None = None,
+        show_expanded_events: bool | None = None,
+    ) -> AsyncChangeStream:
+        """A change stream of every database's changes (asyncmongo.change_stream;
+        PyMongo's signature)."""
+        from asyncmongo.change_stream import watch
 
-    def _should_poll_srv(self) -> bool:
-        topology = self._topology
-        if topology is None:
-            return False
-        return topology.description.topology_type in (TopologyType.SHARDED, TopologyType.UNKNOWN)
+        return await watch(
+            self, "client", pipeline, full_document, resume_after, max_await_time_ms,
+            batch_size, collation, start_at_operation_time, session, start_after, comment,
+            full_document_before_change, show_expanded_events,
+        )
+
+    async def list_database_names(self, session: Any = None, comment: Any = None) -> list[str]:
+        cursor = await self.list_databases(session, comment, nameOnly=True)
+        return [info["name"] for info in await cursor.to_list()]
+
+    async def drop_database(
+        self, name_or_database: Any, session: Any = None, comment: Any = None
+    ) -> None:
+        """Drop a database (by name or AsyncDatabase)."""
+        name = getattr(name_or_database, "name", name_or_database)
+        if not isinstance(name, str):
+            raise InvalidArgument("name_or_database must be a str or an AsyncDatabase")
+        op = management.drop_database(
+            name,
+            comment=comment,
+            write_concern=self.write_concern,
+            codec_options=self._codec_options,
+        )
+        await self._run(op, session)
+
+    # -- client bulk write -----------------------------------------------------------------
+
+    async def bulk_write(
+        self,
+        models: Iterable[WriteModel],
+        session: Any = None,
+        ordered: bool = True,
+        verbose_results: bool = False,
+        bypass_document_validation: bool | None = None,
+        comment: Any = None,
+        let: Mapping[str, Any] | None = None,
+        write_concern: WriteConcern | None = None,
+        raw_data: bool | None = None,
+    ) -> ClientBulkWriteResult:
+        """Writes across collections in ``bulkWrite`` commands (MongoDB 8.0+); every model
+        names its ``namespace`` ("db.collection").
+
+        Failures raise ClientBulkWriteException with ``write_errors`` keyed by the model's
+        index in ``models``, ``write_concern_errors``, the top-level ``error`` if one stopped
+        the write, and ``partial_result`` when at least one write is known to have happened.
+        """
+        if write_concern is not None and getattr(session, "in_transaction", False):
+            # Transactions spec: a transaction's writes take its write concern, never their own.
+            raise InvalidOperation("Cannot set write concern after starting a transaction")
+        options = ClientBulkOptions(
+            ordered, verbose_results, bypass_document_validation, comment, let, raw_data
+        )
+        concern = write_concern or self.write_concern
+        return await run_client_bulk(
+            self, models, options, concern, self._codec_options, session
+        )
+
+    # -- events -----------------------------------------------------------------------------
+
+    def events(self, backlog: int = EVENT_BACKLOG) -> AsyncIterator[Any]:
+        """Every event from this call on, as an async iterator (``async for``; leaving the
+        loop, or ``aclose()``, unsubscribes).
+
+        The subscription starts here, not at the first ``__anext__``, so nothing published
+        in between is missed. A consumer slower than the driver loses the oldest events
+        beyond ``backlog`` rather than growing memory without bound.
+        """
+        return self._events.subscribe(backlog)
 
 
-def _pool_options(options: ClientOptions) -> PoolOptions:
-    return PoolOptions(
-        max_pool_size=options.max_pool_size,
-        min_pool_size=options.min_pool_size,
-        max_idle_time_ms=options.max_idle_time_ms or 0,
-        max_connecting=options.max_connecting,
-        wait_queue_timeout_ms=options.wait_queue_timeout_ms or 0,
-        load_balanced=options.load_balanced,
+def _read_preference(options: ClientOptions) -> ReadPreference:
+    stale = options.max_staleness_seconds
+    return ReadPreference.from_options(
+        options.read_preference, options.read_preference_tags, stale if stale is not None else -1
     )
 
 

@@ -248,7 +248,7 @@ async def test_events_backlog_drops_the_oldest_and_unsubscribes_on_close() -> No
             assert isinstance(first, CommandStartedEvent)  # the last ping's pair is kept
             assert isinstance(await stream.__anext__(), CommandSucceededEvent)
             await stream.aclose()  # type: ignore[attr-defined]
-            assert not client._event_queues
+            assert client._events.subscribers == 0
             executor = client._executor
             assert executor is not None and executor.events.publish is None
 

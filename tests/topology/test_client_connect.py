@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import asyncmongo.client as client_module
+import asyncmongo.runtime.client_runtime as client_module
 from asyncmongo.client import AsyncMongoClient
 from asyncmongo.errors import ConfigurationError
 from asyncmongo.runtime.srv import SrvAnswer

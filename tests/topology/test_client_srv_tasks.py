@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-import asyncmongo.client as client_module
+import asyncmongo.runtime.client_runtime as client_module
 from asyncmongo.client import AsyncMongoClient
 from asyncmongo.core.uri import SrvRecord
 from asyncmongo.runtime.srv import SrvAnswer, SrvPoller
@@ -97,7 +97,8 @@ async def test_close_leaves_no_task_pending_with_an_srv_uri(
     before = set(_driver_tasks())
     await client.aconnect()
     await asyncio.wait_for(resolver.asked.wait(), 5)
-    poller = client._poller
+    assert client._runtime is not None
+    poller = client._runtime.poller
     assert poller is not None and "running" in repr(poller)
     await client.close()
     left = [t for t in _driver_tasks() if t not in before]

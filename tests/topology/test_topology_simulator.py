@@ -203,16 +203,17 @@ async def test_soak_against_the_simulator() -> None:
 
 
 async def test_srv_host_updates_reach_the_topology() -> None:
-    """The SRV poller's callback (client._srv_hosts_changed) adds and removes mongos."""
+    """The SRV poller's callback (client._runtime._srv_hosts_changed) adds and removes mongos."""
     async with ShardedCluster(3) as cluster:
         first, second, third = (address(m.host) for m in cluster.mongos)
         uri = f"mongodb://{cluster.mongos[0].host},{cluster.mongos[1].host}"
         async with AsyncMongoClient(uri) as client:
             topology = client._topology_runtime
             await wait_until(lambda: len(topology.description.known_servers) == 2)
-            assert client._should_poll_srv()
+            runtime = client._runtime
+            assert runtime is not None and runtime._should_poll_srv()
             removed = topology.servers[first]
-            client._srv_hosts_changed((second, third))
+            runtime._srv_hosts_changed((second, third))
             await wait_until(lambda: set(topology.servers) == {second, third})
             await wait_until(lambda: len(topology.description.known_servers) == 2)
             await wait_until(lambda: removed.pool.statistics().state.value == "closed")

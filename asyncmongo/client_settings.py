@@ -1,0 +1,69 @@
+"""The client's own keywords: codec options (PyMongo's) and ``observe_events``.
+
+The connection string cannot set codec options, as in PyMongo, except uuidRepresentation;
+:func:`split_api_options` separates these keywords from the URI options, and
+:func:`codec_options` builds the client's CodecOptions from them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.bson.types import UuidRepresentation
+from asyncmongo.errors import ConfigurationError
+
+__all__ = ["codec_options", "split_api_options"]
+
+_CODEC_KEYWORDS = {
+    "document_class": "document_class",
+    "tz_aware": "tz_aware",
+    "tzinfo": "tzinfo",
+    "uuidrepresentation": "uuid_representation",
+    "uuid_representation": "uuid_representation",
+    "unicode_decode_error_handler": "unicode_decode_error_handler",
+    "datetime_conversion": "datetime_conversion",
+}
+def split_api_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the API's own keywords: codec options and ``observe_events``, the rest for the URI
+    parser). The connection string itself cannot set codec options, as in PyMongo, except
+    uuidRepresentation (the URI parser validates it; a keyword here overrides it)."""
+    api: dict[str, Any] = {}
+    rest: dict[str, Any] = {}
+    for key, value in options.items():
+        if key.lower() in _CODEC_KEYWORDS or key == "observe_events":
+            api[key] = value
+        else:
+            rest[key] = value
+    return api, rest
+
+
+#: uuidRepresentation spellings (uri-options spec, PyMongo's), folded to lower case.
+_UUID_REPRESENTATIONS = {
+    "unspecified": UuidRepresentation.UNSPECIFIED,
+    "standard": UuidRepresentation.STANDARD,
+    "pythonlegacy": UuidRepresentation.PYTHON_LEGACY,
+    "javalegacy": UuidRepresentation.JAVA_LEGACY,
+    "csharplegacy": UuidRepresentation.CSHARP_LEGACY,
+}
+
+
+def codec_options(api: Mapping[str, Any], uri_uuid_representation: str) -> CodecOptions:
+    """The client's codec options: the keywords, else the URI's uuidRepresentation."""
+    kwargs = {
+        _CODEC_KEYWORDS[key.lower()]: value for key, value in api.items() if key != "observe_events"
+    }
+    uuid = kwargs.setdefault("uuid_representation", uri_uuid_representation)
+    if isinstance(uuid, str):
+        representation = _UUID_REPRESENTATIONS.get(uuid.lower())
+        if representation is None:
+            raise ConfigurationError(
+                f"unknown uuidRepresentation {uuid!r}; expected one of "
+                "unspecified, standard, pythonLegacy, javaLegacy, csharpLegacy"
+            )
+        kwargs["uuid_representation"] = representation
+    try:
+        return CodecOptions(**kwargs)
+    except TypeError as exc:
+        raise ConfigurationError(f"invalid codec option: {exc}") from None
