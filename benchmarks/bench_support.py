@@ -195,15 +195,19 @@ class Result:
     mb_per_s: float
     cpu_us_per_op: float
     server_cpu_us_per_op: float
+    #: Client CPU µs per operation of each repeat, in run order (for per-repeat ratios).
+    cpu_us_per_repeat: tuple[float, ...] = ()
 
     @classmethod
     def of(cls, samples: list[Sample], bytes_per_op: int) -> Result:
         rate = median(s.ops / s.wall for s in samples)
+        cpus = tuple(s.cpu / s.ops * 1e6 for s in samples)
         return cls(
             ops_per_s=rate,
             mb_per_s=rate * bytes_per_op / 1e6,
-            cpu_us_per_op=median(s.cpu / s.ops for s in samples) * 1e6,
+            cpu_us_per_op=median(cpus),
             server_cpu_us_per_op=median(s.server_cpu / s.ops for s in samples) * 1e6,
+            cpu_us_per_repeat=cpus,
         )
 
 

@@ -1,10 +1,18 @@
-"""Driver benchmarks (issue #9): asyncmongo side by side with PyMongo, in one run.
+"""Driver benchmarks: asyncmongo side by side with PyMongo and with the floor, in one run.
 
 The single- and multi-document tasks of the MongoDB benchmarking spec (specs/benchmarking):
 run command, find one by _id, small/large doc insert_one, find many and empty the cursor,
 small/large doc bulk insert (insert_many); plus find_one by _id and insert_one from 100
 concurrent tasks. Drivers: asyncmongo and PyMongo's ``AsyncMongoClient`` on asyncio and on
 uvloop, and synchronous PyMongo ``MongoClient`` (its "concurrent" tasks use 100 threads).
+
+The floor (benchmarks/floor_client.py, on asyncio and on uvloop, for run command, find one by
+_id and small doc insert_one) is a bare asyncio Protocol client that encodes the command
+document asyncmongo sends, writes one OP_MSG, awaits the reply on a future resolved from
+``data_received`` and decodes it: the least any asyncio driver does. The last table gives
+asyncmongo's client CPU per operation over the floor's for every server and loop, with the
+range of the per-repeat ratios (each repeat runs every driver back to back), beside the
+PyMongo ratios; the target is <= 1.3x.
 
 Servers: the replay server (benchmarks/replay_server.py, its own process, canned replies, so
 the client is the bottleneck; its ceiling is probed with a raw pipelined socket client and
@@ -15,10 +23,13 @@ For each cell: the median over the repeats of the rate (ops/s; documents/s for t
 multi-document tasks, and MB/s by the spec's dataset sizes) and of the client's own CPU time
 per operation (``time.process_time`` around the timed section: this process's CPU only, all
 its threads); ratios against PyMongo async (same loop) and sync. The whole run takes a few
-minutes; ``--quick`` is a short smoke run.
+minutes; ``--quick`` is a short smoke run. Run it from the repository root with that root
+first on ``PYTHONPATH`` so the asyncmongo measured is this checkout's (the header prints the
+path imported):
 
-    python benchmarks/driver_bench.py [--quick] [--server replay|jongodb|both]
-        [--task NAME ...] [--driver asyncmongo|pymongo-async|pymongo-sync ...] [--repeats N]
+    PYTHONPATH=. python benchmarks/driver_bench.py [--quick] [--server replay|jongodb|both]
+        [--task NAME ...] [--driver asyncmongo|floor|pymongo-async|pymongo-sync ...]
+        [--loop asyncio|uvloop|threads ...] [--repeats N] [--scale X]
 """
 
 from __future__ import annotations
@@ -50,6 +61,7 @@ from bench_support import (
     ratio,
     timed,
 )
+from floor_client import FloorClient
 
 import asyncmongo
 
@@ -72,12 +84,18 @@ class Combo:
 
 
 COMBOS = (
+    Combo("floor", "asyncio"),
     Combo("asyncmongo", "asyncio"),
     Combo("pymongo-async", "asyncio"),
+    Combo("floor", "uvloop"),
     Combo("asyncmongo", "uvloop"),
     Combo("pymongo-async", "uvloop"),
     Combo("pymongo-sync", "threads"),
 )
+#: The task kinds the floor runs: one request, one reply, per operation.
+FLOOR_KINDS = frozenset({"command", "find_one", "insert_small"})
+#: asyncmongo's client CPU per operation over the floor's: the target, per task and loop.
+FLOOR_TARGET = 1.3
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +111,10 @@ class Task:
     def ops(self, server: str, scale: float) -> int:
         base = self.replay_ops if server == "replay" else self.jongodb_ops
         return max(1, int(base * scale))
+
+    def runs(self, combo: Combo) -> bool:
+        """Whether ``combo`` has this task (the floor has only the single-request ones)."""
+        return combo.driver != "floor" or self.kind in FLOOR_KINDS
 
 
 #: Operations per timed run against (replay server, jongodb): the spec's 10,000 scaled down
@@ -216,6 +238,40 @@ async def with_client(combo: Combo, cell: Cell) -> None:
         await client.close()
 
 
+# --- the floor ---------------------------------------------------------------------------
+
+
+async def with_floor(cell: Cell) -> None:
+    client = await FloorClient.connect(cell.uri)
+    try:
+        await run_floor(client, cell)
+    finally:
+        client.close()
+
+
+async def run_floor(client: FloorClient, cell: Cell) -> None:
+    """run_async's command, find_one and insert_one tasks, as the floor sends them."""
+    kind = cell.task.kind
+    target = f"bench_{kind}_{next(_RUNS)}"
+    await client.run_command("perftest", "hello", True)
+    await client.find_one("perftest", "corpus", {"_id": 1})
+    if kind == "command":
+        with timed(cell.ops, cell.samples, cell.server_pid):
+            for _ in range(cell.ops):
+                await client.run_command("perftest", "hello", True)
+    elif kind == "find_one":
+        with timed(cell.ops, cell.samples, cell.server_pid):
+            for i in ids(cell):
+                await client.find_one("perftest", "corpus", {"_id": i})
+    elif kind == "insert_small":
+        docs = documents(cell)
+        with timed(cell.ops, cell.samples, cell.server_pid):
+            for doc in docs:
+                await client.insert_one("perftest", target, doc)
+    else:
+        raise ValueError(f"the floor has no {kind!r} task")
+
+
 # --- synchronous PyMongo -----------------------------------------------------------------
 
 
@@ -285,7 +341,7 @@ def run_cell(combo: Combo, cell: Cell) -> None:
         return
     factory = uvloop.new_event_loop if combo.loop == "uvloop" else None
     with asyncio.Runner(loop_factory=factory) as runner:
-        runner.run(with_client(combo, cell))
+        runner.run(with_floor(cell) if combo.driver == "floor" else with_client(combo, cell))
 
 
 # --- the run -----------------------------------------------------------------------------
@@ -309,14 +365,15 @@ def run_server(name: str, uri: str, pid: int | None, data: DataSets, tasks: Sequ
     results: dict[tuple[str, Combo], Result] = {}
     for task in tasks:
         ops = task.ops(name, scale)
-        samples: dict[Combo, list[Sample]] = {combo: [] for combo in combos}
+        running = [combo for combo in combos if task.runs(combo)]
+        samples: dict[Combo, list[Sample]] = {combo: [] for combo in running}
         started = time.perf_counter()
         for _ in range(repeats):
-            for combo in combos:  # interleaved: a noisy moment hits every driver alike
+            for combo in running:  # interleaved: a noisy moment hits every driver alike
                 run_cell(combo, Cell(task, ops, uri, data, pid, samples[combo]))
-        for combo in combos:
+        for combo in running:
             results[task.name, combo] = Result.of(samples[combo], bytes_per_op(task, data))
-        print(f"  {task.name}: {ops} ops x {repeats} x {len(combos)} drivers "
+        print(f"  {task.name}: {ops} ops x {repeats} x {len(running)} drivers "
               f"in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
     return results
 
@@ -334,6 +391,8 @@ def table(name: str, results: dict[tuple[str, Combo], Result], tasks: Sequence[T
     for task in tasks:
         sync = results.get((task.name, Combo("pymongo-sync", "threads")))
         for combo in combos:
+            if (task.name, combo) not in results:
+                continue
             mine = results[task.name, combo]
             peer = results.get((task.name, Combo("pymongo-async", combo.loop)))
             cells = ["-"] * 4
@@ -354,13 +413,21 @@ def table(name: str, results: dict[tuple[str, Combo], Result], tasks: Sequence[T
 
 def verdicts(results: dict[tuple[str, Combo], Result], tasks: Sequence[Task],
              combos: Sequence[Combo], replay: bool) -> list[str]:
-    """The issue's targets, checked cell by cell."""
+    """The targets, checked cell by cell."""
     out: list[str] = []
     sync = Combo("pymongo-sync", "threads")
     for task in tasks:
         for combo in combos:
+            if combo.driver != "asyncmongo" or (task.name, combo) not in results:
+                continue
+            floor = results.get((task.name, Combo("floor", combo.loop)))
+            if floor is not None:
+                cpu = results[task.name, combo].cpu_us_per_op / floor.cpu_us_per_op
+                out.append(f"{'ok ' if cpu <= FLOOR_TARGET else 'MISS'} {task.name} "
+                           f"{combo.loop}: CPU/op {cpu:.2f}x the floor "
+                           f"(target <= {FLOOR_TARGET}x)")
             peer = Combo("pymongo-async", combo.loop)
-            if combo.driver != "asyncmongo" or (task.name, peer) not in results:
+            if (task.name, peer) not in results:
                 continue
             mine, theirs = results[task.name, combo], results[task.name, peer]
             if task.single:
@@ -376,6 +443,39 @@ def verdicts(results: dict[tuple[str, Combo], Result], tasks: Sequence[Task],
                 out.append(f"{'ok ' if rate >= 1.5 else 'MISS'} {task.name} {combo.loop}: "
                            f"throughput {rate:.2f}x PyMongo async (target >= 1.5x)")
     return out
+
+
+def floor_table(runs: Sequence[tuple[str, dict[tuple[str, Combo], Result]]],
+                tasks: Sequence[Task]) -> str:
+    """asyncmongo's client CPU per operation over the floor's, for every server and loop,
+    beside its ratios to PyMongo; the range is that of the per-repeat ratios."""
+    lines = [
+        f"### asyncmongo client CPU per operation / the floor's (target <= {FLOOR_TARGET}x)",
+        "",
+        "| server | task | loop | floor µs/op | asyncmongo µs/op | asyncmongo / floor "
+        "| range over repeats | asyncmongo / PyMongo async | asyncmongo / PyMongo sync |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for server, results in runs:
+        for task in tasks:
+            sync = results.get((task.name, Combo("pymongo-sync", "threads")))
+            for loop in ("asyncio", "uvloop"):
+                floor = results.get((task.name, Combo("floor", loop)))
+                mine = results.get((task.name, Combo("asyncmongo", loop)))
+                if floor is None or mine is None:
+                    continue
+                peer = results.get((task.name, Combo("pymongo-async", loop)))
+                each = [m / f for m, f in zip(mine.cpu_us_per_repeat, floor.cpu_us_per_repeat,
+                                              strict=True)]
+                lines.append(
+                    f"| {server} | {task.name} | {loop} | {floor.cpu_us_per_op:.1f} "
+                    f"| {mine.cpu_us_per_op:.1f} "
+                    f"| {ratio(mine.cpu_us_per_op, floor.cpu_us_per_op)} "
+                    f"| {min(each):.2f} to {max(each):.2f} "
+                    f"| {ratio(mine.cpu_us_per_op, peer.cpu_us_per_op if peer else None)} "
+                    f"| {ratio(mine.cpu_us_per_op, sync.cpu_us_per_op if sync else None)} |"
+                )
+    return "\n".join(lines)
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
@@ -401,8 +501,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     data = load_data()
     print(f"python {sys.version.split()[0]}, pymongo {pymongo.__version__}, "
           f"uvloop {getattr(uvloop, '__version__', '?')}, scale {scale}, "
-          f"{repeats} repeats (median)\n")
+          f"{repeats} repeats (median)\nasyncmongo from {Path(asyncmongo.__file__).parent}\n")
     started = time.perf_counter()
+    runs: list[tuple[str, dict[tuple[str, Combo], Result]]] = []
     if args.server in ("replay", "both"):
         find_many = max((t.ops("replay", scale) for t in tasks if t.kind == "find_many"),
                         default=101)
@@ -412,6 +513,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                   f"{ceiling:,.0f} find_one/s", flush=True)
             results = run_server("replay", server.uri, server.pid, data, tasks, combos,
                                  repeats, scale)
+        runs.append(("replay", results))
         fastest = max((r.ops_per_s for (name, _), r in results.items()
                        if "find_one" in name or name == "run command"), default=0.0)
         print(f"\nreplay server ceiling / fastest driver's find_one or command rate: "
@@ -425,9 +527,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             pid = None if process is None else process.pid
             results = run_server("jongodb", server.uri, pid, data, tasks, combos,
                                  repeats, scale)
+        runs.append(("jongodb", results))
         print(table("jongodb (independent server; it bounds the rate)", results, tasks,
                     combos))
         print("\n".join(["", *verdicts(results, tasks, combos, replay=False), ""]))
+    if any(combo.driver == "floor" for combo in combos):
+        print(floor_table(runs, tasks), end="\n\n")
     print(f"total {time.perf_counter() - started:.0f}s")
 
 
