@@ -2,8 +2,9 @@
 
 :meth:`ClientRuntime.create` resolves a ``mongodb+srv://`` URI and builds the topology and
 executor; :meth:`ClientRuntime.open` starts monitoring (one monitor task per server, pool
-maintenance) and the SRV poller, all in one :class:`~asyncmongo.runtime.tasks.TaskSet`; :meth:`ClientRuntime.close` ends every task and
-socket and waits for them. The client holds one while it is connected.
+maintenance) and the SRV poller, all in one :class:`~asyncmongo.runtime.tasks.TaskSet`;
+:meth:`ClientRuntime.close` ends every task and socket and waits for them. The client holds
+one while it is connected.
 """
 
 from __future__ import annotations
