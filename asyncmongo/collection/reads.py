@@ -18,7 +18,7 @@ from asyncmongo.core.operations.common import (
 )
 from asyncmongo.core.operations.cursors import CursorPage
 from asyncmongo.core.operations.distinct import distinct as distinct_op
-from asyncmongo.core.operations.find import Find, FindOne
+from asyncmongo.core.operations.find import Find
 from asyncmongo.cursor import AsyncCommandCursor, AsyncCursor, find_options
 from asyncmongo.errors import InvalidOperation
 
@@ -50,7 +50,7 @@ class CollectionReads(CollectionBase):
         """The first matching document or None; a non-mapping filter means ``{_id: filter}``."""
         if filter is not None and type(filter) is not dict and not isinstance(filter, Mapping):
             filter = {"_id": filter}
-        op: Find | FindOne
+        op: Find
         session = kwargs.pop("session", None)
         if args or kwargs:
             kwargs["limit"] = 1  # CRUD findOne: limit 1 and singleBatch, no batchSize
@@ -63,8 +63,8 @@ class CollectionReads(CollectionBase):
                 self._read_concern,
                 self._codec_options,
             )
-        else:  # the usual call: the same command, without the options object
-            op = FindOne(
+        else:  # the usual call: options shared by every such call
+            op = Find.one(
                 self._namespace,
                 filter,
                 self._read_preference,

@@ -1,9 +1,9 @@
-"""The per-operation fast paths (issue #9) send what the general paths send.
+"""The per-operation fast paths send what the general paths send.
 
-``find_one(filter)`` without options runs a :class:`FindOne` instead of a whole ``Find`` with
-its options object; single writes share one default WriteOptions; the executor returns
-selection's awaitable instead of awaiting it in one more coroutine. The commands on the wire,
-the results and the errors must not change.
+``find_one(filter)`` without options runs ``Find.one`` with options shared by every such call
+instead of building a whole options object; single writes share one default WriteOptions;
+the executor returns selection's awaitable instead of awaiting it in one more coroutine. The
+commands on the wire, the results and the errors must not change.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from asyncmongo.command_monitoring import CommandStartedEvent
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.base import Target
 from asyncmongo.core.operations.common import Namespace
-from asyncmongo.core.operations.find import Find, FindOne, FindOptions
+from asyncmongo.core.operations.find import Find, FindOptions
 from asyncmongo.core.operations.statements import StatementKind, insert_statement
 from asyncmongo.core.operations.write import WriteCommand, WriteOptions, write_options
 from asyncmongo.core.selection import PRIMARY
@@ -46,19 +46,19 @@ def test_find_one_builds_what_find_builds(
 ) -> None:
     options = FindOptions(filter, limit=1, single_batch=True)
     general = Find(NS, options, PRIMARY, read_concern, CodecOptions()).build(Conn())
-    fast = FindOne(NS, filter, PRIMARY, read_concern, CodecOptions()).build(Conn())
+    fast = Find.one(NS, filter, PRIMARY, read_concern, CodecOptions()).build(Conn())
     assert fast == general
     assert list(fast.document) == list(general.document)  # key order too
 
 
 def test_find_one_refuses_a_non_mapping_filter() -> None:
     with pytest.raises(InvalidArgument):
-        FindOne(NS, [("a", 1)], PRIMARY, ReadConcern(), CodecOptions())  # type: ignore[arg-type]
+        Find.one(NS, [("a", 1)], PRIMARY, ReadConcern(), CodecOptions())  # type: ignore[arg-type]
 
 
 def test_find_one_parses_as_find() -> None:
     reply = {"ok": 1, "cursor": {"id": 0, "ns": "db.coll", "firstBatch": [{"_id": 1}]}}
-    op = FindOne(NS, None, PRIMARY, ReadConcern(), CodecOptions())
+    op = Find.one(NS, None, PRIMARY, ReadConcern(), CodecOptions())
     general = Find(NS, FindOptions(), PRIMARY, ReadConcern(), CodecOptions())
     assert op.parse(reply) == general.parse(reply)
 

@@ -77,15 +77,11 @@ class Target:
     def read(cls, read_preference: ReadPreference) -> Target:
         if cls is not Target:
             return cls(Selection.read(read_preference))
-        # Every read builds one: a collection's read preference is one object, and targets
-        # are frozen, so one target per read preference object serves all its reads.
-        remembered = _READ_TARGETS.get(id(read_preference))
-        if remembered is not None and remembered[0] is read_preference:
-            return remembered[1]
+        target = read_preference._read_target  # both immutable: one target per preference
+        if type(target) is Target:
+            return target
         target = cls(Selection.read(read_preference))
-        if len(_READ_TARGETS) >= _READ_TARGETS_LIMIT:
-            _READ_TARGETS.clear()
-        _READ_TARGETS[id(read_preference)] = (read_preference, target)  # keeps the id in use
+        object.__setattr__(read_preference, "_read_target", target)
         return target
 
     @classmethod
@@ -98,8 +94,6 @@ class Target:
 
 
 _WRITE = Target(Selection.write())
-_READ_TARGETS: dict[int, tuple[ReadPreference, Target]] = {}
-_READ_TARGETS_LIMIT = 64
 
 
 class Operation(Protocol[T_co]):

@@ -28,7 +28,6 @@ from asyncmongo.errors import InvalidArgument
 __all__ = [
     "CursorType",
     "Find",
-    "FindOne",
     "FindOptions",
     "first_batch_size",
     "projection_document",
@@ -144,7 +143,7 @@ def first_batch_size(limit: int, batch_size: int) -> tuple[int, int, bool]:
 class Find:
     """``find`` on one collection; ``parse`` gives the first :class:`CursorPage`."""
 
-    __slots__ = ("codec_options", "namespace", "options", "read_concern", "target")
+    __slots__ = ("codec_options", "filter", "namespace", "options", "read_concern", "target")
 
     name = "find"
 
@@ -158,14 +157,32 @@ class Find:
     ) -> None:
         self.namespace = namespace
         self.options = options
+        self.filter = options.filter
         self.read_concern = read_concern
         self.codec_options = codec_options
         self.target = Target.read(read_preference)
 
+    @classmethod
+    def one(
+        cls,
+        namespace: Namespace,
+        filter: Mapping[str, Any] | None,
+        read_preference: ReadPreference,
+        read_concern: ReadConcern,
+        codec_options: CodecOptions,
+    ) -> Find:
+        """``find_one(filter)``: CRUD findOne's limit 1 and singleBatch, no batchSize, with
+        options shared by every such call (only the filter differs)."""
+        if filter is not None:
+            check_document(filter, "filter")
+        op = cls(namespace, FIND_ONE_OPTIONS, read_preference, read_concern, codec_options)
+        op.filter = filter
+        return op
+
     def build(self, conn: ConnectionInfo) -> Command:
         o = self.options
         command: dict[str, Any] = {"find": self.namespace.collection}
-        command["filter"] = o.filter if o.filter is not None else {}
+        command["filter"] = self.filter if self.filter is not None else {}
         # plain ifs rather than put(): this runs for every find and find_one
         if o.sort is not None:
             command["sort"] = sort_document(o.sort)
@@ -218,44 +235,5 @@ class Find:
         return parse_cursor_page(reply, self.namespace)
 
 
-class FindOne:
-    """``find_one(filter)`` without options: the command :class:`Find` builds for
-    ``FindOptions(filter, limit=1, single_batch=True)`` (CRUD findOne: limit 1 and
-    singleBatch, no batchSize), key for key, without building the 22 options first.
-
-    It is the hot path of every ``find_one``, so it skips what those options never need.
-    """
-
-    __slots__ = ("codec_options", "filter", "namespace", "read_concern", "target")
-
-    name = "find"
-
-    def __init__(
-        self,
-        namespace: Namespace,
-        filter: Mapping[str, Any] | None,
-        read_preference: ReadPreference,
-        read_concern: ReadConcern,
-        codec_options: CodecOptions,
-    ) -> None:
-        if filter is not None:
-            check_document(filter, "filter")
-        self.namespace = namespace
-        self.filter = filter
-        self.read_concern = read_concern
-        self.codec_options = codec_options
-        self.target = Target.read(read_preference)
-
-    def build(self, conn: ConnectionInfo) -> Command:
-        command: dict[str, Any] = {
-            "find": self.namespace.collection,
-            "filter": self.filter if self.filter is not None else {},
-            "limit": 1,
-            "singleBatch": True,
-        }
-        if not self.read_concern.is_server_default:
-            command["readConcern"] = self.read_concern.document
-        return Command(self.namespace.database, command)
-
-    def parse(self, reply: Mapping[str, Any]) -> CursorPage:
-        return parse_cursor_page(reply, self.namespace)
+#: The options of ``find_one(filter)`` without other arguments.
+FIND_ONE_OPTIONS = FindOptions(limit=1, single_batch=True)

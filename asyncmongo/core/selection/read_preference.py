@@ -10,7 +10,7 @@ depends on the topology (``staleness.validate_max_staleness``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -47,6 +47,10 @@ class ReadPreference:
     tag_sets: tuple[TagSet, ...] = ({},)
     max_staleness_seconds: int | None = None
     hedge: Mapping[str, Any] | None = None
+    #: The operations' target for a read with this preference, built on first use
+    #: (``asyncmongo.core.operations.base.Target.read``): the preference is immutable, so one
+    #: target serves every read of every database and collection that inherits it.
+    _read_target: object = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         staleness = self.max_staleness_seconds
