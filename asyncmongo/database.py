@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.collection import AsyncCollection
+from asyncmongo.collection.aggregate import aggregate_cursor
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations import management
 from asyncmongo.core.operations.common import Namespace, check_database_name
@@ -26,19 +28,17 @@ from asyncmongo.errors import (
     InvalidArgument,
     OperationFailure,
 )
-from asyncmongo.scope import NamedScope
+from asyncmongo.scope import ClientScope, NamedScope
 
 if TYPE_CHECKING:
     from asyncmongo.change_stream import AsyncChangeStream
-    from asyncmongo.client import AsyncMongoClient
-    from asyncmongo.collection import AsyncCollection
 
 __all__ = ["AsyncDatabase"]
 
 NAMESPACE_EXISTS = 48
 
 
-class AsyncDatabase(NamedScope["AsyncMongoClient"]):
+class AsyncDatabase(NamedScope[ClientScope]):
     """One database; ``client["name"]`` or ``client.get_database("name", ...)``."""
 
     __slots__ = ()
@@ -47,7 +47,7 @@ class AsyncDatabase(NamedScope["AsyncMongoClient"]):
 
     def __init__(
         self,
-        client: AsyncMongoClient,
+        client: ClientScope,
         name: str,
         codec_options: CodecOptions | None = None,
         read_preference: ReadPreference | None = None,
@@ -69,16 +69,15 @@ class AsyncDatabase(NamedScope["AsyncMongoClient"]):
         return self[name]
 
     def __getitem__(self, name: str) -> AsyncCollection:
-        from asyncmongo.collection import AsyncCollection
-
         return AsyncCollection(self, name)
 
     @property
-    def client(self) -> AsyncMongoClient:
+    def client(self) -> ClientScope:
+        """The AsyncMongoClient this database belongs to."""
         return self._parent
 
     @property
-    def _client(self) -> AsyncMongoClient:
+    def _client(self) -> ClientScope:
         return self._parent
 
     @property
@@ -94,8 +93,6 @@ class AsyncDatabase(NamedScope["AsyncMongoClient"]):
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
     ) -> AsyncCollection:
-        from asyncmongo.collection import AsyncCollection
-
         return AsyncCollection(
             self, name, codec_options, read_preference, write_concern, read_concern
         )
@@ -184,8 +181,6 @@ class AsyncDatabase(NamedScope["AsyncMongoClient"]):
         **kwargs: Any,
     ) -> AsyncCommandCursor:
         """Database-level aggregate (``$currentOp``, ``$documents``, ...)."""
-        from asyncmongo.collection.aggregate import aggregate_cursor
-
         namespace = Namespace(self._name, "$cmd.aggregate")
         return await aggregate_cursor(
             self, namespace, True, pipeline, let, comment, kwargs, session

@@ -8,13 +8,18 @@ class holds that, so the two API classes only add what is theirs.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any, Generic, Protocol, Self, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.core.concern import ReadConcern, WriteConcern
+from asyncmongo.core.operations.base import Operation
+from asyncmongo.core.sdam.topology_description import TopologyDescription
 from asyncmongo.core.selection import ReadPreference
 
-__all__ = ["NamedScope", "SettingsSource"]
+__all__ = ["ClientScope", "DatabaseScope", "NamedScope", "SettingsSource"]
+
+T = TypeVar("T")
 
 
 class SettingsSource(Protocol):
@@ -31,6 +36,59 @@ class SettingsSource(Protocol):
 
     @property
     def read_concern(self) -> ReadConcern: ...
+
+
+class ClientScope(SettingsSource, Protocol):
+    """What databases, collections, cursors and change streams need of their client (an
+    AsyncMongoClient): they stand below it, so they name it by this protocol."""
+
+    @property
+    def topology_description(self) -> TopologyDescription: ...
+
+    def _run(
+        self, op: Operation[T], session: Any = None, operation_id: int | None = None
+    ) -> Awaitable[T]: ...
+
+    def _next_operation_id(self) -> int: ...
+
+    async def drop_database(
+        self, name_or_database: Any, session: Any = None, comment: Any = None
+    ) -> None: ...
+
+
+class DatabaseScope(SettingsSource, Protocol):
+    """What a collection needs of its database (an AsyncDatabase), which stands above it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def client(self) -> ClientScope: ...
+
+    def get_collection(
+        self,
+        name: str,
+        codec_options: CodecOptions | None = None,
+        read_preference: ReadPreference | None = None,
+        write_concern: WriteConcern | None = None,
+        read_concern: ReadConcern | None = None,
+    ) -> Any: ...
+
+    async def drop_collection(
+        self,
+        name_or_collection: Any,
+        session: Any = None,
+        comment: Any = None,
+        encrypted_fields: Any = None,
+    ) -> Any: ...
+
+    async def list_collections(
+        self,
+        session: Any = None,
+        filter: Any = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> Any: ...
 
 
 P = TypeVar("P", bound=SettingsSource)

@@ -4,7 +4,7 @@ Methods are thin (STYLE 10): build an operation from ``asyncmongo.core.operation
 through the client, shape the result. Names and signatures are PyMongo's
 ``AsyncCollection``'s. Where we differ:
 
-- ``session=`` runs the method's operations in that session (``sessions_bound``, issue #10).
+- ``session=`` runs the method's operations in that session (passed down to the executor).
 - bad arguments raise :class:`~asyncmongo.errors.InvalidArgument` (also a ValueError and a
   TypeError, so PyMongo-style ``except`` clauses still catch it).
 
@@ -36,3 +36,16 @@ class AsyncCollection(
     """One collection; ``db["name"]`` or ``db.get_collection("name", ...)``."""
 
     __slots__ = ()
+
+    def __getattr__(self, name: str) -> AsyncCollection:
+        if name.startswith("_"):
+            raise self._private_attribute(name)
+        return self[name]
+
+    def __getitem__(self, name: str) -> AsyncCollection:
+        """The sub-collection ``name`` (``coll["sub"]`` is ``db["coll.sub"]``)."""
+        settings = (self._codec_options, self._read_preference, self._write_concern)
+        collection: AsyncCollection = self._parent.get_collection(
+            f"{self._name}.{name}", *settings, self._read_concern
+        )
+        return collection

@@ -7,23 +7,46 @@ apply, so one function builds the operation, runs it and wraps the first page in
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.collection.arguments import AGGREGATE_OPTIONS, command_options, with_raw_data
+from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations import aggregate as aggregate_ops
 from asyncmongo.core.operations.common import Namespace
 from asyncmongo.core.operations.cursors import CursorPage
+from asyncmongo.core.selection import ReadPreference
 from asyncmongo.cursor import AsyncCommandCursor
+from asyncmongo.scope import ClientScope
 
-if TYPE_CHECKING:
-    from asyncmongo.collection.base import CollectionBase
-    from asyncmongo.database import AsyncDatabase
+__all__ = ["AggregateOwner", "aggregate_cursor"]
 
-__all__ = ["aggregate_cursor"]
+
+class _HasClient(Protocol):
+    @property
+    def client(self) -> ClientScope: ...
+
+
+class AggregateOwner(Protocol):
+    """A collection or a database: whose settings an aggregate takes."""
+
+    @property
+    def database(self) -> _HasClient: ...
+
+    @property
+    def read_preference(self) -> ReadPreference: ...
+
+    @property
+    def read_concern(self) -> ReadConcern: ...
+
+    @property
+    def codec_options(self) -> CodecOptions: ...
+
+    def _write_concern_for(self, session: Any) -> WriteConcern: ...
 
 
 async def aggregate_cursor(
-    owner: AsyncDatabase | CollectionBase,
+    owner: AggregateOwner,
     namespace: Namespace,
     database_level: bool,
     pipeline: Any,

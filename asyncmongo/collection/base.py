@@ -7,7 +7,7 @@ class, so each module keeps one job and all of them see the same namespace, sett
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.collection.arguments import with_raw_data
@@ -15,18 +15,14 @@ from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.command import CommandOperation
 from asyncmongo.core.operations.common import Namespace, check_collection_name
 from asyncmongo.core.selection import ReadPreference
-from asyncmongo.scope import NamedScope
-
-if TYPE_CHECKING:
-    from asyncmongo.collection import AsyncCollection
-    from asyncmongo.database import AsyncDatabase
+from asyncmongo.scope import ClientScope, DatabaseScope, NamedScope
 
 __all__ = ["CollectionBase"]
 
 _T = TypeVar("_T")
 
 
-class CollectionBase(NamedScope["AsyncDatabase"]):
+class CollectionBase(NamedScope[DatabaseScope]):
     """A collection's database, name, namespace and settings (AsyncCollection's base)."""
 
     __slots__ = ("_namespace",)
@@ -35,7 +31,7 @@ class CollectionBase(NamedScope["AsyncDatabase"]):
 
     def __init__(
         self,
-        database: AsyncDatabase,
+        database: DatabaseScope,
         name: str,
         codec_options: CodecOptions | None = None,
         read_preference: ReadPreference | None = None,
@@ -52,25 +48,17 @@ class CollectionBase(NamedScope["AsyncDatabase"]):
         )
         self._namespace = Namespace(database.name, name)
 
-    def __getattr__(self, name: str) -> AsyncCollection:
-        if name.startswith("_"):
-            raise self._private_attribute(name)
-        return self[name]
-
-    def __getitem__(self, name: str) -> AsyncCollection:
-        settings = (self._codec_options, self._read_preference, self._write_concern)
-        return self._parent.get_collection(f"{self._name}.{name}", *settings, self._read_concern)
-
     @property
     def full_name(self) -> str:
         return self._namespace.full_name
 
     @property
-    def database(self) -> AsyncDatabase:
+    def database(self) -> DatabaseScope:
+        """The AsyncDatabase this collection belongs to."""
         return self._parent
 
     @property
-    def _client(self) -> Any:
+    def _client(self) -> ClientScope:
         return self._parent.client
 
     async def _run(
