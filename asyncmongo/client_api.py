@@ -437,7 +437,7 @@ class ClientApi:
             executor.set_publisher(self._publish_command if observed else None)
 
     def _publish_command(self, event: Any) -> None:
-        from asyncmongo.monitoring import LOGGER
+        from asyncmongo.monitoring.listeners import LOGGER
 
         for listener in self._user_listeners:
             try:

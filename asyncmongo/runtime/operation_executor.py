@@ -18,20 +18,6 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 from asyncmongo.bson.codec import decode
-from asyncmongo.command_monitoring import (
-    LOGGER as COMMAND_LOGGER,
-)
-from asyncmongo.command_monitoring import (
-    CommandFailedEvent,
-    CommandStartedEvent,
-    CommandSucceededEvent,
-    failure_document,
-    is_sensitive,
-    log_failed,
-    log_started,
-    log_succeeded,
-    redacted_failure,
-)
 from asyncmongo.core.address import Address
 from asyncmongo.core.error_policy import ApplicationError
 from asyncmongo.core.operations.base import Command, Operation, Target
@@ -40,6 +26,16 @@ from asyncmongo.core.sdam.types import ServerType, TopologyType
 from asyncmongo.core.selection import Mode, write_stage_read_preference
 from asyncmongo.core.selection.suitability import Operation as SelectionKind
 from asyncmongo.errors import AutoReconnect, OperationFailure
+from asyncmongo.monitoring.command import (
+    CommandFailedEvent,
+    CommandStartedEvent,
+    CommandSucceededEvent,
+    failure_document,
+    is_sensitive,
+    redacted_failure,
+)
+from asyncmongo.monitoring.command_log import LOGGER as COMMAND_LOGGER
+from asyncmongo.monitoring.command_log import log_failed, log_started, log_succeeded
 from asyncmongo.runtime.connection import Connection
 from asyncmongo.runtime.executor import Executor
 from asyncmongo.runtime.server import Server
