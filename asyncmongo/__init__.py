@@ -11,11 +11,6 @@ from asyncmongo import errors
 from asyncmongo.change_stream import AsyncChangeStream
 from asyncmongo.client import AsyncMongoClient
 from asyncmongo.collection import AsyncCollection, ReturnDocument
-from asyncmongo.command_monitoring import (
-    CommandFailedEvent,
-    CommandStartedEvent,
-    CommandSucceededEvent,
-)
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.common import (
     ASCENDING,
@@ -29,6 +24,7 @@ from asyncmongo.core.selection import ReadPreference
 from asyncmongo.core.wire.handshake import DriverInfo, ServerApi
 from asyncmongo.cursor import AsyncCommandCursor, AsyncCursor, CursorType
 from asyncmongo.database import AsyncDatabase
+from asyncmongo.monitoring import CommandFailedEvent, CommandStartedEvent, CommandSucceededEvent
 from asyncmongo.operations import (
     DeleteMany,
     DeleteOne,

@@ -16,7 +16,8 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from typing import Any
 
 from asyncmongo.errors import ConfigurationError
-from asyncmongo.monitoring import LOGGER, Listeners
+from asyncmongo.monitoring import Listeners
+from asyncmongo.monitoring.listeners import LOGGER
 from asyncmongo.runtime.command_events import CommandEvents
 
 __all__ = ["EVENT_BACKLOG", "ClientEvents", "EventListener"]

@@ -4,6 +4,9 @@
   socket, ssl, selectors or time (time and randomness come in as arguments);
 - the inner ring points inwards only: asyncmongo/bson imports only itself, asyncmongo/core
   only itself, asyncmongo.bson and the (pure) asyncmongo.errors;
+- monitoring sits below the runtime: asyncmongo/monitoring imports only itself, bson, core
+  and errors, and asyncmongo/runtime only itself, bson, core, errors and monitoring (never
+  the sessions or the API), typing-only and function-level imports included;
 - no module of the package imports PyMongo or its ``bson``/``gridfs`` (PyMongo is a peer in
   tests and benchmarks only), neither by ``import`` nor through ``importlib``/``__import__``.
 """
@@ -22,10 +25,25 @@ PURE_FILES = sorted(
     p for ring in ("bson", "core") for p in (PACKAGE / ring).rglob("*.py")
 )
 ALL_FILES = sorted(PACKAGE.rglob("*.py"))
-#: What each inner ring may import from the package (module prefixes).
+MONITORING_FILES = sorted((PACKAGE / "monitoring").rglob("*.py"))
+RUNTIME_FILES = sorted((PACKAGE / "runtime").rglob("*.py"))
+#: What each ring may import from the package (module prefixes).
 ALLOWED_INWARD = {
     "bson": ("asyncmongo.bson",),
     "core": ("asyncmongo.core", "asyncmongo.bson", "asyncmongo.errors"),
+    "monitoring": (
+        "asyncmongo.monitoring",
+        "asyncmongo.bson",
+        "asyncmongo.core",
+        "asyncmongo.errors",
+    ),
+    "runtime": (
+        "asyncmongo.runtime",
+        "asyncmongo.bson",
+        "asyncmongo.core",
+        "asyncmongo.errors",
+        "asyncmongo.monitoring",
+    ),
 }
 
 
@@ -69,12 +87,29 @@ def test_pure_module_does_no_io(path: Path) -> None:
     assert not bad, f"{path} imports {sorted(bad)}"
 
 
-@pytest.mark.parametrize("path", PURE_FILES, ids=_rel)
-def test_inner_ring_imports_only_inwards(path: Path) -> None:
+def outward_imports(path: Path) -> list[str]:
+    """The package modules ``path`` imports that its ring may not (see ``ALLOWED_INWARD``)."""
     allowed = ALLOWED_INWARD[path.relative_to(PACKAGE).parts[0]]
     own = {m for m in imported_modules(path.read_text()) if m.split(".")[0] == "asyncmongo"}
-    bad = sorted(m for m in own if not any(m == a or m.startswith(a + ".") for a in allowed))
+    return sorted(m for m in own if not any(m == a or m.startswith(a + ".") for a in allowed))
+
+
+@pytest.mark.parametrize("path", PURE_FILES, ids=_rel)
+def test_inner_ring_imports_only_inwards(path: Path) -> None:
+    bad = outward_imports(path)
     assert not bad, f"{path} reaches outwards to {bad}"
+
+
+@pytest.mark.parametrize("path", MONITORING_FILES, ids=_rel)
+def test_monitoring_imports_only_bson_core_errors(path: Path) -> None:
+    bad = outward_imports(path)
+    assert not bad, f"{path} reaches above monitoring to {bad}"
+
+
+@pytest.mark.parametrize("path", RUNTIME_FILES, ids=_rel)
+def test_runtime_imports_only_what_lies_below_it(path: Path) -> None:
+    bad = outward_imports(path)
+    assert not bad, f"{path} reaches above the runtime to {bad}"
 
 
 @pytest.mark.parametrize("path", ALL_FILES, ids=_rel)
@@ -94,6 +129,15 @@ def test_the_checker_sees_peer_and_dynamic_imports() -> None:
         "from . import bson as ours\n"
     )
     assert imported_roots(source) & PEER_PACKAGES == {"bson", "pymongo", "gridfs", "motor"}
+
+
+def test_the_checker_sees_typing_only_and_function_level_imports() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from asyncmongo.session import AsyncClientSession\n"
+        "def f():\n    from asyncmongo.client import AsyncMongoClient\n"
+    )
+    assert {"asyncmongo.session", "asyncmongo.client"} <= imported_modules(source)
 
 
 def test_the_checker_ignores_relative_imports() -> None:

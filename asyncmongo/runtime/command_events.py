@@ -1,8 +1,9 @@
 """Command monitoring as the executor does it: started, then succeeded or failed, with the same
 request id, built only when someone listens (a listener, or the command logger at DEBUG).
 
-The event classes and their redaction rules are :mod:`asyncmongo.command_monitoring`'s; this
-module builds them from a connection and a command and hands them to the publisher.
+The event classes and their redaction rules are :mod:`asyncmongo.monitoring.command`'s, the
+log messages :mod:`asyncmongo.monitoring.command_log`'s; this module builds the events from a
+connection and a command and hands them to the publisher.
 """
 
 from __future__ import annotations
@@ -14,21 +15,17 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from asyncmongo.bson.codec import decode
-from asyncmongo.command_monitoring import (
-    LOGGER as COMMAND_LOGGER,
-)
-from asyncmongo.command_monitoring import (
+from asyncmongo.core.operations.base import Command
+from asyncmongo.errors import OperationFailure
+from asyncmongo.monitoring.command import (
     CommandFailedEvent,
     CommandStartedEvent,
     CommandSucceededEvent,
     is_sensitive,
-    log_failed,
-    log_started,
-    log_succeeded,
     redacted_failure,
 )
-from asyncmongo.core.operations.base import Command
-from asyncmongo.errors import OperationFailure
+from asyncmongo.monitoring.command_log import LOGGER as COMMAND_LOGGER
+from asyncmongo.monitoring.command_log import log_failed, log_started, log_succeeded
 from asyncmongo.runtime.connection import Connection
 
 __all__ = ["CommandEvents", "next_operation_id"]

@@ -29,7 +29,6 @@ from typing import Any, TypeVar
 
 from asyncmongo.bson import CodecOptions
 from asyncmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS
-from asyncmongo.command_monitoring import failure_document
 from asyncmongo.core.address import Address
 from asyncmongo.core.error_policy import ApplicationError, is_state_change_error
 from asyncmongo.core.operations.base import Operation, Target
@@ -39,6 +38,7 @@ from asyncmongo.core.sdam.types import ServerType, TopologyType
 from asyncmongo.core.selection import Mode, Selection, write_stage_read_preference
 from asyncmongo.core.selection.suitability import Operation as SelectionKind
 from asyncmongo.errors import AutoReconnect, MongoError, NotPrimaryError, OperationFailure
+from asyncmongo.monitoring.command import failure_document
 from asyncmongo.runtime.attempt import ClusterTimeKeeper, OperationSession, SessionOperation
 from asyncmongo.runtime.command_events import CommandEvents
 from asyncmongo.runtime.connection import Connection

@@ -40,14 +40,10 @@ from asyncmongo.core.sdam.server_description import ServerDescription
 from asyncmongo.core.sdam.settings import TopologySettings
 from asyncmongo.core.sdam.topology_description import TopologyDescription
 from asyncmongo.core.selection import Selection, select_server
+from asyncmongo.core.selection.explain import describe_selection, selection_timeout_error
 from asyncmongo.errors import ConfigurationError, InvalidOperation, ServerSelectionTimeoutError
-from asyncmongo.monitoring import Listeners
-from asyncmongo.runtime import sdam_log
-from asyncmongo.runtime.selection_log import (
-    SelectionLog,
-    describe_selection,
-    selection_timeout_error,
-)
+from asyncmongo.monitoring import Listeners, sdam_log
+from asyncmongo.monitoring.selection_log import SELECTION_LOGGER, SelectionLog
 from asyncmongo.runtime.server import Server
 
 __all__ = ["Topology"]
@@ -354,7 +350,7 @@ class Topology:
             return None
         for remembered, server in last[1]:  # a few entries (selections are not hashable)
             if remembered == selection:
-                if sdam_log.SELECTION_LOGGER.isEnabledFor(logging.DEBUG):
+                if SELECTION_LOGGER.isEnabledFor(logging.DEBUG):
                     return None
                 self.selection_attempts += 1
                 return server

@@ -17,14 +17,9 @@ from asyncmongo import (
     InsertOne,
     WriteConcern,
 )
-from asyncmongo.command_monitoring import (
-    CommandLogMessage,
-    failure_document,
-    is_sensitive,
-    redacted_failure,
-    truncate,
-)
 from asyncmongo.errors import AutoReconnect, BulkWriteError, OperationFailure
+from asyncmongo.monitoring.command import failure_document, is_sensitive, redacted_failure
+from asyncmongo.monitoring.command_log import CommandLogMessage, truncate
 from asyncmongo.testing import Standalone
 
 

@@ -13,7 +13,6 @@ import pytest
 from asyncmongo import AsyncMongoClient
 from asyncmongo.bson.binary import Binary
 from asyncmongo.bson.objectid import ObjectId
-from asyncmongo.command_monitoring import CommandStartedEvent
 from asyncmongo.core.concern import WriteConcern
 from asyncmongo.errors import ConfigurationError, InvalidArgument, InvalidOperation
 from asyncmongo.gridfs import (
@@ -25,6 +24,7 @@ from asyncmongo.gridfs import (
     NoFile,
 )
 from asyncmongo.gridfs.layout import FILES_INDEX, has_index, revision_query
+from asyncmongo.monitoring import CommandStartedEvent
 from asyncmongo.testing import Standalone
 
 CHUNK = 7

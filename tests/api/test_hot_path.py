@@ -15,7 +15,6 @@ import pytest
 
 from asyncmongo import AsyncMongoClient
 from asyncmongo.bson import CodecOptions
-from asyncmongo.command_monitoring import CommandStartedEvent
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.base import Target
 from asyncmongo.core.operations.common import Namespace
@@ -24,6 +23,7 @@ from asyncmongo.core.operations.statements import StatementKind, insert_statemen
 from asyncmongo.core.operations.write import WriteCommand, WriteOptions, write_options
 from asyncmongo.core.selection import PRIMARY
 from asyncmongo.errors import AutoReconnect, InvalidArgument
+from asyncmongo.monitoring import CommandStartedEvent
 from asyncmongo.runtime.executor import Executor
 from asyncmongo.testing import Standalone
 

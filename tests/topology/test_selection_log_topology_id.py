@@ -11,8 +11,7 @@ import pytest
 from asyncmongo.bson import ObjectId
 from asyncmongo.core.sdam.settings import TopologySettings
 from asyncmongo.core.sdam.topology_description import TopologyDescription
-from asyncmongo.runtime import sdam_log
-from asyncmongo.runtime.selection_log import SelectionLog
+from asyncmongo.monitoring.selection_log import SelectionLog, selection_message
 
 
 class _Topology:
@@ -23,11 +22,11 @@ class _Topology:
 
 def test_selection_message_carries_the_topology_id() -> None:
     ident = ObjectId()
-    message = sdam_log.selection("Server selection started", "find", "a read", "<topology>",
-                                 operation_id=3, topology_id=ident)
+    message = selection_message("Server selection started", "find", "a read", "<topology>",
+                                operation_id=3, topology_id=ident)
     assert message.fields["topologyId"] == str(ident)
     assert message.fields["operationId"] == 3
-    assert "topologyId" not in sdam_log.selection("m", "find", "s", "t").fields
+    assert "topologyId" not in selection_message("m", "find", "s", "t").fields
 
 
 def test_each_topology_logs_its_own_id(caplog: pytest.LogCaptureFixture) -> None:

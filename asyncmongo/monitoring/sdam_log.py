@@ -1,9 +1,8 @@
-"""SDAM and server-selection log messages (specs/logging, SDAM Logging, Server Selection Logging).
+"""SDAM log messages (specs/logging, SDAM Logging): topology, server monitoring, heartbeats.
 
 Each function builds a :class:`~asyncmongo.core.cmap.log_messages.LogMessage` (structured
-fields under the spec's names plus the unstructured text) from what the runtime knows. The
-topology logs SDAM messages at DEBUG on "asyncmongo.topology" and selection messages on
-"asyncmongo.serverSelection" (DEBUG, the "waiting" message at INFO, as the spec says).
+fields under the spec's names plus the unstructured text) from the event and the ids the
+caller passes in. The topology logs them at DEBUG on "asyncmongo.topology".
 """
 
 from __future__ import annotations
@@ -24,17 +23,24 @@ from asyncmongo.core.sdam.events import (
     TopologyOpeningEvent,
 )
 
-__all__ = ["SDAM_LOGGER", "SELECTION_LOGGER", "heartbeat_message", "sdam_message", "selection"]
+__all__ = [
+    "SDAM_LOGGER",
+    "HeartbeatEvent",
+    "heartbeat_message",
+    "sdam_message",
+    "server_fields",
+    "server_monitoring_message",
+]
 
 SDAM_LOGGER = logging.getLogger("asyncmongo.topology")
-SELECTION_LOGGER = logging.getLogger("asyncmongo.serverSelection")
 
 HeartbeatEvent = ServerHeartbeatStartedEvent | ServerHeartbeatSucceededEvent | (
     ServerHeartbeatFailedEvent
 )
 
 
-def _server(fields: dict[str, Any], address: Address) -> str:
+def server_fields(fields: dict[str, Any], address: Address) -> str:
+    """Adds the spec's serverHost (and serverPort) to ``fields``; returns the address as text."""
     host, port = address
     fields["serverHost"] = host
     if port is not None:
@@ -72,7 +78,7 @@ def server_monitoring_message(topology_id: object, address: Address, started: bo
         "message": "Starting server monitoring" if started else "Stopped server monitoring",
         "topologyId": str(topology_id),
     }
-    where = _server(fields, address)
+    where = server_fields(fields, address)
     verb = "Starting" if started else "Stopped"
     return LogMessage(fields, f"{verb} monitoring server {where} in topology {topology_id}")
 
@@ -85,7 +91,7 @@ def heartbeat_message(
 ) -> LogMessage:
     """"Server heartbeat started/succeeded/failed" for a monitor's heartbeat event."""
     fields: dict[str, Any] = {"topologyId": str(topology_id), "awaited": event.awaited}
-    where = _server(fields, event.connection_id)
+    where = server_fields(fields, event.connection_id)
     if driver_connection_id is not None:
         fields["driverConnectionId"] = driver_connection_id
     if server_connection_id is not None:
@@ -113,49 +119,3 @@ def _relaxed(reply: Mapping[str, Any]) -> str:
         return json_util.dumps(dict(reply))
     except Exception:  # a log line must never fail the heartbeat
         return repr(dict(reply))
-
-
-def selection(
-    message: str,
-    operation: str,
-    selector: str,
-    topology: str,
-    *,
-    address: Address | None = None,
-    failure: BaseException | None = None,
-    remaining_ms: float | None = None,
-    operation_id: int | None = None,
-    topology_id: object = None,
-) -> LogMessage:
-    """One of the four Server Selection log messages ("Server selection started", ...).
-
-    Besides the spec's fields, a message carries the ``topologyId`` of the client that
-    selects (as the SDAM messages do), so that with several clients in one process each
-    selection's messages can be told apart; the spec's matching allows extra fields.
-    """
-    fields: dict[str, Any] = {
-        "message": message,
-        "selector": selector,
-        "operation": operation,
-        "topologyDescription": topology,
-    }
-    if topology_id is not None:
-        fields["topologyId"] = str(topology_id)
-    ident = ""
-    if operation_id is not None:
-        fields["operationId"] = operation_id
-        ident = f" with ID {operation_id}"
-    text = (
-        f"{message} for operation {operation}{ident}. Selector: {selector}, "
-        f"topology: {topology}"
-    )
-    if address is not None:
-        where = _server(fields, address)
-        text += f". Selected server: {where}"
-    if failure is not None:
-        fields["failure"] = format_error(failure)
-        text += f". Failure: {fields['failure']}"
-    if remaining_ms is not None:
-        fields["remainingTimeMS"] = int(remaining_ms)
-        text += f". Remaining time: {int(remaining_ms)} ms"
-    return LogMessage(fields, text)

@@ -1,8 +1,8 @@
-"""Event listeners: how applications observe SDAM, heartbeat, CMAP and selection events.
+"""Event listeners: how applications observe SDAM, heartbeat and CMAP events.
 
-A listener is any callable taking one event (the frozen event values of
-``asyncmongo.core.sdam.events`` and ``asyncmongo.core.cmap.events``). ``AsyncMongoClient(...,
-event_listeners=[...])`` hands them to :class:`Listeners`, which the runtime publishes through.
+A listener is any callable taking one event (the frozen event values exported by
+:mod:`asyncmongo.monitoring`). ``AsyncMongoClient(..., event_listeners=[...])`` hands them to
+:class:`Listeners`, which the runtime publishes through.
 A listener that raises is logged and skipped: an observer must never break the driver.
 """
 
@@ -12,7 +12,9 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["EventListener", "Listeners"]
+from asyncmongo.errors import ConfigurationError
+
+__all__ = ["LOGGER", "EventListener", "Listeners"]
 
 LOGGER = logging.getLogger("asyncmongo.monitoring")
 
@@ -28,8 +30,6 @@ class Listeners:
         self._listeners: tuple[EventListener, ...] = tuple(listeners)
         for listener in self._listeners:
             if not callable(listener):
-                from asyncmongo.errors import ConfigurationError
-
                 raise ConfigurationError(f"an event listener must be callable, not {listener!r}")
 
     def __bool__(self) -> bool:

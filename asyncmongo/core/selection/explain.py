@@ -1,66 +1,25 @@
-"""Server selection's words: the log messages of one selection and the timeout error.
+"""Server selection in words: what a selection asks for, and why none of the servers suited.
 
-Server Selection Logging: "Server selection started / succeeded / failed" at DEBUG and
-"Waiting for suitable server to become available" once per operation at INFO, each with the
-selector, the operation (and its id) and the topology description. The timeout error says
-which servers there are and why none suited, so a user can act on it.
+The topology names the selection in its log messages with :func:`describe_selection`, and
+raises :func:`selection_timeout_error` when nothing suited in time: the error says which
+servers there are and why none suited, so a user can act on it.
 """
 
 from __future__ import annotations
 
-import logging
-from typing import Any, Protocol
-
 from asyncmongo.core.address import format_address
 from asyncmongo.core.sdam.topology_description import TopologyDescription
 from asyncmongo.core.sdam.types import ServerType
-from asyncmongo.core.selection import Mode, Operation, Selection
+from asyncmongo.core.selection.read_preference import Mode
+from asyncmongo.core.selection.server_selector import Selection
+from asyncmongo.core.selection.suitability import Operation
 from asyncmongo.errors import ServerSelectionTimeoutError
-from asyncmongo.runtime import sdam_log
 
-__all__ = ["SelectionLog", "describe_selection", "selection_timeout_error", "why_none_suits"]
-
-
-class HasDescription(Protocol):
-    """The topology, as the log sees it: its id and the current description."""
-
-    @property
-    def description(self) -> TopologyDescription: ...
-
-    @property
-    def topology_id(self) -> object: ...
-
-
-class SelectionLog:
-    """The server-selection log messages of one selection (DEBUG, "waiting" at INFO)."""
-
-    __slots__ = ("_operation", "_operation_id", "_selector", "_topology")
-
-    def __init__(
-        self, topology: HasDescription, operation: str, selector: str, operation_id: int | None
-    ) -> None:
-        self._topology = topology
-        self._operation = operation
-        self._selector = selector
-        self._operation_id = operation_id
-
-    def __call__(self, message: str, *, level: int = logging.DEBUG, **details: Any) -> None:
-        logger = sdam_log.SELECTION_LOGGER
-        if logger.isEnabledFor(level):
-            description = repr(self._topology.description)
-            entry = sdam_log.selection(
-                message,
-                self._operation,
-                self._selector,
-                description,
-                operation_id=self._operation_id,
-                topology_id=self._topology.topology_id,
-                **details,
-            )
-            logger.log(level, entry)
+__all__ = ["describe_selection", "selection_timeout_error", "why_none_suits"]
 
 
 def describe_selection(selection: Selection) -> str:
+    """What ``selection`` asks for: the selector of the log messages and the timeout error."""
     if selection.operation is Operation.WRITE:
         return "a write (the primary or a mongos/standalone)"
     return f"a read with {selection.read_preference!r}"
