@@ -70,6 +70,13 @@ _SESSIONLESS = frozenset(
     }
 )
 _PRIMARY_PREFERRED = {"mode": "primaryPreferred"}
+#: _CHECKOUT_GOSSIP: a checked-out connection's handshake reply feeds the client's cluster
+#: time (as PyMongo does: it is an application connection's reply, so the first command on
+#: it already gossips). The monitors' hello replies do NOT: the sessions spec takes cluster
+#: times from non-SDAM responses only, since a heartbeat to a member of another deployment
+#: would otherwise leave an invalid, possibly never-surpassed cluster time. Establishment
+#: errors already went to SDAM (``runtime.establish`` alone knows whether authentication
+#: had begun).
 
 
 class Lease(enum.Enum):
@@ -263,7 +270,12 @@ class Executor:
             server.operation_count += 1
             lease: Lease | None = None
             try:
-                conn, lease = await self._lease(attempt, server, topology_type, deadline)
+                lease, conn = self._lease_for(attempt, server, topology_type)
+                if conn is None:
+                    conn = await server.pool.check_out(deadline)
+                    self.clock.advance(conn.hello)  # see _CHECKOUT_GOSSIP
+                    if lease is Lease.TRANSACTION:
+                        self._pin_to_session(attempt, server, conn)
                 result = await self._execute(server, conn, lease, attempt, deadline, operation_id)
                 if lease is not Lease.POOLED:
                     self._settle(attempt, server, lease, result)
@@ -315,49 +327,36 @@ class Executor:
 
     # -- connections -------------------------------------------------------------------------
 
-    async def _lease(
-        self,
-        attempt: SessionOperation[Any],
-        server: Server,
-        topology_type: TopologyType,
-        deadline: float | None,
-    ) -> tuple[Connection, Lease]:
-        """A connection for the attempt and how it goes back: in load-balanced mode a cursor's
-        getMore runs on the cursor's connection, and a transaction on the connection its
-        session pinned (load balancers spec)."""
+    def _lease_for(
+        self, attempt: SessionOperation[Any], server: Server, topology_type: TopologyType
+    ) -> tuple[Lease, Connection | None]:
+        """How the attempt gets its connection and gives it back: (the lease, the pinned
+        connection it runs on, or None to check one out of the pool). In load-balanced mode a
+        cursor's getMore runs on the cursor's connection, and a transaction on the connection
+        its session pinned (load balancers spec)."""
         load_balanced = topology_type is TopologyType.LOAD_BALANCED
         if attempt.name in _CURSOR_OPS:
             pin = self.cursor_pins.get((server.address, getattr(attempt.op, "cursor_id", 0)))
             if pin is not None:
-                return pin.conn, Lease.CURSOR
+                return Lease.CURSOR, pin.conn
         session = attempt.session
         if session is None or not attempt.in_transaction:
-            conn = await self._check_out(server, deadline)
             if load_balanced and attempt.name in _CURSOR_OPENERS:
-                return conn, Lease.HOLD
-            return conn, Lease.POOLED
+                return Lease.HOLD, None
+            return Lease.POOLED, None
         pinned = session._pinned_connection
         if pinned is not None:
-            return pinned, Lease.TRANSACTION
-        conn = await self._check_out(server, deadline)
+            return Lease.TRANSACTION, pinned
         if not load_balanced or attempt.name in _TXN_END:
-            return conn, Lease.POOLED  # a retried commit after an unpinning pins nothing
-        session._pin_connection(conn, server.pool, server.address)
+            return Lease.POOLED, None  # a retried commit after an unpinning pins nothing
+        return Lease.TRANSACTION, None  # checked out, then pinned to the session
+
+    @staticmethod
+    def _pin_to_session(attempt: SessionOperation[Any], server: Server, conn: Connection) -> None:
+        """Load balancers spec: a transaction keeps its first connection until it ends."""
+        assert attempt.session is not None
+        attempt.session._pin_connection(conn, server.pool, server.address)
         server.pool.pin(conn, Pinned.TRANSACTION)
-        return conn, Lease.TRANSACTION
-
-    async def _check_out(self, server: Server, deadline: float | None) -> Connection:
-        """A connection from the server's pool. Establishment errors already went to SDAM
-        (``runtime.establish``: it alone knows whether authentication had begun).
-
-        The connection's handshake reply feeds the client's cluster time (as PyMongo does:
-        it is an application connection's reply, so the first command on it already
-        gossips). The monitors' hello replies do NOT: the sessions spec takes cluster times
-        from non-SDAM responses only, since a heartbeat to a member of another deployment
-        would otherwise leave an invalid, possibly never-surpassed cluster time."""
-        conn = await server.pool.check_out(deadline)
-        self.clock.advance(conn.hello)
-        return conn
 
     def _give_back(
         self,

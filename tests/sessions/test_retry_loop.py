@@ -52,6 +52,13 @@ class FakeSession:
         pass
 
 
+class FakePool:
+    """Hands out a connection without a handshake reply to gossip."""
+
+    async def check_out(self, deadline: float | None = None) -> Any:
+        return SimpleNamespace(hello={})
+
+
 class ScriptedExecutor(Executor):
     """Selection and attempts follow a script (an outcome per attempt)."""
 
@@ -80,10 +87,8 @@ class ScriptedExecutor(Executor):
         self.selected.append(list(deprioritized))
         if len(self.selected) > 1 and isinstance(self.outcomes[0], ServerSelectionTimeoutError):
             raise self.outcomes.pop(0)
-        return SimpleNamespace(address=A if len(self.selected) == 1 else B, operation_count=0)
-
-    async def _check_out(self, server: Any, deadline: float | None) -> Any:
-        return object()
+        address = A if len(self.selected) == 1 else B
+        return SimpleNamespace(address=address, operation_count=0, pool=FakePool())
 
     async def _execute(
         self, server: Any, conn: Any, lease: Any, op: Any, deadline: Any, operation_id: Any
