@@ -25,11 +25,11 @@ from collections.abc import AsyncIterator, Coroutine, Iterable, Mapping, Sequenc
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from asyncmongo._bulk import run_client_bulk
+from asyncmongo._client_events import EVENT_BACKLOG, ClientEvents, EventListener
+from asyncmongo._client_settings import codec_options, split_api_options
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.types import Timestamp
-from asyncmongo.bulk import run_client_bulk
-from asyncmongo.client_events import EVENT_BACKLOG, ClientEvents, EventListener
-from asyncmongo.client_settings import codec_options, split_api_options
 from asyncmongo.core.address import Address
 from asyncmongo.core.auth.scram import ScramCache
 from asyncmongo.core.concern import ReadConcern, WriteConcern

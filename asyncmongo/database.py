@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from asyncmongo._scope import ClientScope, NamedScope
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.collection import AsyncCollection
 from asyncmongo.collection.aggregate import aggregate_cursor
@@ -28,7 +29,6 @@ from asyncmongo.errors import (
     InvalidArgument,
     OperationFailure,
 )
-from asyncmongo.scope import ClientScope, NamedScope
 
 if TYPE_CHECKING:
     from asyncmongo.change_stream import AsyncChangeStream

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from asyncmongo._scope import ClientScope
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.collection.arguments import AGGREGATE_OPTIONS, command_options, with_raw_data
 from asyncmongo.core.concern import ReadConcern, WriteConcern
@@ -17,7 +18,6 @@ from asyncmongo.core.operations.common import Namespace
 from asyncmongo.core.operations.cursors import CursorPage
 from asyncmongo.core.selection import ReadPreference
 from asyncmongo.cursor import AsyncCommandCursor
-from asyncmongo.scope import ClientScope
 
 __all__ = ["AggregateOwner", "aggregate_cursor"]
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from asyncmongo._scope import ClientScope, DatabaseScope, NamedScope
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.collection.arguments import with_raw_data
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.command import CommandOperation
 from asyncmongo.core.operations.common import Namespace, check_collection_name
 from asyncmongo.core.selection import ReadPreference
-from asyncmongo.scope import ClientScope, DatabaseScope, NamedScope
 
 __all__ = ["CollectionBase"]
 

@@ -1,6 +1,6 @@
 """AsyncCollection's writes: insert, update, replace, delete and bulk_write.
 
-Each builds write statements and runs them through ``asyncmongo.bulk`` (which splits batches
+Each builds write statements and runs them through ``asyncmongo._bulk`` (which splits batches
 and retries); the update/replace/delete family shares :meth:`CollectionWrites._write_one`.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from asyncmongo.bulk import run_bulk, run_writes
+from asyncmongo._bulk import run_bulk, run_writes
 from asyncmongo.collection.base import CollectionBase
 from asyncmongo.core.concern import WriteConcern
 from asyncmongo.core.operations.bulk import BulkResult
