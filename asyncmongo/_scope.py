@@ -16,8 +16,10 @@ from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.base import Operation
 from asyncmongo.core.sdam.topology_description import TopologyDescription
 from asyncmongo.core.selection import ReadPreference
+from asyncmongo.errors import InvalidArgument
+from asyncmongo.sessions import AsyncClientSession
 
-__all__ = ["ClientScope", "DatabaseScope", "NamedScope", "SettingsSource"]
+__all__ = ["ClientScope", "DatabaseScope", "NamedScope", "SettingsSource", "check_session"]
 
 T = TypeVar("T")
 
@@ -36,6 +38,15 @@ class SettingsSource(Protocol):
 
     @property
     def read_concern(self) -> ReadConcern: ...
+
+
+def check_session(session: Any) -> None:
+    """``session=`` must be an AsyncClientSession (or None): refused where it is given, before
+    anything runs (a cursor runs its command later)."""
+    if session is not None and not isinstance(session, AsyncClientSession):
+        raise InvalidArgument(
+            f"session must be an AsyncClientSession, not {type(session).__name__}"
+        )
 
 
 class ClientScope(SettingsSource, Protocol):

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from asyncmongo._bulk import run_client_bulk
 from asyncmongo._client_events import EVENT_BACKLOG, ClientEvents, EventListener
 from asyncmongo._client_settings import codec_options, split_api_options
+from asyncmongo._scope import check_session
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.types import Timestamp
 from asyncmongo.core.address import Address
@@ -279,10 +280,7 @@ class AsyncMongoClient:
         """Run one operation in ``session`` (None: an implicit one), connecting first if
         needed, within the client's timeoutMS."""
         if session is not None:
-            if not isinstance(session, AsyncClientSession):
-                raise InvalidArgument(
-                    f"session must be an AsyncClientSession, not {type(session).__name__}"
-                )
+            check_session(session)
             if session._client is not self:
                 raise InvalidOperation(
                     "this session was started by another AsyncMongoClient and cannot be used "

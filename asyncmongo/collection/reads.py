@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from asyncmongo._scope import check_session
 from asyncmongo.collection.aggregate import aggregate_cursor
 from asyncmongo.collection.arguments import (
     COUNT_OPTIONS,
@@ -42,6 +43,7 @@ class CollectionReads(CollectionBase):
         allow_partial_results, return_key, show_record_id, max, min.
         """
         session = kwargs.pop("session", None)
+        check_session(session)
         if filter is not None:
             check_document(filter, "filter")
         return AsyncCursor(self, find_options(filter, projection, **kwargs), session)
