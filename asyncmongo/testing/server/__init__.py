@@ -1,10 +1,10 @@
-"""The simulated server: :class:`SimServer` and the names that come with it."""
+"""The simulated server: :class:`SimServer` and the names that come with it.
 
-from asyncmongo.testing.server.sim_server import (
-    FailPointHandle,
-    ReplyFault,
-    ServerStatistics,
-    SimServer,
-)
+``sim_server`` holds the server; ``faults`` its fail points and network faults;
+``command_fields`` what the server reads off a command.
+"""
+
+from asyncmongo.testing.server.faults import FailPointHandle, ReplyFault
+from asyncmongo.testing.server.sim_server import ServerStatistics, SimServer
 
 __all__ = ["FailPointHandle", "ReplyFault", "ServerStatistics", "SimServer"]

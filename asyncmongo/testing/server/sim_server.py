@@ -16,8 +16,6 @@ import asyncio
 import collections
 import contextlib
 import datetime
-import enum
-import os
 import ssl
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -25,9 +23,9 @@ from typing import Any
 
 from asyncmongo.bson import Binary, Int64, ObjectId, Timestamp
 from asyncmongo.core.wire.compression import SUPPORTED_COMPRESSORS
-from asyncmongo.core.wire.opcodes import HEADER, HEADER_SIZE, OpCode
+from asyncmongo.core.wire.opcodes import HEADER_SIZE, OpCode
 from asyncmongo.errors import ConfigurationError, ProtocolError
-from asyncmongo.testing import failpoint, primary_write_failpoint, stable_api, write_concern
+from asyncmongo.testing import stable_api, write_concern
 from asyncmongo.testing.builtins import BUILTINS, ConnectionInfo
 from asyncmongo.testing.codes import NOT_PRIMARY_CODES
 from asyncmongo.testing.failpoint import FailCommand, FailPointState
@@ -37,6 +35,24 @@ from asyncmongo.testing.protocol import Request, decode_request, encode_reply, r
 from asyncmongo.testing.replies import error_reply
 from asyncmongo.testing.replset import ReplicaSetGroup
 from asyncmongo.testing.scram import SaslServer, UserDirectory
+from asyncmongo.testing.server.command_fields import (
+    HELLO_NAMES,
+    NO_AUTH_COMMANDS,
+    READ_COMMANDS,
+    WRITE_COMMANDS,
+    app_name,
+    max_time_exceeded,
+    read_concern_level,
+    secondary_ok,
+)
+from asyncmongo.testing.server.faults import (
+    FailPointHandle,
+    Faults,
+    Preemption,
+    ReplyFault,
+    garbage_reply,
+    primary_write_refusal,
+)
 from asyncmongo.testing.store import SessionContext, Store
 from asyncmongo.testing.store.change_streams import is_change_stream
 from asyncmongo.testing.store.tailable import DEFAULT_AWAIT_MS
@@ -45,16 +61,6 @@ from asyncmongo.testing.store.where import javascript_sleeps
 from asyncmongo.testing.streaming import TopologyClock, awaitable_hello
 from asyncmongo.testing.tls import peer_subject
 
-HELLO_NAMES = frozenset({"hello", "isMaster", "ismaster"})
-WRITE_COMMANDS = frozenset({"insert", "update", "delete", "findAndModify", "findandmodify",
-                            "create", "drop", "dropDatabase", "createIndexes", "dropIndexes",
-                            "deleteIndexes", "collMod", "commitTransaction",
-                            "abortTransaction", "bulkWrite"})
-READ_COMMANDS = frozenset({"find", "aggregate", "count", "distinct", "listCollections",
-                           "listIndexes", "listDatabases"})
-#: Commands an unauthenticated connection may run when the server has users.
-NO_AUTH_COMMANDS = HELLO_NAMES | {"saslStart", "saslContinue", "authenticate", "ping",
-                                  "buildInfo", "buildinfo", "getnonce", "logout", "endSessions"}
 #: Fields of the command envelope the store does not need.
 _ENVELOPE = frozenset({"$db", "$readPreference", "$clusterTime", "apiVersion", "apiStrict",
                        "apiDeprecationErrors", "$audit", "maxTimeMS"})
@@ -85,25 +91,6 @@ class ServerStatistics:
     command_counts: Mapping[str, int]
     awaited_hellos: int
     fail_points: Mapping[str, str]
-
-
-class ReplyFault(enum.Enum):
-    """A broken reply the server can send instead of the real one."""
-
-    GARBAGE = "garbage"  # a header with an unknown opcode, then noise
-    TRUNCATED = "truncated"  # the first half of the reply, then the connection closes
-
-
-@dataclass(frozen=True, slots=True)
-class _ReplyFault:
-    """A pending broken reply and the commands it targets (None: all but hello)."""
-
-    kind: ReplyFault
-    commands: frozenset[str] | None
-
-
-def _fault_commands(commands: Iterable[str] | None) -> frozenset[str] | None:
-    return frozenset(commands) if commands is not None else None
 
 
 class _Connection:
@@ -179,7 +166,7 @@ class SimServer:
         self.count_acknowledgers = count_acknowledgers
         self.clock = TopologyClock()
         self.transaction_router = TransactionRouter()
-        self.fail_points: dict[str, FailPointState] = {}
+        self.faults = Faults()
         #: Server parameters (getParameter/setParameter; requireApiVersion and
         #: acceptApiVersion2 steer the Stable API checks, see stable_api).
         self.parameters: dict[str, Any] = dict(stable_api.DEFAULT_PARAMETERS)
@@ -191,19 +178,20 @@ class SimServer:
         self._next_connection_id = 0
         self._next_request_id = 0
         self._started_once = False
-        self._silent = False
-        self._slow_ms = 0.0
-        self._slow_commands: frozenset[str] | None = None
         #: Requests answered, by command name (hello streams count each reply).
         self.command_counts: collections.Counter[str] = collections.Counter()
         #: Awaitable hellos received (topologyVersion + maxAwaitTimeMS).
         self.awaited_hellos = 0
-        self._reply_faults: list[_ReplyFault] = []
         self._cluster_time = Timestamp(0, 0)
         #: How many requests arrived compressed, by compressor name (for tests).
         self.compressed_requests: collections.Counter[str] = collections.Counter()
 
     # --- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def fail_points(self) -> dict[str, FailPointState]:
+        """The configured fail points, by name (``failCommand``, ...)."""
+        return self.faults.fail_points
 
     @property
     def port(self) -> int:
@@ -227,7 +215,7 @@ class SimServer:
     @property
     def reachable(self) -> bool:
         """Running and not partitioned: what the other members of a set can see."""
-        return self._listener is not None and not self._silent
+        return self._listener is not None and not self.faults.silent
 
     @property
     def connection_count(self) -> int:
@@ -242,8 +230,8 @@ class SimServer:
     def statistics(self) -> ServerStatistics:
         """A snapshot of the server's state and counters."""
         return ServerStatistics(
-            role=self.role, host=self.host, running=self.running, silent=self._silent,
-            slow_ms=self._slow_ms, connections=len(self._connections),
+            role=self.role, host=self.host, running=self.running, silent=self.faults.silent,
+            slow_ms=self.faults.slow_ms, connections=len(self._connections),
             total_connections=self._next_connection_id,
             topology_version=(self.clock.process_id, self.clock.counter),
             compressed_requests=dict(self.compressed_requests),
@@ -254,11 +242,7 @@ class SimServer:
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
-        faults = []
-        if self._silent:
-            faults.append("silent")
-        if self._slow_ms:
-            faults.append(f"slow {self._slow_ms:g}ms")
+        faults = self.faults.describe()
         extra = f" [{', '.join(faults)}]" if faults else ""
         return (f"<SimServer {self.role.value} {self.host} {state}, "
                 f"{len(self._connections)} connections, topologyVersion "
@@ -282,7 +266,7 @@ class SimServer:
 
     async def stop(self) -> None:
         """Stop listening and close every connection (the process is gone)."""
-        self._silent = False
+        self.faults.silent = False
         await self._close_listener()
         self._notify_unreachable()
 
@@ -322,7 +306,7 @@ class SimServer:
         """Cut the member off: ``"silent"`` keeps sockets open but never answers (timeouts);
         ``"refuse"`` closes every connection and refuses new ones."""
         if mode == "silent":
-            self._silent = True
+            self.faults.silent = True
         elif mode == "refuse":
             await self._close_listener()
         else:
@@ -331,40 +315,32 @@ class SimServer:
 
     async def heal(self) -> None:
         """End a partition: answer again, accept connections again (same process)."""
-        self._silent = False
+        self.faults.silent = False
         if self._listener is None and self._started_once:
             await self._listen()
 
     def slow(self, ms: float, *, commands: Iterable[str] | None = None) -> None:
         """Delay replies by ``ms`` milliseconds (0 ends it): every reply, or only those to
         ``commands`` (e.g. ``["hello", "isMaster"]`` to slow the monitors, RTT included)."""
-        self._slow_ms = max(0.0, ms)
-        self._slow_commands = _fault_commands(commands)
-
-    async def _delay(self, command_name: str) -> None:
-        if self._slow_ms and (self._slow_commands is None
-                              or command_name in self._slow_commands):
-            await asyncio.sleep(self._slow_ms / 1000)
+        self.faults.slow(ms, commands=commands)
 
     def send_garbage(self, count: int = 1, *, commands: Iterable[str] | None = None) -> None:
         """The next ``count`` replies are bytes no driver can parse (a bad opcode).
 
         ``commands`` picks the replies hit; by default any command but hello, so the
         application's operations get them and not the monitors' (``commands=["hello"]``)."""
-        self._reply_faults += [_ReplyFault(ReplyFault.GARBAGE, _fault_commands(commands))] * count
+        self.faults.send_garbage(count, commands=commands)
 
     def send_truncated(self, count: int = 1, *, commands: Iterable[str] | None = None) -> None:
         """The next ``count`` replies stop halfway and the connection closes (``commands`` as
         for :meth:`send_garbage`)."""
-        self._reply_faults += [_ReplyFault(ReplyFault.TRUNCATED, _fault_commands(commands))] * count
+        self.faults.send_truncated(count, commands=commands)
 
     def fail_point(self, mode: str | Mapping[str, int] = "alwaysOn",
                    data: Mapping[str, Any] | None = None, **fields: Any) -> FailPointHandle:
         """Configure ``failCommand`` (as ``configureFailPoint`` does); the handle turns it off
         as a context manager. Keyword fields are added to ``data`` (camelCase names)."""
-        command = failpoint.fail_point_command(mode, {**(data or {}), **fields})
-        failpoint.configure(self.fail_points, command)
-        return FailPointHandle(self)
+        return self.faults.fail_point(mode, data, **fields)
 
     # --- connections -----------------------------------------------------------------------
 
@@ -396,14 +372,14 @@ class SimServer:
                 length - HEADER_SIZE))
             if request.compressor is not None:
                 self.compressed_requests[request.compressor.handshake_name] += 1
-            if self._silent:
+            if self.faults.silent:
                 continue
             if not await self._respond(conn, request):
                 return
 
     async def _respond(self, conn: _Connection, request: Request) -> bool:
         """Answer one request; False closes the connection."""
-        await self._delay(request.name)
+        await self.faults.delay(request.name)
         self.command_counts[request.name] += 1
         command = request.command
         if request.name in HELLO_NAMES and "client" in command:
@@ -411,8 +387,8 @@ class SimServer:
                 return await self._send(conn, request, error_reply(
                     186, "The client metadata document may only be sent in the first hello"))
             conn.metadata = command["client"]
-            conn.app_name = _app_name(command)
-        fired = self._fire(request.name, conn.app_name)
+            conn.app_name = app_name(command)
+        fired = self.faults.fire(request.name, conn.app_name)
         verdict = await self._carry_out(conn, request, fired)
         if verdict is not None:
             return verdict
@@ -423,9 +399,10 @@ class SimServer:
             if refused is not None:
                 return await self._send(conn, request, refused)
             return await self._hello(conn, request)
-        written = self._primary_write_verdict(command)
+        written = self.faults.primary_write_verdict(command, self.role, self.store.transactions)
         if written is not None and not written.applies_write:
-            return await self._refuse_primary_write(conn, request, written)
+            return await self._send_preemption(conn, request,
+                                               primary_write_refusal(written, command))
         if self.role is Role.MONGOS:
             recovered = self.transaction_router.refusal(request.name, command,
                                                         self.store.transactions)
@@ -459,7 +436,7 @@ class SimServer:
                 return False
             response_to = sent
             # mongod runs the command again for every exhaust reply: fail points apply.
-            fired = self._fire(request.name, conn.app_name)
+            fired = self.faults.fire(request.name, conn.app_name)
             verdict = await self._carry_out(conn, request, fired, response_to)
             if verdict is not None:
                 return verdict
@@ -470,66 +447,18 @@ class SimServer:
                          response_to: int | None = None) -> bool | None:
         """Do what a fired fail point says before the command runs: block, close the
         connection (False) or answer its error (True); None: go on and run the command."""
-        if fired is None:
+        preempted = await self.faults.carry_out(fired, request.command)
+        if preempted is None:
             return None
-        if fired.block_connection:
-            await asyncio.sleep(fired.block_time_ms / 1000)
-        if fired.close_connection:
+        return await self._send_preemption(conn, request, preempted, response_to)
+
+    async def _send_preemption(self, conn: _Connection, request: Request,
+                               preempted: Preemption, response_to: int | None = None) -> bool:
+        """Answer what a fault put in place of the command; False closes the connection."""
+        if preempted.reply is None:
             return False
-        if fired.error_code is not None:
-            return await self._send(conn, request, self._decorate(
-                fired.error_reply(request.command)), response_to=response_to)
-        if fired.block_connection and _max_time_exceeded(request.command,
-                                                         fired.block_time_ms):
-            # The block ate the command's maxTimeMS: mongod's first interrupt check fails.
-            return await self._send(conn, request, self._decorate(error_reply(
-                50, "operation exceeded time limit")), response_to=response_to)
-        return None
-
-    def _primary_write_verdict(self, command: Mapping[str, Any]
-                               ) -> primary_write_failpoint.PrimaryWriteVerdict | None:
-        """Where ``onPrimaryTransactionalWrite`` fires in this command: only on a primary and
-        only for a retryable write the store will apply now (a retry it answers from the
-        bookkeeping applies no statement, so the fail point is not evaluated)."""
-        point = self.fail_points.get(primary_write_failpoint.NAME)
-        if point is None or self.role is not Role.PRIMARY:
-            return None
-        txn_number = command.get("txnNumber")
-        lsid_key = lsid_of(command)
-        if not isinstance(txn_number, int) or lsid_key is None or (
-                self.store.transactions.already_applied(lsid_key, txn_number)):
-            return None
-        return primary_write_failpoint.evaluate(point, command)
-
-    async def _refuse_primary_write(self, conn: _Connection, request: Request,
-                                    written: primary_write_failpoint.PrimaryWriteVerdict
-                                    ) -> bool:
-        """``failBeforeCommitExceptionCode``: the write is not applied; the connection is
-        closed (False), or, with ``closeConnection: false``, the code is the reply."""
-        if written.fault.close_connection:
-            return False
-        code = written.fault.fail_before_commit_code
-        assert code is not None
-        return await self._send(conn, request, self._decorate(error_reply(
-            code, f"Failing write for {request.command.get('txnNumber')} due to failpoint. "
-                  "The write must not be reflected.", request.command)))
-
-    def _take_fault(self, command_name: str) -> ReplyFault | None:
-        """The first pending reply fault that targets this command (consumed), if any."""
-        for index, fault in enumerate(self._reply_faults):
-            if (command_name in fault.commands if fault.commands is not None
-                    else command_name not in HELLO_NAMES):
-                del self._reply_faults[index]
-                return fault.kind
-        return None
-
-    def _fire(self, name: str, app_name: str | None) -> FailCommand | None:
-        point = self.fail_points.get("failCommand")
-        fired = point.fire(name, app_name) if point is not None else None
-        if fired is None and name == "getMore":
-            after = self.fail_points.get(failpoint.GET_MORE_AFTER_CHECKOUT)
-            fired = after.fire(name, app_name) if after is not None else None
-        return fired
+        return await self._send(conn, request, self._decorate(preempted.reply),
+                                response_to=response_to)
 
     async def _send(self, conn: _Connection, request: Request, reply: Mapping[str, Any], *,
                     more_to_come: bool = False, response_to: int | None = None) -> bool:
@@ -546,11 +475,9 @@ class SimServer:
         request_id = self._next_request_id
         data = encode_reply(request, request_id, reply, more_to_come=more_to_come,
                             response_to=response_to)
-        fault = self._take_fault(request.name)
+        fault = self.faults.take_reply_fault(request.name)
         if fault is ReplyFault.GARBAGE:
-            noise = os.urandom(32)
-            data = HEADER.pack(HEADER_SIZE + len(noise), request_id, request.request_id,
-                               0x7EADBEEF) + noise
+            data = garbage_reply(request_id, request.request_id)
         elif fault is ReplyFault.TRUNCATED:
             conn.writer.write(data[: max(1, len(data) // 2)])
             await conn.writer.drain()
@@ -581,7 +508,7 @@ class SimServer:
         response_to = request.request_id
         try:
             while True:
-                if not self._silent:
+                if not self.faults.silent:
                     sent = await self._send_reply(conn, request, reply, more_to_come=True,
                                                   response_to=response_to)
                     if sent is None:
@@ -593,11 +520,11 @@ class SimServer:
                                              return_when=asyncio.FIRST_COMPLETED)
                 if eof in done:
                     return False
-                await self._delay(request.name)
+                await self.faults.delay(request.name)
                 self.command_counts[request.name] += 1
                 # mongod runs hello again for every exhaust reply: fail points apply, and an
                 # error reply (without moreToCome) ends the stream.
-                fired = self._fire(request.name, conn.app_name)
+                fired = self.faults.fire(request.name, conn.app_name)
                 verdict = await self._carry_out(conn, request, fired, response_to)
                 if verdict is not None:
                     return verdict
@@ -666,7 +593,7 @@ class SimServer:
             refused = write_concern.standalone_refusal(command.get("writeConcern"))
             if refused is not None:
                 return refused
-        if self.role is Role.STANDALONE and _read_concern_level(command) == "snapshot":
+        if self.role is Role.STANDALONE and read_concern_level(command) == "snapshot":
             # mongod: snapshot reads need replication (sessions: snapshot-sessions-not-
             # supported-server-error)
             return error_reply(123, "node needs to be a replica set member to use "
@@ -705,7 +632,7 @@ class SimServer:
             reply = self.store.handle(db, body, SessionContext(cluster_time=self._store_time()))
         if slept.ms <= 0:
             return reply
-        if _max_time_exceeded(command, slept.ms):
+        if max_time_exceeded(command, slept.ms):
             await asyncio.sleep(float(command["maxTimeMS"]) / 1000)
             return error_reply(50, "operation exceeded time limit")
         await asyncio.sleep(slept.ms / 1000)
@@ -769,7 +696,7 @@ class SimServer:
             return None
         if name in WRITE_COMMANDS:
             return error_reply(10107, "not primary", command)
-        if name in READ_COMMANDS and not _secondary_ok(command):
+        if name in READ_COMMANDS and not secondary_ok(command):
             return error_reply(13435, "not primary and secondaryOk=false", command)
         return None
 
@@ -797,24 +724,6 @@ class SimServer:
         return reply
 
 
-class FailPointHandle:
-    """Returned by :meth:`SimServer.fail_point`: ``with`` it, or call :meth:`off`."""
-
-    __slots__ = ("_server",)
-
-    def __init__(self, server: SimServer) -> None:
-        self._server = server
-
-    def off(self) -> None:
-        self._server.fail_points.pop("failCommand", None)
-
-    def __enter__(self) -> FailPointHandle:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.off()
-
-
 def _strip(command: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in command.items() if key not in _ENVELOPE}
 
@@ -824,19 +733,6 @@ def _locked_out(name: str, command: Mapping[str, Any], reply: Mapping[str, Any])
     an open transaction holds a document it writes."""
     return (name in WRITE_COMMANDS and "autocommit" not in command and reply.get("code") == 112
             and "errorLabels" not in reply)
-
-
-def _secondary_ok(command: Mapping[str, Any]) -> bool:
-    preference = command.get("$readPreference")
-    return isinstance(preference, Mapping) and preference.get("mode", "primary") != "primary"
-
-
-def _max_time_exceeded(command: Mapping[str, Any], spent_ms: float) -> bool:
-    """True when the command set a positive ``maxTimeMS`` that ``spent_ms`` has used up."""
-    limit = command.get("maxTimeMS")
-    if isinstance(limit, bool) or not isinstance(limit, int | float):
-        return False
-    return 0 < int(limit) <= spent_ms
 
 
 def _empty_open_batch(reply: Mapping[str, Any]) -> bool:
@@ -849,18 +745,6 @@ def _open_cursor(reply: Mapping[str, Any]) -> bool:
     """A successful cursor reply whose cursor stays open (id != 0)."""
     cursor = reply.get("cursor")
     return bool(reply.get("ok")) and isinstance(cursor, Mapping) and cursor.get("id", 0) != 0
-
-
-def _read_concern_level(command: Mapping[str, Any]) -> object:
-    read_concern = command.get("readConcern")
-    return read_concern.get("level") if isinstance(read_concern, Mapping) else None
-
-
-def _app_name(command: Mapping[str, Any]) -> str | None:
-    client = command.get("client")
-    application = client.get("application") if isinstance(client, Mapping) else None
-    name = application.get("name") if isinstance(application, Mapping) else None
-    return name if isinstance(name, str) else None
 
 
 def _now() -> datetime.datetime:
