@@ -1,7 +1,8 @@
 """The simulated server: :class:`SimServer` and the names that come with it.
 
-``sim_server`` holds the server; ``faults`` its fail points and network faults;
-``command_fields`` what the server reads off a command.
+``sim_server`` holds the server; ``network`` listens, accepts and writes replies; ``faults``
+holds the fail points and network faults; ``command_fields`` says what the server reads off a
+command.
 """
 
 from asyncmongo.testing.server.faults import FailPointHandle, ReplyFault

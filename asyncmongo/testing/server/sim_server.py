@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import datetime
 import ssl
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -23,15 +22,15 @@ from typing import Any
 
 from asyncmongo.bson import Binary, Int64, ObjectId, Timestamp
 from asyncmongo.core.wire.compression import SUPPORTED_COMPRESSORS
-from asyncmongo.core.wire.opcodes import HEADER_SIZE, OpCode
-from asyncmongo.errors import ConfigurationError, ProtocolError
+from asyncmongo.core.wire.opcodes import OpCode
+from asyncmongo.errors import ConfigurationError
 from asyncmongo.testing import stable_api, write_concern
 from asyncmongo.testing.builtins import BUILTINS, ConnectionInfo
 from asyncmongo.testing.codes import NOT_PRIMARY_CODES
 from asyncmongo.testing.failpoint import FailCommand, FailPointState
 from asyncmongo.testing.member import HelloState, Role, build_hello
 from asyncmongo.testing.mongos_router import TransactionRouter
-from asyncmongo.testing.protocol import Request, decode_request, encode_reply, read_header
+from asyncmongo.testing.protocol import Request
 from asyncmongo.testing.replies import error_reply
 from asyncmongo.testing.replset import ReplicaSetGroup
 from asyncmongo.testing.scram import SaslServer, UserDirectory
@@ -49,17 +48,15 @@ from asyncmongo.testing.server.faults import (
     FailPointHandle,
     Faults,
     Preemption,
-    ReplyFault,
-    garbage_reply,
     primary_write_refusal,
 )
+from asyncmongo.testing.server.network import Connection, Network
 from asyncmongo.testing.store import SessionContext, Store
 from asyncmongo.testing.store.change_streams import is_change_stream
 from asyncmongo.testing.store.tailable import DEFAULT_AWAIT_MS
 from asyncmongo.testing.store.transactions import lsid_of
 from asyncmongo.testing.store.where import javascript_sleeps
 from asyncmongo.testing.streaming import TopologyClock, awaitable_hello
-from asyncmongo.testing.tls import peer_subject
 
 #: Fields of the command envelope the store does not need.
 _ENVELOPE = frozenset({"$db", "$readPreference", "$clusterTime", "apiVersion", "apiStrict",
@@ -93,27 +90,6 @@ class ServerStatistics:
     fail_points: Mapping[str, str]
 
 
-class _Connection:
-    """One accepted client connection."""
-
-    __slots__ = ("app_name", "connection_id", "metadata", "peer", "peer_subject", "reader",
-                 "sasl", "writer")
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 connection_id: int, users: UserDirectory) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.connection_id = connection_id
-        self.sasl = SaslServer(users)
-        self.app_name: str | None = None
-        #: The handshake's ``client`` document (mongod accepts it once per connection).
-        self.metadata: Mapping[str, Any] | None = None
-        #: The TLS client certificate's subject (MONGODB-X509), None without one.
-        self.peer_subject = peer_subject(writer.get_extra_info("ssl_object"))
-        peer = writer.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "unknown"
-
-
 class SimServer:
     """One simulated mongod/mongos; see the module docstring.
 
@@ -141,13 +117,7 @@ class SimServer:
         host_name: str = "127.0.0.1",
     ) -> None:
         self.role = role
-        #: The name the member gives itself in hello's ``me``/``hosts`` (it always listens on
-        #: 127.0.0.1): e.g. ``"localhost"`` for the DNS seedlist tests, whose replica set is
-        #: named ``localhost:27017``... while the SRV records point at another name.
-        self.host_name = host_name
         self.store = store if store is not None else Store()
-        self.users = users if users is not None else UserDirectory()
-        self.ssl_context = ssl_context
         self.streaming = streaming
         self.compressors = compressors
         self.replica_set = replica_set
@@ -172,19 +142,14 @@ class SimServer:
         self.parameters: dict[str, Any] = dict(stable_api.DEFAULT_PARAMETERS)
         #: The API parameters open cursors and transactions began with.
         self.api_memory = stable_api.ApiParameterMemory()
-        self._port = port
-        self._listener: asyncio.Server | None = None
-        self._connections: dict[_Connection, asyncio.Task[Any]] = {}
-        self._next_connection_id = 0
-        self._next_request_id = 0
-        self._started_once = False
+        self.network = Network(
+            self.faults, port=port, users=users if users is not None else UserDirectory(),
+            ssl_context=ssl_context, host_name=host_name)
         #: Requests answered, by command name (hello streams count each reply).
         self.command_counts: collections.Counter[str] = collections.Counter()
         #: Awaitable hellos received (topologyVersion + maxAwaitTimeMS).
         self.awaited_hellos = 0
         self._cluster_time = Timestamp(0, 0)
-        #: How many requests arrived compressed, by compressor name (for tests).
-        self.compressed_requests: collections.Counter[str] = collections.Counter()
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -194,19 +159,39 @@ class SimServer:
         return self.faults.fail_points
 
     @property
+    def users(self) -> UserDirectory:
+        return self.network.users
+
+    @property
+    def ssl_context(self) -> ssl.SSLContext | None:
+        return self.network.ssl_context
+
+    @property
+    def compressed_requests(self) -> collections.Counter[str]:
+        """How many requests arrived compressed, by compressor name (for tests)."""
+        return self.network.compressed_requests
+
+    @property
     def port(self) -> int:
         """The bound port (after :meth:`start`; the requested one before)."""
-        return self._port
+        return self.network.port
+
+    @property
+    def host_name(self) -> str:
+        """The name the member gives itself in hello's ``me``/``hosts`` (it always listens on
+        127.0.0.1): e.g. ``"localhost"`` for the DNS seedlist tests, whose replica set is
+        named ``localhost:27017``... while the SRV records point at another name."""
+        return self.network.host_name
 
     @property
     def host(self) -> str:
         """``"<host_name>:<port>"`` (``127.0.0.1:<port>`` by default): how the member names
         itself in hello's ``me``/``hosts``."""
-        return f"{self.host_name}:{self._port}"
+        return self.network.host
 
     @property
     def running(self) -> bool:
-        return self._listener is not None
+        return self.network.listening
 
     def service_id_of(self, connection_id: int) -> ObjectId:
         """The serviceId of the backend a (load-balanced) connection reached."""
@@ -215,24 +200,24 @@ class SimServer:
     @property
     def reachable(self) -> bool:
         """Running and not partitioned: what the other members of a set can see."""
-        return self._listener is not None and not self.faults.silent
+        return self.network.listening and not self.faults.silent
 
     @property
     def connection_count(self) -> int:
         """Open client connections now."""
-        return len(self._connections)
+        return len(self.network.connections)
 
     @property
     def total_connections(self) -> int:
         """Client connections accepted since the server was created."""
-        return self._next_connection_id
+        return self.network.total_connections
 
     def statistics(self) -> ServerStatistics:
         """A snapshot of the server's state and counters."""
         return ServerStatistics(
             role=self.role, host=self.host, running=self.running, silent=self.faults.silent,
-            slow_ms=self.faults.slow_ms, connections=len(self._connections),
-            total_connections=self._next_connection_id,
+            slow_ms=self.faults.slow_ms, connections=self.connection_count,
+            total_connections=self.total_connections,
             topology_version=(self.clock.process_id, self.clock.counter),
             compressed_requests=dict(self.compressed_requests),
             command_counts=dict(self.command_counts),
@@ -245,7 +230,7 @@ class SimServer:
         faults = self.faults.describe()
         extra = f" [{', '.join(faults)}]" if faults else ""
         return (f"<SimServer {self.role.value} {self.host} {state}, "
-                f"{len(self._connections)} connections, topologyVersion "
+                f"{self.connection_count} connections, topologyVersion "
                 f"{self.clock.counter}{extra}>")
 
     async def __aenter__(self) -> SimServer:
@@ -257,17 +242,16 @@ class SimServer:
 
     async def start(self) -> None:
         """Listen (again); a start after a stop is a new process: a new ``processId``."""
-        if self._listener is not None:
+        if self.network.listening:
             return
-        if self._started_once:
+        if self.network.has_listened:
             self.clock.restart()
-        await self._listen()
-        self._started_once = True
+        await self.network.listen(self._respond)
 
     async def stop(self) -> None:
         """Stop listening and close every connection (the process is gone)."""
         self.faults.silent = False
-        await self._close_listener()
+        await self.network.close()
         self._notify_unreachable()
 
     def _notify_unreachable(self) -> None:
@@ -278,22 +262,6 @@ class SimServer:
         """Stop and start again on the same port (new ``processId``)."""
         await self.stop()
         await self.start()
-
-    async def _listen(self) -> None:
-        self._listener = await asyncio.start_server(
-            self._serve, "127.0.0.1", self._port, ssl=self.ssl_context, reuse_address=True)
-        self._port = self._listener.sockets[0].getsockname()[1]
-
-    async def _close_listener(self) -> None:
-        listener, self._listener = self._listener, None
-        if listener is not None:
-            listener.close()
-        tasks = list(self._connections.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if listener is not None:
-            await listener.wait_closed()
 
     # --- state and faults -----------------------------------------------------------------
 
@@ -308,7 +276,7 @@ class SimServer:
         if mode == "silent":
             self.faults.silent = True
         elif mode == "refuse":
-            await self._close_listener()
+            await self.network.close()
         else:
             raise ConfigurationError(f"partition mode must be 'silent' or 'refuse', not {mode!r}")
         self._notify_unreachable()
@@ -316,8 +284,8 @@ class SimServer:
     async def heal(self) -> None:
         """End a partition: answer again, accept connections again (same process)."""
         self.faults.silent = False
-        if self._listener is None and self._started_once:
-            await self._listen()
+        if not self.network.listening and self.network.has_listened:
+            await self.network.listen(self._respond)
 
     def slow(self, ms: float, *, commands: Iterable[str] | None = None) -> None:
         """Delay replies by ``ms`` milliseconds (0 ends it): every reply, or only those to
@@ -344,47 +312,14 @@ class SimServer:
 
     # --- connections -----------------------------------------------------------------------
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._next_connection_id += 1
-        conn = _Connection(reader, writer, self._next_connection_id, self.users)
-        self._connections[conn] = task
-        try:
-            await self._read_loop(conn)
-        except (asyncio.IncompleteReadError, ConnectionError, ProtocolError, ssl.SSLError):
-            pass
-        except asyncio.CancelledError:
-            # stop()/partition cancel this task; it ends normally, or Python 3.11's stream
-            # callback logs the cancellation as an unretrieved error.
-            pass
-        finally:
-            self._connections.pop(conn, None)
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
-
-    async def _read_loop(self, conn: _Connection) -> None:
-        while True:
-            header = await conn.reader.readexactly(HEADER_SIZE)
-            length = read_header(header)
-            request = decode_request(header + await conn.reader.readexactly(
-                length - HEADER_SIZE))
-            if request.compressor is not None:
-                self.compressed_requests[request.compressor.handshake_name] += 1
-            if self.faults.silent:
-                continue
-            if not await self._respond(conn, request):
-                return
-
-    async def _respond(self, conn: _Connection, request: Request) -> bool:
+    async def _respond(self, conn: Connection, request: Request) -> bool:
         """Answer one request; False closes the connection."""
         await self.faults.delay(request.name)
         self.command_counts[request.name] += 1
         command = request.command
         if request.name in HELLO_NAMES and "client" in command:
             if conn.metadata is not None:
-                return await self._send(conn, request, error_reply(
+                return await self.network.send(conn, request, error_reply(
                     186, "The client metadata document may only be sent in the first hello"))
             conn.metadata = command["client"]
             conn.app_name = app_name(command)
@@ -397,7 +332,7 @@ class SimServer:
             # isMaster is refused: it is not in API Version 1).
             refused = stable_api.api_refusal(request.name, command, self.parameters)
             if refused is not None:
-                return await self._send(conn, request, refused)
+                return await self.network.send(conn, request, refused)
             return await self._hello(conn, request)
         written = self.faults.primary_write_verdict(command, self.role, self.store.transactions)
         if written is not None and not written.applies_write:
@@ -407,7 +342,7 @@ class SimServer:
             recovered = self.transaction_router.refusal(request.name, command,
                                                         self.store.transactions)
             if recovered is not None:
-                return await self._send(conn, request, self._decorate(recovered))
+                return await self.network.send(conn, request, self._decorate(recovered))
         reply = await self._run(conn, request)
         self.api_memory.record(request.name, command, reply, lsid_of(command))
         if written is not None and written.fault.close_connection:
@@ -422,16 +357,16 @@ class SimServer:
             return True
         if request.name == "getMore" and request.exhaust_allowed:
             return await self._stream_get_more(conn, request, reply)
-        return await self._send(conn, request, self._decorate(reply))
+        return await self.network.send(conn, request, self._decorate(reply))
 
-    async def _stream_get_more(self, conn: _Connection, request: Request,
+    async def _stream_get_more(self, conn: Connection, request: Request,
                                reply: dict[str, Any]) -> bool:
         """An exhaust cursor (OP_MSG exhaustAllowed on getMore): moreToCome batches, each
         answering the previous reply, until the cursor is exhausted (id 0) or fails."""
         response_to = request.request_id
         while _open_cursor(reply):
-            sent = await self._send_reply(conn, request, self._decorate(reply),
-                                          more_to_come=True, response_to=response_to)
+            sent = await self.network.send_reply(conn, request, self._decorate(reply),
+                                                 more_to_come=True, response_to=response_to)
             if sent is None:
                 return False
             response_to = sent
@@ -441,9 +376,10 @@ class SimServer:
             if verdict is not None:
                 return verdict
             reply = await self._run(conn, request)
-        return await self._send(conn, request, self._decorate(reply), response_to=response_to)
+        return await self.network.send(conn, request, self._decorate(reply),
+                                       response_to=response_to)
 
-    async def _carry_out(self, conn: _Connection, request: Request, fired: FailCommand | None,
+    async def _carry_out(self, conn: Connection, request: Request, fired: FailCommand | None,
                          response_to: int | None = None) -> bool | None:
         """Do what a fired fail point says before the command runs: block, close the
         connection (False) or answer its error (True); None: go on and run the command."""
@@ -452,43 +388,17 @@ class SimServer:
             return None
         return await self._send_preemption(conn, request, preempted, response_to)
 
-    async def _send_preemption(self, conn: _Connection, request: Request,
+    async def _send_preemption(self, conn: Connection, request: Request,
                                preempted: Preemption, response_to: int | None = None) -> bool:
         """Answer what a fault put in place of the command; False closes the connection."""
         if preempted.reply is None:
             return False
-        return await self._send(conn, request, self._decorate(preempted.reply),
-                                response_to=response_to)
-
-    async def _send(self, conn: _Connection, request: Request, reply: Mapping[str, Any], *,
-                    more_to_come: bool = False, response_to: int | None = None) -> bool:
-        """Write one reply; False when the connection must close (a truncated reply)."""
-        return await self._send_reply(conn, request, reply, more_to_come=more_to_come,
-                                      response_to=response_to) is not None
-
-    async def _send_reply(self, conn: _Connection, request: Request, reply: Mapping[str, Any],
-                          *, more_to_come: bool = False, response_to: int | None = None
-                          ) -> int | None:
-        """Write one reply and return its requestID (what the next exhaust reply answers);
-        None when the connection must close (a truncated reply)."""
-        self._next_request_id += 1
-        request_id = self._next_request_id
-        data = encode_reply(request, request_id, reply, more_to_come=more_to_come,
-                            response_to=response_to)
-        fault = self.faults.take_reply_fault(request.name)
-        if fault is ReplyFault.GARBAGE:
-            data = garbage_reply(request_id, request.request_id)
-        elif fault is ReplyFault.TRUNCATED:
-            conn.writer.write(data[: max(1, len(data) // 2)])
-            await conn.writer.drain()
-            return None
-        conn.writer.write(data)
-        await conn.writer.drain()
-        return request_id
+        return await self.network.send(conn, request, self._decorate(preempted.reply),
+                                       response_to=response_to)
 
     # --- hello -----------------------------------------------------------------------------
 
-    async def _hello(self, conn: _Connection, request: Request) -> bool:
+    async def _hello(self, conn: Connection, request: Request) -> bool:
         """Answer hello; an awaitable one waits for a change, an exhaust one streams."""
         waiting = awaitable_hello(request.command) if self.streaming else None
         if waiting is not None:
@@ -496,10 +406,10 @@ class SimServer:
             await self.clock.wait_for_change(*waiting)
         reply = self.hello_reply(request.command, conn)
         if waiting is None or not request.exhaust_allowed:
-            return await self._send(conn, request, reply)
+            return await self.network.send(conn, request, reply)
         return await self._stream_hello(conn, request, reply, waiting[1])
 
-    async def _stream_hello(self, conn: _Connection, request: Request,
+    async def _stream_hello(self, conn: Connection, request: Request,
                             reply: dict[str, Any], max_await_ms: float) -> bool:
         """Exhaust: moreToCome replies, each answering the previous one, until the client
         closes the connection (SDAM "Streaming Protocol")."""
@@ -509,8 +419,9 @@ class SimServer:
         try:
             while True:
                 if not self.faults.silent:
-                    sent = await self._send_reply(conn, request, reply, more_to_come=True,
-                                                  response_to=response_to)
+                    sent = await self.network.send_reply(conn, request, reply,
+                                                         more_to_come=True,
+                                                         response_to=response_to)
                     if sent is None:
                         return False
                     response_to = sent
@@ -540,7 +451,7 @@ class SimServer:
             if not eof.cancelled():
                 eof.exception()  # retrieved; EOF or a reset is the caller's business
 
-    def hello_reply(self, command: Mapping[str, Any], conn: _Connection | None = None
+    def hello_reply(self, command: Mapping[str, Any], conn: Connection | None = None
                     ) -> dict[str, Any]:
         """The hello reply this member sends now (also for tests and the command line)."""
         now = _now()
@@ -566,7 +477,7 @@ class SimServer:
 
     # --- commands --------------------------------------------------------------------------
 
-    async def _run(self, conn: _Connection, request: Request) -> dict[str, Any]:
+    async def _run(self, conn: Connection, request: Request) -> dict[str, Any]:
         name, command, db = request.name, request.command, request.db
         if request.opcode is OpCode.OP_QUERY:
             return error_reply(352, f"Unsupported OP_QUERY command: {name}. The client driver "
