@@ -14,21 +14,19 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import datetime
 import ssl
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from asyncmongo.bson import Binary, Int64, ObjectId, Timestamp
+from asyncmongo.bson import ObjectId
 from asyncmongo.core.wire.compression import SUPPORTED_COMPRESSORS
 from asyncmongo.core.wire.opcodes import OpCode
 from asyncmongo.errors import ConfigurationError
-from asyncmongo.testing import stable_api, write_concern
+from asyncmongo.testing import stable_api
 from asyncmongo.testing.builtins import BUILTINS, ConnectionInfo
-from asyncmongo.testing.codes import NOT_PRIMARY_CODES
 from asyncmongo.testing.failpoint import FailCommand, FailPointState
-from asyncmongo.testing.member import HelloState, Role, build_hello
+from asyncmongo.testing.member import Role
 from asyncmongo.testing.mongos_router import TransactionRouter
 from asyncmongo.testing.protocol import Request
 from asyncmongo.testing.replies import error_reply
@@ -37,12 +35,9 @@ from asyncmongo.testing.scram import SaslServer, UserDirectory
 from asyncmongo.testing.server.command_fields import (
     HELLO_NAMES,
     NO_AUTH_COMMANDS,
-    READ_COMMANDS,
     WRITE_COMMANDS,
     app_name,
     max_time_exceeded,
-    read_concern_level,
-    secondary_ok,
 )
 from asyncmongo.testing.server.faults import (
     FailPointHandle,
@@ -51,8 +46,8 @@ from asyncmongo.testing.server.faults import (
     primary_write_refusal,
 )
 from asyncmongo.testing.server.network import Connection, Network
+from asyncmongo.testing.server.role import RoleState
 from asyncmongo.testing.store import SessionContext, Store
-from asyncmongo.testing.store.change_streams import is_change_stream
 from asyncmongo.testing.store.tailable import DEFAULT_AWAIT_MS
 from asyncmongo.testing.store.transactions import lsid_of
 from asyncmongo.testing.store.where import javascript_sleeps
@@ -116,26 +111,19 @@ class SimServer:
         count_acknowledgers: Callable[[], int] | None = None,
         host_name: str = "127.0.0.1",
     ) -> None:
-        self.role = role
         self.store = store if store is not None else Store()
-        self.streaming = streaming
-        self.compressors = compressors
-        self.replica_set = replica_set
         if replica_set is not None:
             # Change events take their cluster times from the set's optimes, so a reply's
             # operationTime works as a change stream's startAtOperationTime.
             self.store.changes.tick = replica_set.record_write
-        self.load_balanced = load_balanced
-        #: Behind a load balancer: one serviceId per backend mongos; connection N reaches
-        #: backend N mod len(service_ids), as a round-robin balancer spreads them.
-        self.service_ids = tuple(ObjectId() for _ in range(max(1, services)))
+        self.role_state = RoleState(
+            role, replica_set=replica_set, streaming=streaming, compressors=compressors,
+            load_balanced=load_balanced, services=services,
+            count_acknowledgers=count_acknowledgers)
+        #: Asked to step down (replSetStepDown): the deployment elects another member.
         self.on_step_down = on_step_down
         #: Called when the member stops or is partitioned (a replica set may elect anew).
         self.on_unreachable = on_unreachable
-        #: How many data-bearing members could acknowledge a write now (write concern).
-        self.count_acknowledgers = count_acknowledgers
-        self.clock = TopologyClock()
-        self.transaction_router = TransactionRouter()
         self.faults = Faults()
         #: Server parameters (getParameter/setParameter; requireApiVersion and
         #: acceptApiVersion2 steer the Stable API checks, see stable_api).
@@ -149,7 +137,57 @@ class SimServer:
         self.command_counts: collections.Counter[str] = collections.Counter()
         #: Awaitable hellos received (topologyVersion + maxAwaitTimeMS).
         self.awaited_hellos = 0
-        self._cluster_time = Timestamp(0, 0)
+
+    # --- the collaborators' state ----------------------------------------------------------
+
+    @property
+    def role(self) -> Role:
+        return self.role_state.role
+
+    @role.setter
+    def role(self, role: Role) -> None:
+        """Set the role without moving the topology version (:meth:`set_role` moves it)."""
+        self.role_state.role = role
+
+    @property
+    def streaming(self) -> bool:
+        """Hello replies carry ``topologyVersion`` and awaitable hellos wait."""
+        return self.role_state.streaming
+
+    @streaming.setter
+    def streaming(self, streaming: bool) -> None:
+        self.role_state.streaming = streaming
+
+    @property
+    def clock(self) -> TopologyClock:
+        return self.role_state.clock
+
+    @property
+    def replica_set(self) -> ReplicaSetGroup | None:
+        return self.role_state.replica_set
+
+    @property
+    def compressors(self) -> tuple[str, ...]:
+        return self.role_state.compressors
+
+    @property
+    def load_balanced(self) -> bool:
+        return self.role_state.load_balanced
+
+    @property
+    def service_ids(self) -> tuple[ObjectId, ...]:
+        """Behind a load balancer: one serviceId per backend mongos; connection N reaches
+        backend N mod len(service_ids), as a round-robin balancer spreads them."""
+        return self.role_state.service_ids
+
+    @property
+    def count_acknowledgers(self) -> Callable[[], int] | None:
+        """How many data-bearing members could acknowledge a write now (write concern)."""
+        return self.role_state.count_acknowledgers
+
+    @property
+    def transaction_router(self) -> TransactionRouter:
+        return self.role_state.transaction_router
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -195,7 +233,7 @@ class SimServer:
 
     def service_id_of(self, connection_id: int) -> ObjectId:
         """The serviceId of the backend a (load-balanced) connection reached."""
-        return self.service_ids[connection_id % len(self.service_ids)]
+        return self.role_state.service_id_of(connection_id)
 
     @property
     def reachable(self) -> bool:
@@ -267,8 +305,7 @@ class SimServer:
 
     def set_role(self, role: Role) -> None:
         """Change role (an election, a step down): the topology version moves."""
-        self.role = role
-        self.clock.bump()
+        self.role_state.set_role(role)
 
     async def partition(self, mode: str = "silent") -> None:
         """Cut the member off: ``"silent"`` keeps sockets open but never answers (timeouts);
@@ -338,26 +375,22 @@ class SimServer:
         if written is not None and not written.applies_write:
             return await self._send_preemption(conn, request,
                                                primary_write_refusal(written, command))
-        if self.role is Role.MONGOS:
-            recovered = self.transaction_router.refusal(request.name, command,
-                                                        self.store.transactions)
-            if recovered is not None:
-                return await self.network.send(conn, request, self._decorate(recovered))
+        recovered = self.role_state.mongos_refusal(request.name, command,
+                                                   self.store.transactions)
+        if recovered is not None:
+            return await self.network.send(conn, request, self.role_state.decorate(recovered))
         reply = await self._run(conn, request)
         self.api_memory.record(request.name, command, reply, lsid_of(command))
         if written is not None and written.fault.close_connection:
             return False  # onPrimaryTransactionalWrite: applied and recorded, no reply
         if fired is not None and fired.write_concern_error is not None and reply.get("ok"):
             reply = fired.add_write_concern_error(reply, command)
-        if self.role is Role.MONGOS and command.get("autocommit") is False:
-            # mongos' transaction router answers every command of a transaction with the
-            # recoveryToken the driver must send with commit/abort (transactions spec).
-            reply["recoveryToken"] = TransactionRouter.recovery_token()
+        self.role_state.add_recovery_token(reply, command)
         if request.more_to_come:
             return True
         if request.name == "getMore" and request.exhaust_allowed:
             return await self._stream_get_more(conn, request, reply)
-        return await self.network.send(conn, request, self._decorate(reply))
+        return await self.network.send(conn, request, self.role_state.decorate(reply))
 
     async def _stream_get_more(self, conn: Connection, request: Request,
                                reply: dict[str, Any]) -> bool:
@@ -365,7 +398,7 @@ class SimServer:
         answering the previous reply, until the cursor is exhausted (id 0) or fails."""
         response_to = request.request_id
         while _open_cursor(reply):
-            sent = await self.network.send_reply(conn, request, self._decorate(reply),
+            sent = await self.network.send_reply(conn, request, self.role_state.decorate(reply),
                                                  more_to_come=True, response_to=response_to)
             if sent is None:
                 return False
@@ -376,7 +409,7 @@ class SimServer:
             if verdict is not None:
                 return verdict
             reply = await self._run(conn, request)
-        return await self.network.send(conn, request, self._decorate(reply),
+        return await self.network.send(conn, request, self.role_state.decorate(reply),
                                        response_to=response_to)
 
     async def _carry_out(self, conn: Connection, request: Request, fired: FailCommand | None,
@@ -393,7 +426,7 @@ class SimServer:
         """Answer what a fault put in place of the command; False closes the connection."""
         if preempted.reply is None:
             return False
-        return await self.network.send(conn, request, self._decorate(preempted.reply),
+        return await self.network.send(conn, request, self.role_state.decorate(preempted.reply),
                                        response_to=response_to)
 
     # --- hello -----------------------------------------------------------------------------
@@ -454,26 +487,11 @@ class SimServer:
     def hello_reply(self, command: Mapping[str, Any], conn: Connection | None = None
                     ) -> dict[str, Any]:
         """The hello reply this member sends now (also for tests and the command line)."""
-        now = _now()
-        group = self.replica_set
-        state = HelloState(
-            role=self.role,
-            me=self.host,
-            process_id=self.clock.process_id,
-            counter=self.clock.counter,
-            connection_id=conn.connection_id if conn is not None else 0,
-            now=now,
-            replica_set=group.view() if group is not None else None,
-            last_write=group.last_write_for(self.host, now) if group is not None else None,
-            streaming=self.streaming,
-            load_balanced=self.load_balanced,
-            service_id=self.service_id_of(conn.connection_id if conn is not None else 0),
-            compressors=self.compressors,
-        )
-        reply = build_hello(command, state)
+        reply = self.role_state.hello(command, self.host,
+                                      conn.connection_id if conn is not None else 0)
         if conn is not None:
             reply.update(conn.sasl.hello_fields(command, peer_subject=conn.peer_subject))
-        return self._decorate(reply)
+        return self.role_state.decorate(reply)
 
     # --- commands --------------------------------------------------------------------------
 
@@ -497,28 +515,14 @@ class SimServer:
         if builtin is not None:
             info = ConnectionInfo(conn.peer, tuple(conn.sasl.authenticated_users))
             return await builtin(self, info, db, command)
-        refusal = self._role_refusal(name, command)
+        refusal = self.role_state.refusal(name, command, body)
         if refusal is not None:
             return refusal
-        if name in WRITE_COMMANDS and self.role is Role.STANDALONE:
-            refused = write_concern.standalone_refusal(command.get("writeConcern"))
-            if refused is not None:
-                return refused
-        if self.role is Role.STANDALONE and read_concern_level(command) == "snapshot":
-            # mongod: snapshot reads need replication (sessions: snapshot-sessions-not-
-            # supported-server-error)
-            return error_reply(123, "node needs to be a replica set member to use "
-                                    "readConcern: snapshot", command)
-        if (self.role is Role.STANDALONE and name == "aggregate"
-                and is_change_stream(body)):
-            return error_reply(40573, "The $changeStream stage is only supported on replica "
-                                      "sets", command)
         reply = await self._handle_in_store(name, db, body, command)
         if name == "getMore" and self.store.awaits_data(body):
             reply = await self._await_data(db, body, command, reply)
-        if name in WRITE_COMMANDS and self.replica_set is not None and reply.get("ok"):
-            self.replica_set.record_write(_now())
-            return await self._wait_for_write_concern(command.get("writeConcern"), reply)
+        if name in WRITE_COMMANDS and reply.get("ok"):
+            return await self.role_state.replicate(command.get("writeConcern"), reply)
         return reply
 
     async def _handle_in_store(self, name: str, db: str, body: Mapping[str, Any],
@@ -540,7 +544,8 @@ class SimServer:
         awaited so only this command waits; past a positive maxTimeMS it answers 50
         MaxTimeMSExpired, as mongod interrupts the script."""
         with javascript_sleeps() as slept:
-            reply = self.store.handle(db, body, SessionContext(cluster_time=self._store_time()))
+            session = SessionContext(cluster_time=self.role_state.store_time())
+            reply = self.store.handle(db, body, session)
         if slept.ms <= 0:
             return reply
         if max_time_exceeded(command, slept.ms):
@@ -569,71 +574,6 @@ class SimServer:
             reply = await self._store_handle(db, body, command)
         return reply
 
-    def _store_time(self) -> Timestamp | None:
-        """The cluster time the store's snapshot reads run at: a replica set's newest optime
-        (no write is newer), a mongos's own clock; None for a standalone (no snapshots)."""
-        if self.replica_set is not None:
-            return self.replica_set.cluster_time(_now())
-        if self.role is Role.MONGOS:
-            return self._cluster_time if self._cluster_time.time else (
-                Timestamp(int(_now().timestamp()), 1))
-        return None
-
-    async def _wait_for_write_concern(self, concern: Any, reply: dict[str, Any]
-                                      ) -> dict[str, Any]:
-        """Wait until enough members could acknowledge the write (or wtimeout passes)."""
-        assert self.replica_set is not None
-        members = self.replica_set.members
-        required = write_concern.required_acknowledgements(concern, members)
-        error = write_concern.unsatisfiable(required, members)
-        timeout = write_concern.wtimeout_ms(concern)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout / 1000 if timeout is not None else None
-        while error is None and self.count_acknowledgers is not None and (
-                self.count_acknowledgers() < required):
-            if deadline is not None and loop.time() >= deadline:
-                error = write_concern.timed_out(concern)
-                break
-            await asyncio.sleep(0.01)
-        if error is not None:
-            reply = {**reply, "writeConcernError": error}
-        return reply
-
-    def _role_refusal(self, name: str, command: Mapping[str, Any]) -> dict[str, Any] | None:
-        """What a member refuses in its role (none for standalone and mongos)."""
-        if self.role in (Role.ARBITER, Role.OTHER) and name not in ("endSessions",):
-            return error_reply(13436, "node is not in primary or recovering state", command)
-        if self.role is not Role.SECONDARY:
-            return None
-        if name in WRITE_COMMANDS:
-            return error_reply(10107, "not primary", command)
-        if name in READ_COMMANDS and not secondary_ok(command):
-            return error_reply(13435, "not primary and secondaryOk=false", command)
-        return None
-
-    def _decorate(self, reply: dict[str, Any]) -> dict[str, Any]:
-        """Replica-set members and mongos gossip ``$clusterTime`` and ``operationTime``; a
-        not-primary error carries the member's ``topologyVersion`` (SDAM stale errors; mongod
-        stamps shutdown errors only in quiesce mode, which the simulator does not model)."""
-        if self.streaming and not reply.get("ok", 1) and reply.get("code") in (
-                NOT_PRIMARY_CODES):
-            reply["topologyVersion"] = {"processId": self.clock.process_id,
-                                        "counter": Int64(self.clock.counter)}
-        if self.replica_set is None and self.role is not Role.MONGOS:
-            return reply
-        now = _now()
-        if self.replica_set is not None:
-            cluster_time = self.replica_set.cluster_time(now)
-        else:
-            seconds = int(now.timestamp())
-            inc = self._cluster_time.inc + 1 if seconds <= self._cluster_time.time else 1
-            self._cluster_time = Timestamp(max(seconds, self._cluster_time.time), inc)
-            cluster_time = self._cluster_time
-        reply["$clusterTime"] = {"clusterTime": cluster_time,
-                                 "signature": {"hash": Binary(bytes(20)), "keyId": Int64(0)}}
-        reply["operationTime"] = cluster_time
-        return reply
-
 
 def _strip(command: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in command.items() if key not in _ENVELOPE}
@@ -656,8 +596,3 @@ def _open_cursor(reply: Mapping[str, Any]) -> bool:
     """A successful cursor reply whose cursor stays open (id != 0)."""
     cursor = reply.get("cursor")
     return bool(reply.get("ok")) and isinstance(cursor, Mapping) and cursor.get("id", 0) != 0
-
-
-def _now() -> datetime.datetime:
-    now = datetime.datetime.now(datetime.UTC)
-    return now.replace(microsecond=now.microsecond // 1000 * 1000)
