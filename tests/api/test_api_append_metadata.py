@@ -23,7 +23,7 @@ FRAMEWORK = DriverInfo("framework", "2.0", "Framework Platform")
 
 def _handshakes(server: SimServer) -> list[Mapping[str, Any]]:
     """The client metadata of every connection the simulator has open."""
-    return [conn.metadata for conn in server._connections if conn.metadata is not None]
+    return [conn.metadata for conn in server.network.connections if conn.metadata is not None]
 
 
 async def test_new_connections_carry_appended_metadata_and_old_ones_keep_theirs() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from asyncmongo.bson import Int64
 from asyncmongo.testing import ReplicaSet, SimServer
-from asyncmongo.testing.server import LOCK_WAIT_PAUSES
+from asyncmongo.testing.server.commands import LOCK_WAIT_PAUSES
 from tests.testing.raw_client import RawClient
 
 pytestmark = pytest.mark.timeout(15)
