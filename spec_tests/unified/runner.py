@@ -228,8 +228,8 @@ class UnifiedTestRunner:
         observers = [e for e in self.entities.clients().values() if e.observe_log_messages]
         for expected in expectations:
             entity: ClientEntity = self.entities.get(expected["client"], "client")
-            topology = getattr(entity.client, "_topology", None)
-            ids = {str(topology.topology_id)} if topology is not None else set()
+            runtime = getattr(entity.client, "_runtime", None)
+            ids = {str(runtime.topology.topology_id)} if runtime is not None else set()
             observed = messages_for(entries, entity.observe_log_messages, ids,
                                     only_observer=len(observers) == 1)
             check_log_messages(expected, observed, self.entities)
