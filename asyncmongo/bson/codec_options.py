@@ -1,7 +1,8 @@
 """CodecOptions: how BSON decodes to Python (and how UUIDs encode).
 
 One frozen value passed down to every encode/decode call; ``with_options`` derives a
-changed copy. ``DEFAULT_CODEC_OPTIONS`` is what a plain ``decode(data)`` uses.
+changed copy. ``DEFAULT_CODEC_OPTIONS`` is what a plain ``decode(data)`` uses. The enums of
+its fields (``UuidRepresentation``, ``DatetimeConversion``) live here with it.
 """
 
 from __future__ import annotations
@@ -11,11 +12,37 @@ import dataclasses
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from datetime import tzinfo as _tzinfo
+from enum import IntEnum
 from typing import Any, Final
 
-from asyncmongo.bson.types import DatetimeConversion, UuidRepresentation
+__all__ = ["DEFAULT_CODEC_OPTIONS", "CodecOptions", "DatetimeConversion", "UuidRepresentation"]
 
-__all__ = ["DEFAULT_CODEC_OPTIONS", "CodecOptions"]
+
+class UuidRepresentation(IntEnum):
+    """How a native :class:`uuid.UUID` maps to BSON binary (specs/bson-binary-uuid).
+
+    Values match PyMongo's ``bson.binary.UuidRepresentation``.
+    """
+
+    UNSPECIFIED = 0
+    PYTHON_LEGACY = 3
+    STANDARD = 4
+    JAVA_LEGACY = 5
+    CSHARP_LEGACY = 6
+
+
+class DatetimeConversion(IntEnum):
+    """How a BSON UTC datetime decodes (values as PyMongo's ``DatetimeConversion``).
+
+    DATETIME: a :class:`datetime` (out-of-range values raise InvalidBSON); DATETIME_CLAMP:
+    clamp to datetime.min/max; DATETIME_MS: always :class:`DatetimeMS`; DATETIME_AUTO: a
+    datetime when it fits, else :class:`DatetimeMS`.
+    """
+
+    DATETIME = 1
+    DATETIME_CLAMP = 2
+    DATETIME_MS = 3
+    DATETIME_AUTO = 4
 
 
 @dataclass(frozen=True, slots=True)
