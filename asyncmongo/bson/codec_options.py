@@ -13,7 +13,7 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from datetime import tzinfo as _tzinfo
 from enum import IntEnum
-from typing import Any, Final
+from typing import Any, Final, Protocol, TypeGuard
 
 __all__ = ["DEFAULT_CODEC_OPTIONS", "CodecOptions", "DatetimeConversion", "UuidRepresentation"]
 
@@ -101,13 +101,26 @@ class CodecOptions:
         return dataclasses.replace(self, **kwargs)
 
 
-def _is_document_class(doc_class: type) -> bool:
-    if issubclass(doc_class, MutableMapping) or doc_class is dict:
-        return True
+class RawDocumentClass(Protocol):
+    """A document_class built from a whole document's bytes: RawBSONDocument."""
+
+    def __call__(self, bson_bytes: bytes, codec_options: CodecOptions, /) -> Mapping[str, Any]:
+        """The document over ``bson_bytes``, decoding its fields per ``codec_options``."""
+        ...
+
+
+def is_raw_document_class(doc_class: type) -> TypeGuard[RawDocumentClass]:
+    """Whether ``doc_class`` is RawBSONDocument (or a subclass), known by its marker."""
     return getattr(doc_class, "_type_marker", None) == _RAW_BSON_DOCUMENT_MARKER
 
 
-# RawBSONDocument (raw.py) sets this marker; checked by value to avoid an import cycle.
+def _is_document_class(doc_class: type) -> bool:
+    if issubclass(doc_class, MutableMapping) or doc_class is dict:
+        return True
+    return is_raw_document_class(doc_class)
+
+
+# RawBSONDocument (raw.py) sets this marker; checked by value because raw.py imports this module.
 _RAW_BSON_DOCUMENT_MARKER: Final = 101
 
 DEFAULT_CODEC_OPTIONS: Final = CodecOptions()
