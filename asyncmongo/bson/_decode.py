@@ -21,12 +21,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from asyncmongo.bson.binary import OLD_BINARY_SUBTYPE, OLD_UUID_SUBTYPE, UUID_SUBTYPE, Binary
-from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.bson.codec_options import CodecOptions, is_raw_document_class
 from asyncmongo.bson.dbref import DBRef
 from asyncmongo.bson.decimal128 import Decimal128
 from asyncmongo.bson.errors import InvalidBSON
 from asyncmongo.bson.objectid import ObjectId
-from asyncmongo.bson.raw import RawBSONDocument
 from asyncmongo.bson.types import (
     Code,
     DatetimeConversion,
@@ -56,7 +55,6 @@ _UNPACK_U32_PAIR: Final = struct.Struct("<II").unpack_from
 
 _EPOCH_NAIVE: Final = datetime(1970, 1, 1)
 _EPOCH_AWARE: Final = datetime(1970, 1, 1, tzinfo=UTC)
-_RAW_MARKER: Final = RawBSONDocument._type_marker
 _DATETIME: Final = DatetimeConversion.DATETIME
 _MIN_KEY: Final = MinKey()
 _MAX_KEY: Final = MaxKey()
@@ -277,8 +275,8 @@ def _to_document_class(doc: dict[str, Any], doc_class: type[Any]) -> Any:
 def _embedded_other(data: bytes, pos: int, stop: int, opts: CodecOptions, depth: int) -> Any:
     """An embedded document (``data[pos:stop + 1]``) when document_class is not dict."""
     doc_class = opts.document_class
-    if getattr(doc_class, "_type_marker", None) == _RAW_MARKER:
-        return RawBSONDocument(data[pos : stop + 1], opts)
+    if is_raw_document_class(doc_class):
+        return doc_class(data[pos : stop + 1], opts)
     doc = _decode_document(data, pos + 4, stop, opts, depth)
     if "$ref" in doc:
         ref = _dbref_or_document(doc)
@@ -492,8 +490,8 @@ def decode_document_at(data: bytes, pos: int, opts: CodecOptions) -> tuple[Any, 
         doc_class = opts.document_class
         if doc_class is dict:
             return _decode_document(data, pos + 4, stop - 1, opts, 0), stop
-        if getattr(doc_class, "_type_marker", None) == _RAW_MARKER:
-            return RawBSONDocument(data[pos:stop], opts), stop
+        if is_raw_document_class(doc_class):
+            return doc_class(data[pos:stop], opts), stop
         doc = _decode_document(data, pos + 4, stop - 1, opts, 0)
         return _to_document_class(doc, doc_class), stop
     except InvalidBSON:

@@ -11,8 +11,7 @@ from datetime import tzinfo as _tzinfo
 from enum import IntEnum
 from typing import Any, Final
 
-from asyncmongo.bson.codec_options import CodecOptions
-from asyncmongo.bson.types import DatetimeConversion, UuidRepresentation
+from asyncmongo.bson.codec_options import CodecOptions, DatetimeConversion, UuidRepresentation
 
 __all__ = [
     "CANONICAL_JSON_OPTIONS",

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Final
 
+from asyncmongo.bson.codec_options import UuidRepresentation
 from asyncmongo.bson.errors import InvalidBinary, InvalidDocument
-from asyncmongo.bson.types import UuidRepresentation
 
 __all__ = [
     "BINARY_SUBTYPE",

@@ -1,7 +1,8 @@
 """CodecOptions: how BSON decodes to Python (and how UUIDs encode).
 
 One frozen value passed down to every encode/decode call; ``with_options`` derives a
-changed copy. ``DEFAULT_CODEC_OPTIONS`` is what a plain ``decode(data)`` uses.
+changed copy. ``DEFAULT_CODEC_OPTIONS`` is what a plain ``decode(data)`` uses. The enums of
+its fields (``UuidRepresentation``, ``DatetimeConversion``) live here with it.
 """
 
 from __future__ import annotations
@@ -11,11 +12,37 @@ import dataclasses
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from datetime import tzinfo as _tzinfo
-from typing import Any, Final
+from enum import IntEnum
+from typing import Any, Final, Protocol, TypeGuard
 
-from asyncmongo.bson.types import DatetimeConversion, UuidRepresentation
+__all__ = ["DEFAULT_CODEC_OPTIONS", "CodecOptions", "DatetimeConversion", "UuidRepresentation"]
 
-__all__ = ["DEFAULT_CODEC_OPTIONS", "CodecOptions"]
+
+class UuidRepresentation(IntEnum):
+    """How a native :class:`uuid.UUID` maps to BSON binary (specs/bson-binary-uuid).
+
+    Values match PyMongo's ``bson.binary.UuidRepresentation``.
+    """
+
+    UNSPECIFIED = 0
+    PYTHON_LEGACY = 3
+    STANDARD = 4
+    JAVA_LEGACY = 5
+    CSHARP_LEGACY = 6
+
+
+class DatetimeConversion(IntEnum):
+    """How a BSON UTC datetime decodes (values as PyMongo's ``DatetimeConversion``).
+
+    DATETIME: a :class:`datetime` (out-of-range values raise InvalidBSON); DATETIME_CLAMP:
+    clamp to datetime.min/max; DATETIME_MS: always :class:`DatetimeMS`; DATETIME_AUTO: a
+    datetime when it fits, else :class:`DatetimeMS`.
+    """
+
+    DATETIME = 1
+    DATETIME_CLAMP = 2
+    DATETIME_MS = 3
+    DATETIME_AUTO = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,13 +101,26 @@ class CodecOptions:
         return dataclasses.replace(self, **kwargs)
 
 
-def _is_document_class(doc_class: type) -> bool:
-    if issubclass(doc_class, MutableMapping) or doc_class is dict:
-        return True
+class RawDocumentClass(Protocol):
+    """A document_class built from a whole document's bytes: RawBSONDocument."""
+
+    def __call__(self, bson_bytes: bytes, codec_options: CodecOptions, /) -> Mapping[str, Any]:
+        """The document over ``bson_bytes``, decoding its fields per ``codec_options``."""
+        ...
+
+
+def is_raw_document_class(doc_class: type) -> TypeGuard[RawDocumentClass]:
+    """Whether ``doc_class`` is RawBSONDocument (or a subclass), known by its marker."""
     return getattr(doc_class, "_type_marker", None) == _RAW_BSON_DOCUMENT_MARKER
 
 
-# RawBSONDocument (raw.py) sets this marker; checked by value to avoid an import cycle.
+def _is_document_class(doc_class: type) -> bool:
+    if issubclass(doc_class, MutableMapping) or doc_class is dict:
+        return True
+    return is_raw_document_class(doc_class)
+
+
+# RawBSONDocument (raw.py) sets this marker; checked by value because raw.py imports this module.
 _RAW_BSON_DOCUMENT_MARKER: Final = 101
 
 DEFAULT_CODEC_OPTIONS: Final = CodecOptions()

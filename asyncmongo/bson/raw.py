@@ -8,12 +8,15 @@ back its bytes unchanged.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
+from asyncmongo.bson._decode import inflate_raw
+from asyncmongo.bson.codec_options import (
+    _RAW_BSON_DOCUMENT_MARKER,
+    DEFAULT_CODEC_OPTIONS,
+    CodecOptions,
+)
 from asyncmongo.bson.errors import InvalidBSON
-
-if TYPE_CHECKING:
-    from asyncmongo.bson.codec_options import CodecOptions
 
 __all__ = ["RawBSONDocument"]
 
@@ -30,7 +33,7 @@ class RawBSONDocument(Mapping[str, Any]):
     __slots__ = ("__codec_options", "__inflated", "__raw")
 
     # The codec and CodecOptions recognise the class by this marker (PyMongo's value).
-    _type_marker: Final = 101
+    _type_marker: Final = _RAW_BSON_DOCUMENT_MARKER
 
     def __init__(
         self,
@@ -43,8 +46,6 @@ class RawBSONDocument(Mapping[str, Any]):
         if raw[-1] != 0:
             raise InvalidBSON("RawBSONDocument: the document is not terminated by NUL")
         if codec_options is None:
-            from asyncmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS
-
             codec_options = DEFAULT_CODEC_OPTIONS
         if codec_options.document_class is not RawBSONDocument:
             codec_options = codec_options.with_options(document_class=RawBSONDocument)
@@ -65,8 +66,6 @@ class RawBSONDocument(Mapping[str, Any]):
     def _inflated(self) -> dict[str, Any]:
         inflated = self.__inflated
         if inflated is None:
-            from asyncmongo.bson._decode import inflate_raw
-
             inflated = self.__inflated = inflate_raw(self.__raw, self.__codec_options)
         return inflated
 

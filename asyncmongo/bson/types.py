@@ -2,7 +2,9 @@
 
 Each one exists so that decoding and re-encoding a document is lossless: an int64 that fits
 in 32 bits stays an int64 (:class:`Int64`), a symbol stays a symbol (:class:`Symbol`), the
-deprecated undefined value survives (:class:`Undefined`), and so on.
+deprecated undefined value survives (:class:`Undefined`), and so on. The codec option enums
+``UuidRepresentation`` and ``DatetimeConversion`` are defined in codec_options and exported
+here too.
 """
 
 from __future__ import annotations
@@ -11,14 +13,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from enum import IntEnum
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
+from asyncmongo.bson.codec_options import (
+    DEFAULT_CODEC_OPTIONS,
+    CodecOptions,
+    DatetimeConversion,
+    UuidRepresentation,
+)
 from asyncmongo.bson.errors import InvalidDocument
 from asyncmongo.bson.objectid import ObjectId
-
-if TYPE_CHECKING:
-    from asyncmongo.bson.codec_options import CodecOptions
 
 __all__ = [
     "Code",
@@ -36,33 +40,6 @@ __all__ = [
 ]
 
 _UINT32_MAX: Final = 0xFFFFFFFF
-
-
-class UuidRepresentation(IntEnum):
-    """How a native :class:`uuid.UUID` maps to BSON binary (specs/bson-binary-uuid).
-
-    Values match PyMongo's ``bson.binary.UuidRepresentation``.
-    """
-
-    UNSPECIFIED = 0
-    PYTHON_LEGACY = 3
-    STANDARD = 4
-    JAVA_LEGACY = 5
-    CSHARP_LEGACY = 6
-
-
-class DatetimeConversion(IntEnum):
-    """How a BSON UTC datetime decodes (values as PyMongo's ``DatetimeConversion``).
-
-    DATETIME: a :class:`datetime` (out-of-range values raise InvalidBSON); DATETIME_CLAMP:
-    clamp to datetime.min/max; DATETIME_MS: always :class:`DatetimeMS`; DATETIME_AUTO: a
-    datetime when it fits, else :class:`DatetimeMS`.
-    """
-
-    DATETIME = 1
-    DATETIME_CLAMP = 2
-    DATETIME_MS = 3
-    DATETIME_AUTO = 4
 
 
 class Int64(int):
@@ -336,8 +313,6 @@ class DatetimeMS(int):
     def to_datetime(self, codec_options: CodecOptions | None = None) -> datetime:
         """This instant as a datetime per ``codec_options`` (tz_aware, tzinfo); raises
         :class:`OverflowError` if it is outside datetime's range (unless clamping)."""
-        from asyncmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS
-
         opts = codec_options or DEFAULT_CODEC_OPTIONS
         ms = int(self)
         if opts.datetime_conversion == DatetimeConversion.DATETIME_CLAMP:

@@ -9,17 +9,35 @@ joins the description and closes it when the address leaves.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from asyncmongo.core.address import Address, format_address
 from asyncmongo.core.sdam.rtt import RttStats
 
 if TYPE_CHECKING:
-    from asyncmongo.runtime.connection import Connection
-    from asyncmongo.runtime.monitor import Monitor
+    from asyncmongo.runtime.connection import Connection, ConnectionSettings
     from asyncmongo.runtime.pool import Pool
 
-__all__ = ["Server"]
+__all__ = ["Server", "ServerMonitor"]
+
+
+class ServerMonitor(Protocol):
+    """What a Server needs of its monitor (runtime.monitor.Monitor): the lifecycle the
+    server drives, and the connection settings the client swaps through it."""
+
+    def start(self) -> None: ...
+
+    def request_check(self) -> None: ...
+
+    def cancel_check(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    @property
+    def connection_settings(self) -> ConnectionSettings: ...
+
+    @connection_settings.setter
+    def connection_settings(self, settings: ConnectionSettings) -> None: ...
 
 
 class Server:
@@ -27,7 +45,9 @@ class Server:
 
     __slots__ = ("_closed", "address", "monitor", "operation_count", "pool", "rtt")
 
-    def __init__(self, address: Address, pool: Pool[Connection], monitor: Monitor | None) -> None:
+    def __init__(
+        self, address: Address, pool: Pool[Connection], monitor: ServerMonitor | None
+    ) -> None:
         self.address = address
         self.pool = pool
         self.monitor = monitor

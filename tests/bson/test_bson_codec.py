@@ -290,6 +290,17 @@ def test_raw_bson_document_is_lazy_and_lossless() -> None:
     assert decode_all(data + data, CodecOptions(document_class=RawBSONDocument)) == [raw, raw]
 
 
+def test_a_raw_bson_document_subclass_is_built_like_pymongo_builds_it() -> None:
+    class Raw(RawBSONDocument):
+        __slots__ = ()
+
+    data = encode({"sub": {"b": "x"}})
+    raw = decode(data, CodecOptions(document_class=Raw))
+    assert type(raw) is Raw and raw.raw == data
+    assert type(raw["sub"]) is RawBSONDocument and raw["sub"]["b"] == "x"
+    assert encode(raw) == data
+
+
 def test_raw_bson_document_checks_its_envelope_and_reports_bad_content() -> None:
     with pytest.raises(InvalidBSON):
         RawBSONDocument(b"\x06\x00\x00\x00\x00")

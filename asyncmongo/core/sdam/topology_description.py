@@ -2,7 +2,9 @@
 
 ``apply(server_description)`` is the only way it changes: it returns a new description and
 the SDAM events describing the change (computed by a pure diff). The topology runtime keeps
-the current value, swaps it and publishes the events; readers hold snapshots.
+the current value, swaps it and publishes the events; readers hold snapshots. The events of
+the topology (SDAM Logging and Monitoring spec) are defined here with it, and exported by
+asyncmongo.core.sdam.events with the heartbeat events.
 """
 
 from __future__ import annotations
@@ -15,14 +17,6 @@ from asyncmongo.bson.objectid import ObjectId
 from asyncmongo.core.address import Address
 from asyncmongo.core.sdam import updates
 from asyncmongo.core.sdam.compatibility import first_compatibility_error
-from asyncmongo.core.sdam.events import (
-    SdamEvent,
-    ServerOpeningEvent,
-    TopologyClosedEvent,
-    TopologyDescriptionChangedEvent,
-    TopologyOpeningEvent,
-    diff,
-)
 from asyncmongo.core.sdam.server_description import ServerDescription
 from asyncmongo.core.sdam.settings import TopologySettings
 from asyncmongo.core.sdam.topology_version import compare_topology_version
@@ -198,3 +192,92 @@ def logical_session_timeout(servers: Iterable[ServerDescription]) -> int | None:
         if minimum is None or server.logical_session_timeout_minutes < minimum:
             minimum = server.logical_session_timeout_minutes
     return minimum
+
+
+# -- SDAM events --
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyOpeningEvent:
+    """A topology was created; the first SDAM event of its life."""
+
+    topology_id: object
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyClosedEvent:
+    """A topology was closed; the last SDAM event of its life."""
+
+    topology_id: object
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyDescriptionChangedEvent:
+    """The topology description changed (by TopologyDescription equality)."""
+
+    topology_id: object
+    previous_description: TopologyDescription
+    new_description: TopologyDescription
+
+
+@dataclass(frozen=True, slots=True)
+class ServerOpeningEvent:
+    """A server joined the topology (before its monitor connects)."""
+
+    topology_id: object
+    address: Address
+
+
+@dataclass(frozen=True, slots=True)
+class ServerClosedEvent:
+    """A server left the topology and its monitor stopped."""
+
+    topology_id: object
+    address: Address
+
+
+@dataclass(frozen=True, slots=True)
+class ServerDescriptionChangedEvent:
+    """A server's description changed (by Server Description Equality: RTT alone does not)."""
+
+    topology_id: object
+    address: Address
+    previous_description: ServerDescription
+    new_description: ServerDescription
+
+
+SdamEvent = (
+    TopologyOpeningEvent
+    | TopologyClosedEvent
+    | TopologyDescriptionChangedEvent
+    | ServerOpeningEvent
+    | ServerClosedEvent
+    | ServerDescriptionChangedEvent
+)
+
+
+def diff(
+    old: TopologyDescription, new: TopologyDescription, first: Address | None = None
+) -> list[SdamEvent]:
+    """The events that describe going from ``old`` to ``new``.
+
+    Order: description changes (the server being processed, ``first``, before the others),
+    then opened servers, then closed servers, then the topology change.
+    """
+    topology_id = new.topology_id
+    events: list[SdamEvent] = []
+    changed = [a for a in new.servers if a in old.servers and old.servers[a] != new.servers[a]]
+    if first in changed:
+        changed.remove(first)
+        changed.insert(0, first)
+    for address in changed:
+        events.append(
+            ServerDescriptionChangedEvent(
+                topology_id, address, old.servers[address], new.servers[address]
+            )
+        )
+    events.extend(ServerOpeningEvent(topology_id, a) for a in new.servers if a not in old.servers)
+    events.extend(ServerClosedEvent(topology_id, a) for a in old.servers if a not in new.servers)
+    if old != new:
+        events.append(TopologyDescriptionChangedEvent(topology_id, old, new))
+    return events
