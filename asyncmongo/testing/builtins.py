@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from asyncmongo.bson import Int64
 from asyncmongo.errors import ConfigurationError
-from asyncmongo.testing import failpoint, stable_api
+from asyncmongo.testing import configure_failpoint, stable_api
 from asyncmongo.testing.member import Role
 from asyncmongo.testing.replies import error_reply
 
@@ -57,7 +57,7 @@ async def configure_fail_point(server: SimServer, conn: ConnectionInfo, db: str,
     if db != "admin":
         return error_reply(13, "configureFailPoint may only be run against the admin database.")
     try:
-        failpoint.configure(server.fail_points, command)
+        configure_failpoint.configure(server.fail_points, command)
     except (ConfigurationError, TypeError, ValueError) as exc:
         return error_reply(2, str(exc))
     return {"count": 0, "ok": 1.0}
