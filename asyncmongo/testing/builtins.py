@@ -12,17 +12,19 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from asyncmongo.bson import Int64
 from asyncmongo.errors import ConfigurationError
-from asyncmongo.testing import failpoint, stable_api
+from asyncmongo.testing import configure_failpoint, stable_api
 from asyncmongo.testing.member import Role
 from asyncmongo.testing.replies import error_reply
 
 if TYPE_CHECKING:
+    from asyncmongo.testing.failpoint import FailPointState
+    from asyncmongo.testing.replset import ReplicaSetGroup
     from asyncmongo.testing.scram import User
-    from asyncmongo.testing.server import SimServer
+    from asyncmongo.testing.store import Store
 
 #: The server version the simulator claims (maxWireVersion 25, member.MAX_WIRE_VERSION).
 SERVER_VERSION = "8.0.0"
@@ -36,34 +38,68 @@ class ConnectionInfo:
     authenticated_users: tuple[User, ...]
 
 
+class ServerView(Protocol):
+    """What the built-in commands read and change on the server they run on (a
+    :class:`~asyncmongo.testing.server.SimServer` is one)."""
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def role(self) -> Role: ...
+
+    @property
+    def replica_set(self) -> ReplicaSetGroup | None: ...
+
+    @property
+    def on_step_down(self) -> Callable[[Self], Awaitable[None]] | None:
+        """The deployment's replSetStepDown hook, called with this server."""
+        ...
+
+    @property
+    def fail_points(self) -> dict[str, FailPointState]: ...
+
+    @property
+    def parameters(self) -> dict[str, Any]: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def connection_count(self) -> int: ...
+
+    @property
+    def total_connections(self) -> int: ...
+
+
 Reply = dict[str, Any]
-Builtin = Callable[["SimServer", ConnectionInfo, str, dict[str, Any]], Awaitable[Reply]]
+Builtin = Callable[[ServerView, ConnectionInfo, str, dict[str, Any]], Awaitable[Reply]]
 
 
-async def ping(server: SimServer, conn: ConnectionInfo, db: str, command: dict[str, Any]
+async def ping(server: ServerView, conn: ConnectionInfo, db: str, command: dict[str, Any]
                ) -> Reply:
     return {"ok": 1.0}
 
 
-async def build_info(server: SimServer, conn: ConnectionInfo, db: str,
+async def build_info(server: ServerView, conn: ConnectionInfo, db: str,
                      command: dict[str, Any]) -> Reply:
     return {"version": SERVER_VERSION, "gitVersion": "asyncmongo.testing",
             "versionArray": [*map(int, SERVER_VERSION.split(".")), 0], "bits": 64, "debug": False,
             "maxBsonObjectSize": 16 * 1024 * 1024, "storageEngines": ["inMemory"], "ok": 1.0}
 
 
-async def configure_fail_point(server: SimServer, conn: ConnectionInfo, db: str,
+async def configure_fail_point(server: ServerView, conn: ConnectionInfo, db: str,
                                command: dict[str, Any]) -> Reply:
     if db != "admin":
         return error_reply(13, "configureFailPoint may only be run against the admin database.")
     try:
-        failpoint.configure(server.fail_points, command)
+        configure_failpoint.configure(server.fail_points, command)
     except (ConfigurationError, TypeError, ValueError) as exc:
         return error_reply(2, str(exc))
     return {"count": 0, "ok": 1.0}
 
 
-async def repl_set_step_down(server: SimServer, conn: ConnectionInfo, db: str,
+async def repl_set_step_down(server: ServerView, conn: ConnectionInfo, db: str,
                              command: dict[str, Any]) -> Reply:
     if server.replica_set is None:
         return error_reply(76, "not running with --replSet")
@@ -74,7 +110,7 @@ async def repl_set_step_down(server: SimServer, conn: ConnectionInfo, db: str,
     return {"ok": 1.0}
 
 
-async def repl_set_freeze(server: SimServer, conn: ConnectionInfo, db: str,
+async def repl_set_freeze(server: ServerView, conn: ConnectionInfo, db: str,
                           command: dict[str, Any]) -> Reply:
     """mongod's replSetFreeze: a secondary stands for no election for N seconds (0 unfreezes,
     answering ``info: "unfreezing"``); a primary refuses with 95 NotSecondary."""
@@ -98,7 +134,7 @@ async def repl_set_freeze(server: SimServer, conn: ConnectionInfo, db: str,
     return {"ok": 1.0}
 
 
-async def repl_set_get_status(server: SimServer, conn: ConnectionInfo, db: str,
+async def repl_set_get_status(server: ServerView, conn: ConnectionInfo, db: str,
                               command: dict[str, Any]) -> Reply:
     group = server.replica_set
     if group is None:
@@ -112,7 +148,7 @@ async def repl_set_get_status(server: SimServer, conn: ConnectionInfo, db: str,
             "term": Int64(group.term), "members": members, "ok": 1.0}
 
 
-async def server_status(server: SimServer, conn: ConnectionInfo, db: str,
+async def server_status(server: ServerView, conn: ConnectionInfo, db: str,
                         command: dict[str, Any]) -> Reply:
     return {"host": server.host, "version": SERVER_VERSION,
             "process": "mongos" if server.role is Role.MONGOS else "mongod",
@@ -122,32 +158,32 @@ async def server_status(server: SimServer, conn: ConnectionInfo, db: str,
             "ok": 1.0}
 
 
-async def whats_my_uri(server: SimServer, conn: ConnectionInfo, db: str,
+async def whats_my_uri(server: ServerView, conn: ConnectionInfo, db: str,
                        command: dict[str, Any]) -> Reply:
     return {"you": conn.peer, "ok": 1.0}
 
 
-async def connection_status(server: SimServer, conn: ConnectionInfo, db: str,
+async def connection_status(server: ServerView, conn: ConnectionInfo, db: str,
                             command: dict[str, Any]) -> Reply:
     users = [{"user": user.name, "db": user.db} for user in conn.authenticated_users]
     return {"authInfo": {"authenticatedUsers": users, "authenticatedUserRoles": []}, "ok": 1.0}
 
 
-async def get_parameter(server: SimServer, conn: ConnectionInfo, db: str,
+async def get_parameter(server: ServerView, conn: ConnectionInfo, db: str,
                         command: dict[str, Any]) -> Reply:
     if db != "admin":
         return error_reply(13, "getParameter may only be run against the admin database.")
     return stable_api.get_parameter(command, server.parameters)
 
 
-async def set_parameter(server: SimServer, conn: ConnectionInfo, db: str,
+async def set_parameter(server: ServerView, conn: ConnectionInfo, db: str,
                         command: dict[str, Any]) -> Reply:
     if db != "admin":
         return error_reply(13, "setParameter may only be run against the admin database.")
     return stable_api.set_parameter(command, server.parameters)
 
 
-async def api_test_command(server: SimServer, conn: ConnectionInfo, db: str,
+async def api_test_command(server: ServerView, conn: ConnectionInfo, db: str,
                            command: dict[str, Any]) -> Reply:
     """mongod's Stable API test commands (testVersion2, ...): there only with test commands
     enabled; the API checks happen before (stable_api.api_refusal)."""
@@ -156,7 +192,7 @@ async def api_test_command(server: SimServer, conn: ConnectionInfo, db: str,
     return {"ok": 1.0}
 
 
-async def kill_all_sessions(server: SimServer, conn: ConnectionInfo, db: str,
+async def kill_all_sessions(server: ServerView, conn: ConnectionInfo, db: str,
                             command: dict[str, Any]) -> Reply:
     """mongod's killAllSessions (``[]``: every user's sessions): their open transactions are
     aborted and their cursors closed (the store is shared by a replica set's members, so one
@@ -167,7 +203,7 @@ async def kill_all_sessions(server: SimServer, conn: ConnectionInfo, db: str,
     return {"ok": 1.0}
 
 
-async def ok(server: SimServer, conn: ConnectionInfo, db: str, command: dict[str, Any]
+async def ok(server: ServerView, conn: ConnectionInfo, db: str, command: dict[str, Any]
              ) -> Reply:
     return {"ok": 1.0}
 

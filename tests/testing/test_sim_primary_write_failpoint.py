@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from asyncmongo.errors import ConfigurationError
-from asyncmongo.testing import failpoint
+from asyncmongo.testing import configure_failpoint
 from asyncmongo.testing.failpoint import FailPointState
 from asyncmongo.testing.primary_write_failpoint import (
     PrimaryWriteFault,
@@ -22,8 +22,8 @@ LSID = {"id": b"x" * 16}
 
 def _point(mode: Any, data: dict[str, Any] | None = None) -> FailPointState:
     points: dict[str, FailPointState] = {}
-    failpoint.configure(points, {"configureFailPoint": "onPrimaryTransactionalWrite",
-                                 "mode": mode, "data": data or {}})
+    configure_failpoint.configure(points, {"configureFailPoint": "onPrimaryTransactionalWrite",
+                                           "mode": mode, "data": data or {}})
     return points["onPrimaryTransactionalWrite"]
 
 

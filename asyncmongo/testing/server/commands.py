@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from asyncmongo.core.wire.opcodes import OpCode
 from asyncmongo.testing import stable_api
-from asyncmongo.testing.builtins import BUILTINS, ConnectionInfo
+from asyncmongo.testing.builtins import BUILTINS, ConnectionInfo, ServerView
 from asyncmongo.testing.protocol import Request
 from asyncmongo.testing.replies import error_reply
 from asyncmongo.testing.scram import SaslServer, UserDirectory
@@ -31,9 +31,6 @@ from asyncmongo.testing.store import SessionContext, Store
 from asyncmongo.testing.store.tailable import DEFAULT_AWAIT_MS
 from asyncmongo.testing.store.transactions import lsid_of
 from asyncmongo.testing.store.where import javascript_sleeps
-
-if TYPE_CHECKING:
-    from asyncmongo.testing.server.sim_server import SimServer
 
 #: Fields of the command envelope the store does not need.
 _ENVELOPE = frozenset({"$db", "$readPreference", "$clusterTime", "apiVersion", "apiStrict",
@@ -50,13 +47,14 @@ AWAIT_DATA_POLL_S = 0.005
 class CommandRunner:
     """Runs commands for one server; see the module docstring.
 
-    The built-in commands take the whole server (they report on it and change it), so the
-    runner is given the :class:`SimServer` it works for besides its own collaborators.
+    The built-in commands take the server (they report on it and change it), so the runner
+    is given the server it works for, as the built-ins see it
+    (:class:`~asyncmongo.testing.builtins.ServerView`), besides its own collaborators.
     """
 
     __slots__ = ("_role", "_server", "api_memory", "parameters", "store", "users")
 
-    def __init__(self, server: SimServer, *, role: RoleState, store: Store,
+    def __init__(self, server: ServerView, *, role: RoleState, store: Store,
                  users: UserDirectory) -> None:
         self._server = server
         self._role = role

@@ -1,6 +1,7 @@
 """The faults a test injects into one simulated server.
 
-``configureFailPoint`` (or :meth:`Faults.fail_point`) sets fail points, parsed and counted by
+``configureFailPoint`` (or :meth:`Faults.fail_point`) sets fail points
+(:mod:`asyncmongo.testing.configure_failpoint`), parsed and counted by
 :mod:`asyncmongo.testing.failpoint` and :mod:`asyncmongo.testing.primary_write_failpoint`;
 the network faults are silence (a "silent" partition), slow replies and broken replies
 (garbage, truncated). :class:`Faults` holds them and says, for one request, what happens
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from asyncmongo.core.wire.opcodes import HEADER, HEADER_SIZE
-from asyncmongo.testing import failpoint, primary_write_failpoint
+from asyncmongo.testing import configure_failpoint, failpoint, primary_write_failpoint
 from asyncmongo.testing.failpoint import FailCommand, FailPointState
 from asyncmongo.testing.member import Role
 from asyncmongo.testing.replies import error_reply
@@ -100,7 +101,7 @@ class Faults:
         """Configure ``failCommand`` (as ``configureFailPoint`` does); the handle turns it off
         as a context manager. Keyword fields are added to ``data`` (camelCase names)."""
         command = failpoint.fail_point_command(mode, {**(data or {}), **fields})
-        failpoint.configure(self.fail_points, command)
+        configure_failpoint.configure(self.fail_points, command)
         return FailPointHandle(self)
 
     def slow(self, ms: float, *, commands: Iterable[str] | None = None) -> None:
@@ -140,7 +141,7 @@ class Faults:
         point = self.fail_points.get("failCommand")
         fired = point.fire(name, app_name) if point is not None else None
         if fired is None and name == "getMore":
-            after = self.fail_points.get(failpoint.GET_MORE_AFTER_CHECKOUT)
+            after = self.fail_points.get(configure_failpoint.GET_MORE_AFTER_CHECKOUT)
             fired = after.fire(name, app_name) if after is not None else None
         return fired
 
