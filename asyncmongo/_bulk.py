@@ -87,7 +87,7 @@ async def run_bulk(
     Every MongoError or BSONError raised out of it (BulkWriteError, the retry's network
     error, a timeout, a document too large for a later batch) carries ``partial_result``:
     the BulkWriteResult of the batches acknowledged before it (None when unacknowledged), so
-    the caller knows what was already applied (CRUD spec, issue #10).
+    the caller knows what was already applied (CRUD spec).
     """
     acknowledged = write_concern.acknowledged
     result = BulkResult()

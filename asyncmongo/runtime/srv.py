@@ -221,7 +221,7 @@ class SrvPoller:
 
         ``spawn(coro, name)`` is the owner's task starter: the client passes its TaskSet's, so
         the poller runs in the client's task set with a clean contextvars context and the
-        client's ``close()`` awaits it like every other background task (issue #8). Without
+        client's ``close()`` awaits it like every other background task. Without
         it (standalone use, tests) the poller starts a plain task on the running loop.
         """
         if self._task is not None:
