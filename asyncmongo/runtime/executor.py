@@ -145,10 +145,6 @@ class Executor:
         #: Load-balanced mode: (server, cursor id) -> its pinned connection.
         self.cursor_pins: dict[tuple[Address, int], _CursorPin] = {}
 
-    @property
-    def topology(self) -> Topology:
-        return self._topology
-
     async def run(
         self,
         op: Operation[T],
