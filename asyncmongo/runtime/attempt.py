@@ -48,6 +48,17 @@ _TXN_END = frozenset({"commitTransaction", "abortTransaction"})
 ILLEGAL_OPERATION = 20
 
 
+class AttemptConnection(ConnectionInfo, Protocol):
+    """What an attempt reads of its connection beyond what the operation does (a runtime
+    Connection is one): what the server's handshake said it supports."""
+
+    @property
+    def supports_sessions(self) -> bool: ...
+
+    @property
+    def supports_retryable_writes(self) -> bool: ...
+
+
 @dataclass(frozen=True, slots=True)
 class SessionStep:
     """What a session decided for one operation before its first attempt."""
@@ -212,20 +223,14 @@ class SessionOperation(Generic[T]):
     def codec_options(self) -> CodecOptions:
         return self.op.codec_options
 
-    def build(self, conn: ConnectionInfo) -> Command:
+    def build(self, conn: AttemptConnection) -> Command:
         command = self.op.build(conn)
         step = self.step
         if command.unacknowledged and step is not None and step.in_transaction:
             command = dataclasses.replace(command, unacknowledged=False)
-        hello: Mapping[str, Any] = getattr(conn, "hello", None) or {}
-        service_id = getattr(conn, "service_id", None)
         self.max_wire_version = conn.max_wire_version
-        supports_sessions = (
-            hello.get("logicalSessionTimeoutMinutes") is not None or service_id is not None
-        )
-        self.supports_retryable_writes = supports_sessions and (
-            "setName" in hello or hello.get("msg") == "isdbgrid" or service_id is not None
-        )
+        supports_sessions = conn.supports_sessions
+        self.supports_retryable_writes = conn.supports_retryable_writes
         clock_time = self.clock.cluster_time if conn.max_wire_version >= 6 else None
         session = self.session
         if session is not None and not session._implicit and not supports_sessions:

@@ -327,6 +327,8 @@ class Connection:
         "max_wire_version",
         "max_write_batch_size",
         "service_id",
+        "supports_retryable_writes",
+        "supports_sessions",
     )
 
     def __init__(
@@ -345,6 +347,10 @@ class Connection:
         self.max_write_batch_size = DEFAULT_MAX_WRITE_BATCH_SIZE
         self.max_wire_version = 0
         self.service_id: ObjectId | None = None
+        #: Sessions spec: the server reported logicalSessionTimeoutMinutes (or is behind a
+        #: load balancer); retryable writes spec: and it is a replica set member or a mongos.
+        self.supports_sessions = False
+        self.supports_retryable_writes = False
         self._transport = transport
         self._protocol = protocol
         self._settings = settings
@@ -596,6 +602,13 @@ class Connection:
                     "needs a load-balanced deployment"
                 )
             self.service_id = service_id
+        behind_balancer = self.service_id is not None
+        self.supports_sessions = (
+            reply.get("logicalSessionTimeoutMinutes") is not None or behind_balancer
+        )
+        self.supports_retryable_writes = self.supports_sessions and (
+            "setName" in reply or reply.get("msg") == "isdbgrid" or behind_balancer
+        )
 
     async def _handshake(self, authenticator: Authenticator | None, deadline: float | None) -> None:
         speculative = authenticator.speculative_document() if authenticator else None

@@ -226,7 +226,9 @@ def test_explicit_session_needs_a_deployment_that_supports_sessions() -> None:
     session._implicit = False
     op = _find()
     op.build = lambda conn: Command("db", {"find": "c"})
-    conn: Any = SimpleNamespace(hello={"maxWireVersion": 17}, max_wire_version=17, service_id=None)
+    conn: Any = SimpleNamespace(
+        max_wire_version=17, supports_sessions=False, supports_retryable_writes=False
+    )
     clock = ClusterTimeKeeper()
     attempt = SessionOperation(op, session, clock, retry_writes=True, retry_reads=True)
     with pytest.raises(ConfigurationError, match="not supported"):
