@@ -57,7 +57,8 @@ from asyncmongo.runtime.executor import Executor
 from asyncmongo.runtime.tasks import TaskSet
 from asyncmongo.runtime.topology import Topology
 from asyncmongo.sessions import AsyncClientSession, ServerSessions
-from asyncmongo.sessions.options import IMPLICIT_OPTIONS, SessionOptions, TransactionOptions
+from asyncmongo.sessions.implicit import ImplicitSession
+from asyncmongo.sessions.options import SessionOptions, TransactionOptions
 
 if TYPE_CHECKING:
     from asyncmongo.change_stream import AsyncChangeStream
@@ -269,8 +270,8 @@ class AsyncMongoClient:
         )
         return AsyncClientSession(self, options)
 
-    def _implicit_session(self) -> AsyncClientSession:
-        return AsyncClientSession(self, IMPLICIT_OPTIONS, implicit=True)
+    def _implicit_session(self) -> ImplicitSession:
+        return ImplicitSession(self._server_sessions)
 
     # -- running operations -----------------------------------------------------------------
 

@@ -6,6 +6,7 @@
 - :mod:`.options`: SessionOptions and TransactionOptions.
 - :mod:`.session`: AsyncClientSession, one class: its public surface, its transactions and
   what the executor asks of it (``asyncmongo.runtime.attempt.OperationSession``).
+- :mod:`.implicit`: ImplicitSession, what an operation without ``session=`` runs in.
 - :mod:`.transaction`: the commands that end a transaction, and its ``async with`` form.
 - :mod:`.with_transaction`: the convenient API's retry loop and its time budget.
 - :mod:`.pool`: the client's server session pool and endSessions on close.

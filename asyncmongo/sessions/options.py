@@ -70,6 +70,5 @@ class SessionOptions:
         return self.causal_consistency
 
 
-# Frozen, so shared: every operation's implicit session used to build these anew.
-IMPLICIT_OPTIONS = SessionOptions()
+#: Frozen, so one serves every session outside a transaction.
 NO_TRANSACTION_OPTIONS = TransactionOptions()

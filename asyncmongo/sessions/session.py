@@ -97,7 +97,6 @@ class AsyncClientSession:
         "_client",
         "_cluster_time",
         "_ended",
-        "_implicit",
         "_lsid",
         "_operation_time",
         "_options",
@@ -112,12 +111,12 @@ class AsyncClientSession:
         "_txn_state",
     )
 
-    def __init__(
-        self, client: SessionOwner, options: SessionOptions, *, implicit: bool = False
-    ) -> None:
+    #: Explicit: started by the application (implicit ones are sessions.implicit's).
+    _implicit = False
+
+    def __init__(self, client: SessionOwner, options: SessionOptions) -> None:
         self._client = client
         self._options = options
-        self._implicit = implicit
         self._server_session: ServerSession | None = None
         self._lsid: Mapping[str, Any] | None = None
         self._ended = False
@@ -138,8 +137,7 @@ class AsyncClientSession:
 
     def __repr__(self) -> str:
         state = "ended" if self._ended else self._txn_state.public_name
-        kind = "implicit" if self._implicit else "explicit"
-        return f"<AsyncClientSession {kind}, transaction {state}>"
+        return f"<AsyncClientSession explicit, transaction {state}>"
 
     # -- public surface --------------------------------------------------------------------
 
@@ -406,7 +404,7 @@ class AsyncClientSession:
             starting = self._txn_state is TxnState.STARTING
             self._txn_state = transition(self._txn_state, TxnAction.OPERATE).state
             return SessionStep(in_transaction=True, starting=starting)
-        if not acknowledged and not self._implicit:
+        if not acknowledged:
             raise ConfigurationError(
                 "explicit sessions are incompatible with unacknowledged writes"
             )
@@ -452,7 +450,7 @@ class AsyncClientSession:
         cluster_time = client_cluster_time
         if self._cluster_time is not None:  # gossip: the greater of the client's and ours
             cluster_time = greater_cluster_time(client_cluster_time, self._cluster_time)
-        causal = self._options.causally_consistent and not self._implicit
+        causal = self._options.causally_consistent
         if generic and not step.in_transaction:
             causal = False
         after = self._operation_time if causal else None

@@ -1,0 +1,108 @@
+"""ImplicitSession: the session the driver starts for an operation run without one.
+
+Sessions spec, "Implicit sessions": an operation (or a cursor, until it is exhausted or
+closed) without ``session=`` still sends an lsid, from a server session taken from the
+client's pool and given back afterwards. Such a session has no causal consistency, no
+snapshot and no transactions, and the application never sees it, so it is a server session
+and the executor's bookkeeping (``runtime.attempt.OperationSession``), nothing more.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from asyncmongo.core.operations.base import Target
+from asyncmongo.core.sessions import ServerSession
+from asyncmongo.core.sessions.decorate import SessionFields
+from asyncmongo.core.sessions.labels import is_network_error
+from asyncmongo.errors import ConnectionFailure, ServerSelectionTimeoutError
+from asyncmongo.runtime.attempt import SessionStep
+from asyncmongo.sessions.pool import ServerSessions
+
+__all__ = ["ImplicitSession"]
+
+#: The clock of the server sessions' last use (tests replace it).
+monotonic: Callable[[], float] = time.monotonic
+
+_OUTSIDE_TRANSACTION = SessionStep(in_transaction=False, starting=False)
+
+
+class ImplicitSession:
+    """One operation's (or one cursor's) implicit session."""
+
+    __slots__ = ("_pool", "_server_session")
+
+    _implicit = True
+    _session_deadline: float | None = None
+    _pinned_connection: Any = None
+
+    def __init__(self, pool: ServerSessions) -> None:
+        self._pool = pool
+        self._server_session: ServerSession | None = None
+
+    def __repr__(self) -> str:
+        return "<ImplicitSession>"
+
+    def _prepare(self, name: str, *, acknowledged: bool) -> SessionStep:
+        return _OUTSIDE_TRANSACTION
+
+    def _transaction_target(self, target: Target, *, own_preference: bool = False) -> Target:
+        return target
+
+    def _check_read_preference(self, target: Target, *, own_preference: bool = False) -> None:
+        """Only a transaction restricts the read preference."""
+
+    def _fields(
+        self,
+        step: SessionStep,
+        txn_number: int | None,
+        client_cluster_time: Mapping[str, Any] | None,
+        *,
+        generic: bool = False,
+    ) -> SessionFields:
+        server_session = self._take_server_session()
+        server_session.last_use = monotonic()
+        # positional: a frozen dataclass's keyword construction costs more, on every operation
+        return SessionFields(
+            server_session.lsid,  # lsid
+            txn_number,  # txn_number
+            False,  # in_transaction
+            False,  # starting_transaction
+            None,  # transaction_read_concern
+            None,  # after_cluster_time
+            False,  # snapshot
+            None,  # snapshot_time
+            client_cluster_time,  # cluster_time
+        )
+
+    def _next_txn_number(self) -> int:
+        return self._take_server_session().next_txn_number()
+
+    def _observe(self, reply: Mapping[str, Any], address: Any, sharded: bool) -> None:
+        """Nothing to keep: the client's clock gossips, nothing here reads causally."""
+
+    def _on_error(self, exc: BaseException, step: SessionStep, name: str) -> None:
+        """Sessions spec: a network error dirties the server session (never pooled again)."""
+        if isinstance(exc, ConnectionFailure) and not isinstance(exc, ServerSelectionTimeoutError):
+            if is_network_error(exc) and self._server_session is not None:
+                self._server_session.mark_dirty()
+
+    def _pin_connection(self, conn: Any, pool: Any, address: Any) -> None:
+        raise AssertionError("an implicit session never runs a transaction")
+
+    def _drop_pinned_connection(self) -> None:
+        raise AssertionError("an implicit session never runs a transaction")
+
+    def _release(self) -> None:
+        """The server session goes back to the client's pool."""
+        server_session, self._server_session = self._server_session, None
+        if server_session is not None:
+            self._pool.release(server_session)
+
+    def _take_server_session(self) -> ServerSession:
+        server_session = self._server_session
+        if server_session is None:
+            server_session = self._server_session = self._pool.acquire()
+        return server_session
