@@ -1,0 +1,68 @@
+"""PyMongo idioms that behave here as under PyMongo's AsyncMongoClient.
+
+Where it helps, the same call runs through PyMongo (a test-only peer) against the same
+simulated server, and the two results are compared.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pymongo
+import pytest
+
+from asyncmongo import AsyncMongoClient
+from asyncmongo.testing import ReplicaSet
+from tests.support.pymongo_peer import PYMONGO_PEER_MARKS, collect_pymongo_leaks  # noqa: F401
+
+pytestmark = [pytest.mark.timeout(60), *PYMONGO_PEER_MARKS]
+
+
+async def _ids(coll: Any) -> list[Any]:
+    return [doc["_id"] async for doc in coll.find({}, sort=[("_id", 1)])]
+
+
+# -- transactions ------------------------------------------------------------------------------
+
+
+async def test_async_with_await_start_transaction_commits_like_pymongo() -> None:
+    async with ReplicaSet(members=1) as rs:
+        async with AsyncMongoClient(rs.uri) as client, pymongo.AsyncMongoClient(rs.uri) as peer:
+            ours, theirs = client.db.ours, peer.db.theirs
+            async with client.start_session() as session:
+                async with await session.start_transaction() as txn:
+                    await ours.insert_one({"_id": 1}, session=session)
+                assert txn is not None and not session.in_transaction
+            async with peer.start_session() as peer_session:
+                async with await peer_session.start_transaction():
+                    await theirs.insert_one({"_id": 1}, session=peer_session)
+            assert await _ids(ours) == await _ids(theirs) == [1]
+
+
+async def test_both_transaction_forms_abort_on_error() -> None:
+    async with ReplicaSet(members=1) as rs:
+        async with AsyncMongoClient(rs.uri) as client:
+            coll = client.db.c
+            async with client.start_session() as session:
+                with pytest.raises(ValueError):
+                    async with await session.start_transaction():
+                        await coll.insert_one({"_id": 1}, session=session)
+                        raise ValueError
+                with pytest.raises(ValueError):
+                    async with session.start_transaction():
+                        await coll.insert_one({"_id": 2}, session=session)
+                        raise ValueError
+                async with session.start_transaction():
+                    await coll.insert_one({"_id": 3}, session=session)
+            assert await _ids(coll) == [3]
+
+
+async def test_awaiting_start_transaction_starts_nothing_more() -> None:
+    async with ReplicaSet(members=1) as rs:
+        async with AsyncMongoClient(rs.uri) as client:
+            async with client.start_session() as session:
+                context = session.start_transaction()
+                number = session._server_session.txn_number
+                assert await context is context
+                assert session.in_transaction and session._server_session.txn_number == number
+                await session.abort_transaction()
