@@ -217,6 +217,10 @@ class _Cursor:
             return self._buffer.popleft()
         return None
 
+    async def __anext__(self) -> Any:
+        """``anext(cursor)``: :meth:`next`, sharing its buffer with ``async for``."""
+        return await self.next()
+
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._iterate()
 

@@ -12,7 +12,7 @@ import pymongo
 import pytest
 
 from asyncmongo import AsyncMongoClient
-from asyncmongo.testing import ReplicaSet
+from asyncmongo.testing import ReplicaSet, Standalone
 from tests.support.pymongo_peer import PYMONGO_PEER_MARKS, collect_pymongo_leaks  # noqa: F401
 
 pytestmark = [pytest.mark.timeout(60), *PYMONGO_PEER_MARKS]
@@ -66,3 +66,42 @@ async def test_awaiting_start_transaction_starts_nothing_more() -> None:
                 assert await context is context
                 assert session.in_transaction and session._server_session.txn_number == number
                 await session.abort_transaction()
+
+
+# -- anext() on cursors and change streams -----------------------------------------------------
+
+
+async def test_anext_on_find_and_aggregate_cursors_matches_pymongo() -> None:
+    async with Standalone() as server:
+        async with AsyncMongoClient(server.uri) as client, \
+                pymongo.AsyncMongoClient(server.uri) as peer:
+            await client.db.c.insert_many([{"_id": i} for i in range(5)])
+            for db in (client.db, peer.db):
+                cursor = db.c.find({}, sort=[("_id", 1)], batch_size=2)
+                assert await anext(cursor) == {"_id": 0}
+                assert await cursor.__anext__() == {"_id": 1}
+                assert await cursor.next() == {"_id": 2}
+                assert [doc["_id"] async for doc in cursor] == [3, 4]
+                with pytest.raises(StopAsyncIteration):
+                    await anext(cursor)
+                assert await anext(cursor, "done") == "done"
+                command_cursor = await db.c.aggregate([{"$sort": {"_id": -1}}], batchSize=2)
+                assert await anext(command_cursor) == {"_id": 4}
+                assert len(await command_cursor.to_list()) == 4
+                with pytest.raises(StopAsyncIteration):
+                    await anext(command_cursor)
+
+
+async def test_anext_on_a_change_stream() -> None:
+    async with ReplicaSet(members=1) as rs:
+        async with AsyncMongoClient(rs.uri) as client:
+            coll = client.db.c
+            async with await coll.watch(max_await_time_ms=50) as stream:
+                await coll.insert_one({"_id": 1})
+                change = await anext(stream)
+                assert change["operationType"] == "insert"
+                await coll.drop()
+                assert (await anext(stream))["operationType"] == "drop"
+                assert (await anext(stream))["operationType"] == "invalidate"
+                with pytest.raises(StopAsyncIteration):
+                    await anext(stream)
