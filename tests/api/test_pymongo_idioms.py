@@ -10,12 +10,29 @@ from typing import Any
 
 import pymongo
 import pytest
+from pymongo import monitoring
 
-from asyncmongo import AsyncMongoClient
+from asyncmongo import AsyncMongoClient, CommandStartedEvent
 from asyncmongo.testing import ReplicaSet, Standalone
 from tests.support.pymongo_peer import PYMONGO_PEER_MARKS, collect_pymongo_leaks  # noqa: F401
 
 pytestmark = [pytest.mark.timeout(60), *PYMONGO_PEER_MARKS]
+
+
+class PeerCommands(monitoring.CommandListener):
+    """The commands PyMongo sends."""
+
+    def __init__(self) -> None:
+        self.commands: list[dict[str, Any]] = []
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        self.commands.append(dict(event.command))
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
 
 
 async def _ids(coll: Any) -> list[Any]:
@@ -105,3 +122,38 @@ async def test_anext_on_a_change_stream() -> None:
                 assert (await anext(stream))["operationType"] == "invalidate"
                 with pytest.raises(StopAsyncIteration):
                     await anext(stream)
+
+
+# -- an empty sort -----------------------------------------------------------------------------
+
+
+async def test_find_with_an_empty_sort_sends_no_sort_like_pymongo() -> None:
+    ours: list[dict[str, Any]] = []
+    theirs = PeerCommands()
+
+    def listen(event: Any) -> None:
+        if isinstance(event, CommandStartedEvent) and event.command_name == "find":
+            ours.append(dict(event.command))
+
+    async with Standalone() as server:
+        async with AsyncMongoClient(server.uri, event_listeners=[listen]) as client, \
+                pymongo.AsyncMongoClient(server.uri, event_listeners=[theirs]) as peer:
+            await client.db.c.insert_many([{"_id": 2}, {"_id": 1}])
+            for db in (client.db, peer.db):
+                for empty in ([], {}):
+                    assert len(await db.c.find({}, sort=empty).to_list()) == 2
+                    assert await db.c.find_one({}, sort=empty) is not None
+    finds = [c for c in theirs.commands if "find" in c]
+    assert len(ours) == len(finds) == 4
+    assert not any("sort" in command for command in ours + finds)
+
+
+async def test_cursor_sort_with_nothing_raises_at_once_like_pymongo() -> None:
+    client, peer = AsyncMongoClient("mongodb://h"), pymongo.AsyncMongoClient("mongodb://h")
+    for empty in ([], {}):
+        with pytest.raises(ValueError, match="must not be empty"):
+            client.db.c.find().sort(empty)
+        with pytest.raises(ValueError, match="must not be empty"):
+            peer.db.c.find().sort(empty)
+    await client.close()
+    await peer.close()
