@@ -157,3 +157,30 @@ async def test_cursor_sort_with_nothing_raises_at_once_like_pymongo() -> None:
             peer.db.c.find().sort(empty)
     await client.close()
     await peer.close()
+
+
+# -- UpdateResult.raw_result -------------------------------------------------------------------
+
+
+async def test_update_raw_result_is_pymongos() -> None:
+    async with Standalone() as server:
+        async with AsyncMongoClient(server.uri) as client, \
+                pymongo.AsyncMongoClient(server.uri) as peer:
+            results = []
+            for coll in (client.db.ours, peer.db.theirs):
+                await coll.insert_many([{"_id": 1, "x": 0}, {"_id": 2, "x": 0}])
+                results.append([
+                    (await coll.update_one({"_id": 1}, {"$set": {"x": 1}})).raw_result,
+                    (await coll.update_one({"_id": 1}, {"$set": {"x": 1}})).raw_result,
+                    (await coll.update_many({}, {"$set": {"x": 2}})).raw_result,
+                    (await coll.update_one({"_id": 9}, {"$set": {"x": 1}})).raw_result,
+                    (await coll.update_one({"_id": 3}, {"$set": {"x": 1}}, upsert=True)
+                     ).raw_result,
+                    (await coll.replace_one({"_id": 4}, {"x": 1}, upsert=True)).raw_result,
+                    (await coll.replace_one({"_id": 4}, {"x": 2})).raw_result,
+                ])
+            ours, theirs = results
+            assert ours == theirs
+            assert [raw["updatedExisting"] for raw in ours] == [
+                True, True, True, False, False, False, True]
+            assert ours[4]["upserted"] == 3
