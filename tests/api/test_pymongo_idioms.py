@@ -13,6 +13,7 @@ import pytest
 from pymongo import monitoring
 
 from asyncmongo import AsyncMongoClient, CommandStartedEvent
+from asyncmongo.errors import OperationFailure
 from asyncmongo.testing import ReplicaSet, Standalone
 from tests.support.pymongo_peer import PYMONGO_PEER_MARKS, collect_pymongo_leaks  # noqa: F401
 
@@ -184,3 +185,23 @@ async def test_update_raw_result_is_pymongos() -> None:
             assert [raw["updatedExisting"] for raw in ours] == [
                 True, True, True, False, False, False, True]
             assert ours[4]["upserted"] == 3
+
+
+# -- dropping indexes of a collection that does not exist --------------------------------------
+
+
+async def test_drop_indexes_of_a_missing_collection_succeed_like_pymongo() -> None:
+    async with Standalone() as server:
+        async with AsyncMongoClient(server.uri) as client, \
+                pymongo.AsyncMongoClient(server.uri) as peer:
+            for coll in (client.db.missing, peer.db.missing):
+                assert await coll.drop_indexes() is None
+                assert await coll.drop_index("a_1") is None
+                assert await coll.drop_index([("a", 1)]) is None
+            await client.db.present.insert_one({})
+            # a missing index of an existing collection is still an error (IndexNotFound)
+            with pytest.raises(OperationFailure) as ours:
+                await client.db.present.drop_index("a_1")
+            with pytest.raises(pymongo.errors.OperationFailure) as theirs:
+                await peer.db.present.drop_index("a_1")
+            assert ours.value.code == theirs.value.code == 27
