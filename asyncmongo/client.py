@@ -68,7 +68,15 @@ T = TypeVar("T")
 
 
 class AsyncMongoClient:
-    """An asyncio MongoDB client."""
+    """An asyncio MongoDB client.
+
+    Besides the connection-string options (as keywords, in snake_case or camelCase) and the
+    codec options, it takes PyMongo's ``driver=DriverInfo(...)`` (or ``driver_info=``),
+    which appends a wrapping library's name, version and platform to the handshake
+    metadata as :meth:`append_metadata` does, and ``connect=``, which is accepted and has no
+    effect, as in PyMongo's AsyncMongoClient: the client connects on its first operation
+    or ``await client.aconnect()``.
+    """
 
     def __init__(
         self,

@@ -6,15 +6,16 @@ simulated server, and the two results are compared.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pymongo
 import pytest
 from pymongo import monitoring
 
-from asyncmongo import AsyncMongoClient, CommandStartedEvent
-from asyncmongo.errors import OperationFailure
-from asyncmongo.testing import ReplicaSet, Standalone
+from asyncmongo import AsyncMongoClient, CommandStartedEvent, DriverInfo
+from asyncmongo.errors import ConfigurationError, OperationFailure
+from asyncmongo.testing import ReplicaSet, SimServer, Standalone
 from tests.support.pymongo_peer import PYMONGO_PEER_MARKS, collect_pymongo_leaks  # noqa: F401
 
 pytestmark = [pytest.mark.timeout(60), *PYMONGO_PEER_MARKS]
@@ -205,3 +206,42 @@ async def test_drop_indexes_of_a_missing_collection_succeed_like_pymongo() -> No
             with pytest.raises(pymongo.errors.OperationFailure) as theirs:
                 await peer.db.present.drop_index("a_1")
             assert ours.value.code == theirs.value.code == 27
+
+
+# -- the connect= and driver= keywords ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("connect", [True, False, "true", "false", None])
+async def test_connect_is_accepted_and_connects_lazily_like_pymongos_async_client(
+    connect: Any,
+) -> None:
+    async with SimServer() as server:
+        client = AsyncMongoClient(f"mongodb://127.0.0.1:{server.port}", connect=connect)
+        await asyncio.sleep(0.05)
+        assert "not connected" in repr(client) and not server.network.connections
+        await client.admin.command("ping")
+        assert "not connected" not in repr(client)
+        await client.close()
+    with pytest.raises(ConfigurationError, match="connect"):
+        AsyncMongoClient("mongodb://h", connect="yes")
+
+
+@pytest.mark.parametrize("keyword", ["driver", "driver_info"])
+async def test_driver_keyword_appends_to_the_handshake_metadata(keyword: str) -> None:
+    async with SimServer() as server:
+        info = DriverInfo("framework", "2.0", "Framework Platform")
+        client = AsyncMongoClient(f"mongodb://127.0.0.1:{server.port}", **{keyword: info})
+        try:
+            await client.admin.command("ping")
+            handshakes = [c.metadata for c in server.network.connections if c.metadata]
+            assert handshakes and all(
+                m["driver"]["name"] == "asyncmongo|framework"
+                and m["driver"]["version"].endswith("|2.0")
+                and m["platform"].endswith("|Framework Platform") for m in handshakes)
+            assert client.options.driver_info == (info,)
+        finally:
+            await client.close()
+    with pytest.raises(ConfigurationError, match="DriverInfo"):
+        AsyncMongoClient("mongodb://h", driver=("framework", "2.0"))
+    with pytest.raises(ConfigurationError, match="repeats"):
+        AsyncMongoClient("mongodb://h", driver=info, driver_info=info)
