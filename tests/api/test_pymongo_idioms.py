@@ -245,3 +245,49 @@ async def test_driver_keyword_appends_to_the_handshake_metadata(keyword: str) ->
         AsyncMongoClient("mongodb://h", driver=("framework", "2.0"))
     with pytest.raises(ConfigurationError, match="repeats"):
         AsyncMongoClient("mongodb://h", driver=info, driver_info=info)
+
+
+# -- TopologyDescription and pool options under PyMongo's names --------------------------------
+
+
+async def test_topology_description_server_descriptions_and_type_name_like_pymongo() -> None:
+    async with ReplicaSet(members=2) as rs:
+        async with AsyncMongoClient(rs.uri) as client, pymongo.AsyncMongoClient(rs.uri) as peer:
+            await client.admin.command("ping")
+            await peer.admin.command("ping")
+            ours, theirs = client.topology_description, peer.topology_description
+            servers = ours.server_descriptions()
+            assert servers == dict(ours.servers) and servers is not ours.servers
+            assert set(servers) == set(theirs.server_descriptions())
+            assert all(servers[a].address == a for a in servers)
+            assert ours.topology_type_name == theirs.topology_type_name
+            assert ours.topology_type_name == "ReplicaSetWithPrimary"
+    single = AsyncMongoClient("mongodb://h/?directConnection=true").topology_description
+    assert single.topology_type_name == "Single"
+    assert AsyncMongoClient("mongodb://h,i").topology_description.topology_type_name == "Unknown"
+
+
+POOL_ATTRIBUTES = [
+    "max_pool_size", "min_pool_size", "max_connecting", "max_idle_time_seconds",
+    "wait_queue_timeout", "connect_timeout", "socket_timeout", "appname",
+    "tls_allow_invalid_hostnames", "server_api", "pause_enabled",
+]
+
+
+@pytest.mark.parametrize("query", [
+    "",
+    "?maxPoolSize=7&minPoolSize=2&maxConnecting=3&maxIdleTimeMS=1500&waitQueueTimeoutMS=2500"
+    "&connectTimeoutMS=1000&socketTimeoutMS=3000&appname=app",
+    "?maxPoolSize=0&socketTimeoutMS=0&connectTimeoutMS=0",
+])
+async def test_pool_options_have_pymongos_names_and_values(query: str) -> None:
+    uri = f"mongodb://h/{query}"
+    client, peer = AsyncMongoClient(uri), pymongo.AsyncMongoClient(uri)
+    try:
+        ours, theirs = client.options.pool_options, peer.options.pool_options
+        for name in POOL_ATTRIBUTES:
+            assert getattr(ours, name) == getattr(theirs, name), name
+        assert not ours.load_balanced and not theirs.load_balanced
+    finally:
+        await client.close()
+        await peer.close()
