@@ -14,7 +14,7 @@ import pytest
 from pymongo import monitoring
 
 from asyncmongo import AsyncMongoClient, CommandStartedEvent, DriverInfo
-from asyncmongo.errors import ConfigurationError, OperationFailure
+from asyncmongo.errors import ConfigurationError, InvalidOperation, OperationFailure
 from asyncmongo.testing import ReplicaSet, SimServer, Standalone
 from tests.support.pymongo_peer import PYMONGO_PEER_MARKS, collect_pymongo_leaks  # noqa: F401
 
@@ -291,3 +291,29 @@ async def test_pool_options_have_pymongos_names_and_values(query: str) -> None:
     finally:
         await client.close()
         await peer.close()
+
+
+# -- not on asyncio ----------------------------------------------------------------------------
+
+
+def test_first_operation_under_trio_says_asyncmongo_runs_on_asyncio() -> None:
+    pytest.importorskip("trio")
+    import anyio
+
+    client = AsyncMongoClient("mongodb://h")
+
+    async def main() -> None:
+        with pytest.raises(InvalidOperation, match="asyncmongo runs on asyncio"):
+            await client.admin.command("ping")
+        with pytest.raises(InvalidOperation, match="no asyncio event loop is running"):
+            await client.db.c.find({}).to_list()
+        await client.close()
+
+    anyio.run(main, backend="trio")
+
+
+def test_first_operation_outside_any_loop_says_asyncmongo_runs_on_asyncio() -> None:
+    client = AsyncMongoClient("mongodb://h")
+    ping = client.admin.command("ping")
+    with pytest.raises(InvalidOperation, match="asyncmongo runs on asyncio"):
+        ping.send(None)
