@@ -197,7 +197,8 @@ def _client_bulk_result(result: ClientBulkResult, verbose: bool) -> ClientBulkWr
             for i, inserted_id in result.insert_results.items()
         }
         document["updateResults"] = {
-            i: UpdateResult(raw, True) for i, raw in result.update_results.items()
+            i: UpdateResult(raw, True, in_client_bulk=True)
+            for i, raw in result.update_results.items()
         }
         document["deleteResults"] = {
             i: DeleteResult(raw, True) for i, raw in result.delete_results.items()

@@ -1,8 +1,10 @@
-"""The client's own keywords: codec options (PyMongo's) and ``observe_events``.
+"""The client's own keywords: codec options (PyMongo's), ``observe_events`` and ``connect``.
 
 The connection string cannot set codec options, as in PyMongo, except uuidRepresentation;
 :func:`split_api_options` separates these keywords from the URI options, and
-:func:`codec_options` builds the client's CodecOptions from them.
+:func:`codec_options` builds the client's CodecOptions from them. ``connect`` is checked
+and has no effect, as in PyMongo's AsyncMongoClient: the client connects on its first
+operation or ``await client.aconnect()``.
 """
 
 from __future__ import annotations
@@ -25,18 +27,29 @@ _CODEC_KEYWORDS = {
     "unicode_decode_error_handler": "unicode_decode_error_handler",
     "datetime_conversion": "datetime_conversion",
 }
+
+
 def split_api_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the API's own keywords: codec options and ``observe_events``, the rest for the URI
-    parser). The connection string itself cannot set codec options, as in PyMongo, except
-    uuidRepresentation (the URI parser validates it; a keyword here overrides it)."""
+    parser; ``connect`` is checked and goes to neither). The connection string itself
+    cannot set codec options, as in PyMongo, except uuidRepresentation (the URI parser
+    validates it; a keyword here overrides it)."""
     api: dict[str, Any] = {}
     rest: dict[str, Any] = {}
     for key, value in options.items():
-        if key.lower() in _CODEC_KEYWORDS or key == "observe_events":
+        if key == "connect":
+            _check_connect(value)
+        elif key.lower() in _CODEC_KEYWORDS or key == "observe_events":
             api[key] = value
         else:
             rest[key] = value
     return api, rest
+
+
+def _check_connect(value: Any) -> None:
+    """PyMongo's check of ``connect``: a bool, "true" or "false" (None: not given)."""
+    if value is not None and not isinstance(value, bool) and value not in ("true", "false"):
+        raise ConfigurationError(f"connect must be True or False, not {value!r}")
 
 
 #: uuidRepresentation spellings (uri-options spec, PyMongo's), folded to lower case.

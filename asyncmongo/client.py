@@ -10,7 +10,8 @@ contextvars context. ``await client.close()`` (or leaving ``async with``) cancel
 every one of them and closes every socket.
 
 A client belongs to the event loop it connected on; using it from another loop raises
-InvalidOperation instead of failing obscurely inside asyncio.
+InvalidOperation instead of failing obscurely inside asyncio, and so does its first operation
+without an asyncio loop (under trio, say): asyncmongo runs on asyncio only.
 
 Every operation of the API reaches the server through :meth:`AsyncMongoClient._run`: connect
 if needed, check the session, apply the client's ``timeoutMS`` and hand the operation with its
@@ -69,7 +70,15 @@ T = TypeVar("T")
 
 
 class AsyncMongoClient:
-    """An asyncio MongoDB client."""
+    """An asyncio MongoDB client.
+
+    Besides the connection-string options (as keywords, in snake_case or camelCase) and the
+    codec options, it takes PyMongo's ``driver=DriverInfo(...)`` (or ``driver_info=``),
+    which appends a wrapping library's name, version and platform to the handshake
+    metadata as :meth:`append_metadata` does, and ``connect=``, which is accepted and has no
+    effect, as in PyMongo's AsyncMongoClient: the client connects on its first operation
+    or ``await client.aconnect()``.
+    """
 
     def __init__(
         self,
@@ -186,7 +195,12 @@ class AsyncMongoClient:
         await self.close()
 
     def _check_loop(self) -> None:
-        running = asyncio.get_running_loop()
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:  # trio, or a plain call outside any event loop
+            raise InvalidOperation(
+                "asyncmongo runs on asyncio; no asyncio event loop is running"
+            ) from None
         if self._closed:
             raise InvalidOperation("the client is closed")
         if self._loop is not None and running is not self._loop:

@@ -35,7 +35,7 @@ from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.core.address import Address
 from asyncmongo.core.operations.base import Operation
 from asyncmongo.core.operations.command import Explain
-from asyncmongo.core.operations.common import Namespace
+from asyncmongo.core.operations.common import Namespace, sort_document
 from asyncmongo.core.operations.cursors import CursorPage, GetMore, KillCursors
 from asyncmongo.core.operations.find import CursorType, Find, FindOptions, projection_document
 from asyncmongo.errors import InvalidArgument, InvalidOperation, MongoError
@@ -217,6 +217,10 @@ class _Cursor:
             return self._buffer.popleft()
         return None
 
+    async def __anext__(self) -> Any:
+        """``anext(cursor)``: :meth:`next`, sharing its buffer with ``async for``."""
+        return await self.next()
+
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._iterate()
 
@@ -375,10 +379,11 @@ class AsyncCursor(_Cursor):
         return self
 
     def sort(self, key_or_list: Any, direction: int | None = None) -> AsyncCursor:
-        """``sort("a", -1)`` or ``sort([("a", 1), ("b", -1)])`` (PyMongo's forms)."""
+        """``sort("a", -1)`` or ``sort([("a", 1), ("b", -1)])`` (PyMongo's forms); a bad or
+        empty sort raises here, as in PyMongo (``find(sort=[])`` instead means no sort)."""
         if direction is not None:
             key_or_list = [(key_or_list, direction)]
-        return self._change(sort=key_or_list)
+        return self._change(sort=sort_document(key_or_list))
 
     def skip(self, skip: int) -> AsyncCursor:
         return self._change(skip=skip)
@@ -482,7 +487,7 @@ def find_options(
     return FindOptions(
         filter=filter,
         projection=projection_document(projection),
-        sort=sort,
+        sort=sort or None,  # PyMongo: an empty sort (``[]``, ``{}``) is no sort
         skip=skip,
         limit=limit,
         batch_size=batch_size,

@@ -75,30 +75,53 @@ class InsertManyResult(_WriteResult):
 
 
 class UpdateResult(_WriteResult):
-    """``update_one``/``update_many``/``replace_one``: counts and the upserted ``_id``."""
+    """``update_one``/``update_many``/``replace_one``: counts and the upserted ``_id``.
 
-    __slots__ = ("_raw_result",)
+    ``raw_result`` is shaped as PyMongo's (see :meth:`from_reply`); in a client bulkWrite's
+    per-operation result (``in_client_bulk``) ``upserted`` is the server's ``{"_id": ...}``.
+    """
 
-    def __init__(self, raw_result: Mapping[str, Any] | None, acknowledged: bool) -> None:
+    __slots__ = ("_in_client_bulk", "_raw_result")
+
+    def __init__(
+        self,
+        raw_result: Mapping[str, Any] | None,
+        acknowledged: bool,
+        in_client_bulk: bool = False,
+    ) -> None:
         super().__init__(acknowledged)
         self._raw_result = raw_result
+        self._in_client_bulk = in_client_bulk
+
+    @classmethod
+    def from_reply(cls, reply: Mapping[str, Any] | None, acknowledged: bool) -> UpdateResult:
+        """An update command's reply as PyMongo's ``raw_result``: a copy with
+        ``updatedExisting`` (n > 0 and nothing upserted) and ``upserted`` replaced by the
+        upserted document's ``_id``."""
+        if reply is None:
+            return cls(None, acknowledged)
+        raw = dict(reply)
+        raw["updatedExisting"] = bool(raw.get("n")) and "upserted" not in raw
+        upserted = raw.get("upserted")
+        if isinstance(upserted, list) and upserted:
+            raw["upserted"] = upserted[0]["_id"]
+        return cls(raw, acknowledged)
 
     def __repr__(self) -> str:
         return f"UpdateResult({self._raw_result!r}, acknowledged={self._acknowledged})"
 
     @property
     def raw_result(self) -> Mapping[str, Any] | None:
-        """The server's reply (None when unacknowledged)."""
+        """The server's reply, shaped as PyMongo's (None when unacknowledged)."""
         return self._raw_result
 
     @property
     def matched_count(self) -> int:
         self._require_ack("matched_count")
         assert self._raw_result is not None
-        # A client bulkWrite per-operation result (``upserted`` a document) reports the
-        # server's n as is, an upsert included (CRUD spec, client-bulkWrite-update-options).
-        if self.upserted_id is not None and not isinstance(
-                self._raw_result.get("upserted"), Mapping):
+        # A client bulkWrite per-operation result reports the server's n as is, an upsert
+        # included (CRUD spec, client-bulkWrite-update-options).
+        if not self._in_client_bulk and self.upserted_id is not None:
             return 0
         return int(self._raw_result.get("n", 0))
 
@@ -113,17 +136,15 @@ class UpdateResult(_WriteResult):
         self._require_ack("upserted_id")
         assert self._raw_result is not None
         upserted = self._raw_result.get("upserted")
-        if isinstance(upserted, list):
-            return upserted[0].get("_id") if upserted else None
-        if isinstance(upserted, Mapping):  # client bulkWrite's per-operation result
-            return upserted.get("_id")
+        if self._in_client_bulk and upserted:
+            return upserted["_id"]
         return upserted
 
     @property
     def did_upsert(self) -> bool:
         self._require_ack("did_upsert")
         assert self._raw_result is not None
-        return bool(self._raw_result.get("upserted"))
+        return "upserted" in self._raw_result
 
 
 class DeleteResult(_WriteResult):

@@ -6,7 +6,7 @@ and retries); the update/replace/delete family shares :meth:`CollectionWrites._w
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from asyncmongo._bulk import run_bulk, run_writes
@@ -43,7 +43,11 @@ class CollectionWrites(CollectionBase):
     __slots__ = ()
 
     async def _write_one(
-        self, statement: WriteStatement, options: WriteOptions, result: type[_R], session: Any
+        self,
+        statement: WriteStatement,
+        options: WriteOptions,
+        result: Callable[[Mapping[str, Any] | None, bool], _R],
+        session: Any,
     ) -> _R:
         """The update/replace/delete family: one statement, its reply checked and shaped
         (an unacknowledged write has no reply to check)."""
@@ -135,7 +139,7 @@ class CollectionWrites(CollectionBase):
             collation=collation, hint=hint, sort=sort,
         )
         options = write_options(True, bypass_document_validation, comment, let, raw_data)
-        return await self._write_one(statement, options, UpdateResult, session)
+        return await self._write_one(statement, options, UpdateResult.from_reply, session)
 
     async def update_one(
         self,
@@ -157,7 +161,7 @@ class CollectionWrites(CollectionBase):
             array_filters=array_filters, hint=hint, sort=sort,
         )
         options = write_options(True, bypass_document_validation, comment, let, raw_data)
-        return await self._write_one(statement, options, UpdateResult, session)
+        return await self._write_one(statement, options, UpdateResult.from_reply, session)
 
     async def update_many(
         self,
@@ -178,7 +182,7 @@ class CollectionWrites(CollectionBase):
             array_filters=array_filters, hint=hint,
         )
         options = write_options(True, bypass_document_validation, comment, let, raw_data)
-        return await self._write_one(statement, options, UpdateResult, session)
+        return await self._write_one(statement, options, UpdateResult.from_reply, session)
 
     async def _delete(
         self,

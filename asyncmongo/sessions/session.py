@@ -245,7 +245,8 @@ class AsyncClientSession:
         """Start a transaction; the next operation in this session begins it on the server.
 
         The result is also an async context manager committing on success and aborting on
-        an exception (``async with s.start_transaction(): ...``).
+        an exception (``async with s.start_transaction(): ...``); awaiting it returns it,
+        as PyMongo's ``async with await s.start_transaction(): ...`` expects.
         """
         self._check_not_ended()
         if self._options.snapshot:

@@ -7,7 +7,7 @@ executor pins it to the transaction's mongos or connection, and retries it once)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -61,12 +61,23 @@ class _Transactional(Protocol):
 
 
 class TransactionContext:
-    """``async with session.start_transaction():`` commits on success, aborts on error."""
+    """``async with session.start_transaction():`` commits on success, aborts on error.
+
+    Awaiting it returns it unchanged, so PyMongo's form ``async with await
+    session.start_transaction():`` works too: the transaction was started by
+    ``start_transaction`` itself, and awaiting starts nothing more.
+    """
 
     __slots__ = ("_session",)
 
     def __init__(self, session: _Transactional) -> None:
         self._session = session
+
+    def __await__(self) -> Generator[Any, None, TransactionContext]:
+        return self._itself().__await__()
+
+    async def _itself(self) -> TransactionContext:
+        return self
 
     async def __aenter__(self) -> TransactionContext:
         return self

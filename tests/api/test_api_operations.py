@@ -638,9 +638,15 @@ def test_run_command_forms() -> None:
 
 
 def test_results_of_acknowledged_writes() -> None:
-    update = UpdateResult({"n": 1, "nModified": 0, "upserted": [{"index": 0, "_id": 7}]}, True)
+    reply = {"n": 1, "nModified": 0, "upserted": [{"index": 0, "_id": 7}], "ok": 1}
+    update = UpdateResult.from_reply(reply, True)
     assert (update.matched_count, update.modified_count, update.upserted_id) == (0, 0, 7)
     assert update.did_upsert
+    assert update.raw_result == {"n": 1, "nModified": 0, "upserted": 7, "ok": 1,
+                                 "updatedExisting": False}
+    assert reply["upserted"] == [{"index": 0, "_id": 7}]  # the reply itself is not changed
+    falsy = UpdateResult.from_reply({"n": 1, "nModified": 0, "upserted": [{"_id": 0}]}, True)
+    assert falsy.did_upsert and falsy.upserted_id == 0
     assert DeleteResult({"n": 3}, True).deleted_count == 3
     bulk = BulkWriteResult(
         {

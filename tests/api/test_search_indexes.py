@@ -205,10 +205,10 @@ async def test_search_commands_in_a_session_carry_its_lsid(
     assert command["lsid"] == session.session_id
 
 
-# -- NamespaceNotFound: drop is idempotent, update is not ---------------------------------
+# -- NamespaceNotFound: drop is idempotent, update ignores it as in PyMongo ---------------
 
 
-async def test_drop_search_index_ignores_namespace_not_found(
+async def test_drop_and_update_search_index_ignore_namespace_not_found(
     replica_set: ReplicaSet, coll: AsyncCollection
 ) -> None:
     primary = replica_set.primary
@@ -216,9 +216,11 @@ async def test_drop_search_index_ignores_namespace_not_found(
     commands = ["dropSearchIndex", "updateSearchIndex"]
     with primary.fail_point({"times": 2}, failCommands=commands, errorCode=26):
         await coll.drop_search_index("s")  # the spec: drops are idempotent
+        await coll.update_search_index("s", DEFINITION)  # PyMongo: allowable_errors=[26]
+    with primary.fail_point({"times": 1}, failCommands=["updateSearchIndex"], errorCode=27):
         with pytest.raises(OperationFailure) as exc:
             await coll.update_search_index("s", DEFINITION)
-    assert exc.value.code == 26
+    assert exc.value.code == 27
 
 
 # -- bad arguments --------------------------------------------------------------------------
@@ -257,8 +259,8 @@ def test_search_index_model_is_pymongos() -> None:
 
 
 def test_atlas_replies_are_parsed() -> None:
-    """What Atlas answers on success: the created names in order; drop's NamespaceNotFound
-    is success, any other error is raised."""
+    """What Atlas answers on success: the created names in order; drop's and update's
+    NamespaceNotFound is success, any other error is raised."""
     namespace = Namespace("db", "coll")
     codec = CodecOptions()
     create = search_ops.create_search_indexes(namespace, [], codec_options=codec)
@@ -270,8 +272,9 @@ def test_atlas_replies_are_parsed() -> None:
     with pytest.raises(OperationFailure):
         drop.parse({"ok": 0, "code": SEARCH_NOT_ENABLED, "errmsg": "Atlas"})
     update = search_ops.update_search_index(namespace, "a", {}, codec_options=codec)
+    assert update.parse({"ok": 0, "code": 26, "errmsg": "ns not found"}) is None
     with pytest.raises(OperationFailure):
-        update.parse({"ok": 0, "code": 26, "errmsg": "ns not found"})
+        update.parse({"ok": 0, "code": SEARCH_NOT_ENABLED, "errmsg": "Atlas"})
 
 
 # -- the simulator's answers, also to PyMongo ---------------------------------------------

@@ -103,9 +103,22 @@ def test_passwords_do_not_leak_into_errors(password: str, rest: str) -> None:
                 parse(uri)
         except ConfigurationError as exc:
             message = str(exc)
-            if password not in uri.replace(encoded, "", 1):  # the secret is only in userinfo
+            # the secret is only in userinfo, and not a word of the message any password gets
+            # ("string" is in "... or a string")
+            if password not in uri.replace(encoded, "", 1) and password not in _stock(rest):
                 assert password not in message
                 assert encoded not in message
+
+
+def _stock(rest: str) -> str:
+    """The error message for ``rest`` with a password that appears in no message."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parse(f"mongodb://user:QzQzQzQz@{rest}")
+    except ConfigurationError as exc:
+        return str(exc)
+    return ""
 
 
 OPTION_NAMES = [*sorted(OPTIONS), "ssl", "wtimeout", "j", "gssapiServiceName", "max_pool_size"]

@@ -74,13 +74,17 @@ def drop_indexes(
     write_concern: WriteConcern,
     codec_options: CodecOptions,
 ) -> CommandOperation[Mapping[str, Any]]:
-    """dropIndexes of one index (by name or key pattern) or ``"*"`` for all but ``_id_``."""
+    """dropIndexes of one index (by name or key pattern) or ``"*"`` for all but ``_id_``;
+    a collection that does not exist has no index to drop (NamespaceNotFound is success, as
+    in PyMongo; a missing index of an existing collection still fails)."""
     command: dict[str, Any] = {"dropIndexes": namespace.collection, "index": index}
     put(command, "comment", comment)
     put(command, "maxTimeMS", max_time_ms)
-    return write_command(
-        namespace.database, command, check_write_command_reply, write_concern, codec_options
-    )
+    return write_command(namespace.database, command, _dropped, write_concern, codec_options)
+
+
+def _dropped(reply: Mapping[str, Any]) -> Mapping[str, Any]:
+    return reply if is_namespace_not_found(reply) else check_write_command_reply(reply)
 
 
 def list_indexes(

@@ -3,7 +3,8 @@
 createSearchIndexes, updateSearchIndex and dropSearchIndex are plain commands that MUST NOT
 carry a read or write concern (Atlas refuses them); listing is an aggregate with
 ``$listSearchIndexes`` (``asyncmongo.core.operations.aggregate``). dropSearchIndex of a
-missing index or collection (NamespaceNotFound) succeeds, so drops are idempotent.
+missing index or collection (NamespaceNotFound) succeeds, so drops are idempotent; like
+PyMongo, updateSearchIndex on a missing collection succeeds too.
 
 The spec's option structs are empty ("future proof"); PyMongo passes any keyword arguments
 into the command under their server names (``maxTimeMS``), and so do these builders
@@ -75,14 +76,17 @@ def update_search_index(
     options: Mapping[str, Any] | None = None,
     codec_options: CodecOptions,
 ) -> CommandOperation[None]:
-    """updateSearchIndex: replace the named index's definition."""
+    """updateSearchIndex: replace the named index's definition (NamespaceNotFound is
+    success, as in PyMongo)."""
     command: dict[str, Any] = {
         "updateSearchIndex": namespace.collection,
         "name": name,
         "definition": check_document(definition, "definition"),
     }
     _add_options(command, comment, options)
-    return CommandOperation(namespace.database, command, _checked, Target.write(), codec_options)
+    return CommandOperation(
+        namespace.database, command, _checked_unless_missing, Target.write(), codec_options
+    )
 
 
 def drop_search_index(
@@ -96,14 +100,9 @@ def drop_search_index(
     """dropSearchIndex; NamespaceNotFound is success (the spec: drops are idempotent)."""
     command: dict[str, Any] = {"dropSearchIndex": namespace.collection, "name": name}
     _add_options(command, comment, options)
-
-    def parse(reply: Mapping[str, Any]) -> None:
-        if is_namespace_not_found(reply):
-            return None  # the spec: dropSearchIndex is idempotent
-        check_reply(reply)
-        return None
-
-    return CommandOperation(namespace.database, command, parse, Target.write(), codec_options)
+    return CommandOperation(
+        namespace.database, command, _checked_unless_missing, Target.write(), codec_options
+    )
 
 
 def list_search_indexes_pipeline(name: str | None) -> list[dict[str, Any]]:
@@ -124,5 +123,7 @@ def _add_options(
         command[key] = value
 
 
-def _checked(reply: Mapping[str, Any]) -> None:
-    check_reply(reply)
+def _checked_unless_missing(reply: Mapping[str, Any]) -> None:
+    """NamespaceNotFound: the collection does not exist, which these commands ignore."""
+    if not is_namespace_not_found(reply):
+        check_reply(reply)

@@ -170,6 +170,17 @@ class TopologyDescription:
     def heartbeat_frequency_ms(self) -> int:
         return self.settings.heartbeat_frequency_ms
 
+    # -- PyMongo's names --------------------------------------------------------------------
+
+    def server_descriptions(self) -> dict[Address, ServerDescription]:
+        """Every server by address, as PyMongo's method returns them (a new dict)."""
+        return dict(self.servers)
+
+    @property
+    def topology_type_name(self) -> str:
+        """The SDAM name of the topology type ("ReplicaSetWithPrimary"), as PyMongo's."""
+        return self.topology_type.value
+
     def __repr__(self) -> str:
         servers = ", ".join(repr(s) for s in self.servers.values())
         name = f" set {self.set_name}," if self.set_name else ""

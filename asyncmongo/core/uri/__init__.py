@@ -4,7 +4,7 @@
 ``apply_srv_records`` completes a ``mongodb+srv://`` one with its DNS answers.
 """
 
-from asyncmongo.core.uri.client_options import ClientOptions
+from asyncmongo.core.uri.client_options import ClientOptions, ClientPoolOptions
 from asyncmongo.core.uri.parse import parse, parse_lenient, parse_uri_options
 from asyncmongo.core.uri.srv import (
     SrvRecord,
@@ -18,6 +18,7 @@ from asyncmongo.core.uri.srv import (
 
 __all__ = [
     "ClientOptions",
+    "ClientPoolOptions",
     "SrvRecord",
     "apply_srv_records",
     "choose_hosts",

@@ -22,7 +22,7 @@ from asyncmongo.core.uri.table import OPTIONS
 from asyncmongo.core.wire.handshake import DriverInfo
 from asyncmongo.errors import ConfigurationError
 
-__all__ = ["ClientOptions", "build_client_options"]
+__all__ = ["ClientOptions", "ClientPoolOptions", "build_client_options"]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -95,6 +95,23 @@ class ClientOptions:
     uuid_representation: str = "unspecified"
     options: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
 
+    @property
+    def pool_options(self) -> ClientPoolOptions:
+        """The connection pool settings under PyMongo's names (``client.options.pool_options``)."""
+        return ClientPoolOptions(
+            max_pool_size=self.max_pool_size,
+            min_pool_size=self.min_pool_size,
+            max_connecting=self.max_connecting,
+            max_idle_time_seconds=_seconds(self.max_idle_time_ms),
+            wait_queue_timeout=_seconds(self.wait_queue_timeout_ms),
+            connect_timeout=_seconds(self.connect_timeout_ms),
+            socket_timeout=_seconds(self.socket_timeout_ms),
+            appname=self.appname,
+            load_balanced=self.load_balanced,
+            tls_allow_invalid_hostnames=self.tls_allow_invalid_hostnames,
+            server_api=self.server_api,
+        )
+
     def __repr__(self) -> str:
         shown = {
             name: "<hidden>" if OPTIONS[name].secret else value
@@ -106,6 +123,30 @@ class ClientOptions:
             f"ClientOptions({where}, database={self.database!r}, "
             f"credential={self.credential!r}, options={shown!r})"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class ClientPoolOptions:
+    """PyMongo's ``PoolOptions`` attributes: durations in seconds, None for no limit;
+    ``max_pool_size`` 0 means no maximum."""
+
+    max_pool_size: int
+    min_pool_size: int
+    max_connecting: int
+    max_idle_time_seconds: float | None
+    wait_queue_timeout: float | None
+    connect_timeout: float | None
+    socket_timeout: float | None
+    appname: str | None
+    load_balanced: bool
+    tls_allow_invalid_hostnames: bool
+    server_api: Any
+    #: CMAP: a pool is paused after a server error (always, as in PyMongo)
+    pause_enabled: bool = True
+
+
+def _seconds(ms: float | None) -> float | None:
+    return ms / 1000 if ms else None
 
 
 def build_client_options(

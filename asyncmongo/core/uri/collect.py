@@ -30,6 +30,7 @@ __all__ = ["KWARG_ONLY", "collect_kwargs", "collect_pairs"]
 KWARG_ONLY = {
     "serverapi": "server_api",
     "driverinfo": "driver_info",
+    "driver": "driver_info",  # PyMongo's name
     "username": "username",
     "password": "password",
 }
@@ -130,6 +131,8 @@ def collect_kwargs(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str,
         if folded in KWARG_ONLY:
             if folded in ("username", "password") and not isinstance(raw, str | None):
                 raise ConfigurationError(f"{key} must be a str")  # never echo the value
+            if KWARG_ONLY[folded] in extras:
+                raise ConfigurationError(f"{key!r} repeats another keyword (driver/driver_info)")
             extras[KWARG_ONLY[folded]] = raw
             continue
         if raw is None:
