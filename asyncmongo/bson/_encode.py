@@ -278,10 +278,7 @@ def _enc_bytes(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: 
 
 
 def _enc_binary(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
-    _put_binary(buf, key, value, value._subtype)
-
-
-def _put_binary(buf: bytearray, key: Any, value: bytes, subtype: int) -> None:
+    subtype = value._subtype
     buf += _BINARY_KEYS.get(key) or _typed_key(_BINARY_KEYS, b"\x05", key)
     if subtype == OLD_BINARY_SUBTYPE:
         # The old binary subtype repeats the length inside the payload.
@@ -436,7 +433,15 @@ def _enc_marked_binary(
             f"key {key!r}: cannot encode {value!r} as BSON binary "
             "(a bytes subclass with an int subtype in 0..255 is needed)"
         )
-    _put_binary(buf, key, value, subtype)
+    buf += _BINARY_KEYS.get(key) or _typed_key(_BINARY_KEYS, b"\x05", key)
+    if subtype == OLD_BINARY_SUBTYPE:  # the length repeated inside, as in _enc_binary
+        buf += _PACK_I32(len(value) + 4)
+        buf += b"\x02"
+        buf += _PACK_I32(len(value))
+    else:
+        buf += _PACK_I32(len(value))
+        buf += _SUBTYPE_BYTES[subtype]
+    buf += value
 
 
 def _enc_marked_regex(
