@@ -8,10 +8,12 @@
  * bool, None, datetime, ObjectId, Int64, bytes, Binary, Decimal128, Timestamp, MinKey,
  * MaxKey, Undefined, RawBSONDocument, Code (with scope), Regex, Symbol, DatetimeMS, and
  * uuid.UUID under STANDARD/PYTHON_LEGACY. Every other value (subclasses the reference maps,
- * re.Pattern, DBRef, DBPointer, other UUID representations, unknown types) and every
- * tampered instance of a native type goes to the reference's own per-value encoder, found
- * by the reference's own lookup (_ENCODERS, then _fallback_encoder), run on a scratch
- * bytearray: those behave like the reference by construction.
+ * values with a _type_marker such as PyMongo's bson types, re.Pattern, DBRef, DBPointer,
+ * other UUID representations, unknown types) and every tampered instance of a native type
+ * goes to the reference's own per-value encoder, found by the reference's own lookup
+ * (_ENCODERS, then _fallback_encoder), run on a scratch bytearray: those behave like the
+ * reference by construction. A top-level document whose class has RawBSONDocument's
+ * _type_marker is its .raw, as in the reference.
  *
  * The order of checks follows _encode.encode_document element by element (e.g. a str value
  * is encoded before its key is validated, an Int64's range is checked before its key), so
@@ -63,6 +65,7 @@ static PyObject *EncMinKey, *EncMaxKey, *EncUndefined;
 static PyObject *EncCode, *EncRegex, *EncSymbol, *EncDatetimeMS, *EncUuid;
 static PyObject *UuidStandard, *UuidPythonLegacy; /* UuidRepresentation members */
 static PyObject *UnpackPair;        /* def unpack_pair(item): key, value = item; ... */
+static PyObject *IsRawDocumentClass; /* codec_options.is_raw_document_class (by _type_marker) */
 static long MaxNestingDepth;
 static PyObject *EmptyStr;
 static PyObject *StrItems, *StrRaw, *StrBinaryAttr, *StrSubtype, *StrBits, *StrInc, *StrTime;
@@ -1219,6 +1222,17 @@ static void translate_error(void) {
     }
 }
 
+/* predicate(arg) as 1 or 0, -1 on error. */
+static int call_predicate(PyObject *predicate, PyObject *arg) {
+    PyObject *result = PyObject_CallOneArg(predicate, arg);
+    if (result == NULL) {
+        return -1;
+    }
+    int rc = PyObject_IsTrue(result);
+    Py_DECREF(result);
+    return rc;
+}
+
 static PyObject *encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) {
         PyErr_Format(PyExc_TypeError,
@@ -1231,8 +1245,10 @@ static PyObject *encode(PyObject *module, PyObject *const *args, Py_ssize_t narg
     Ctx ctx = {args[2]};
     int is_dict = PyDict_CheckExact(document);
     if (!is_dict) {
-        if (Py_TYPE(document) == RawType) {
-            return PyObject_GetAttr(document, StrRaw);
+        int is_raw = Py_TYPE(document) == RawType ||
+                     call_predicate(IsRawDocumentClass, (PyObject *)Py_TYPE(document));
+        if (is_raw) {
+            return is_raw < 0 ? NULL : PyObject_GetAttr(document, StrRaw);
         }
         int is_mapping = PyObject_IsInstance(document, Mapping);
         if (is_mapping <= 0) {
@@ -1425,6 +1441,15 @@ static int load_modules(void) {
     InvalidStringData = attr(errors, "InvalidStringData");
     Py_DECREF(errors);
     if (InvalidDocument == NULL || InvalidStringData == NULL) {
+        return -1;
+    }
+    PyObject *options = PyImport_ImportModule("asyncmongo.bson.codec_options");
+    if (options == NULL) {
+        return -1;
+    }
+    IsRawDocumentClass = attr(options, "is_raw_document_class");
+    Py_DECREF(options);
+    if (IsRawDocumentClass == NULL) {
         return -1;
     }
     ListOrTuple = PyTuple_Pack(2, (PyObject *)&PyList_Type, (PyObject *)&PyTuple_Type);

@@ -2,8 +2,10 @@
 
 One bytearray per call; each document reserves its length, appends its elements and patches
 the length in place. The element loop inlines the common types (dispatch on ``type(value)``,
-most frequent first); the others go through an exact-type table, then an isinstance fallback
-for subclasses. Encoded keys (with their NUL) are cached, array indexes precomputed.
+most frequent first); the others go through an exact-type table, then a fallback that
+recognises PyMongo's bson values by their ``_type_marker`` and subclasses by isinstance, and
+caches what it found in the table. Encoded keys (with their NUL) are cached, array indexes
+precomputed.
 """
 
 from __future__ import annotations
@@ -393,7 +395,105 @@ def _enc_undefined(buf: bytearray, key: Any, value: Any, opts: CodecOptions, dep
     buf += _prefix(_UNDEFINED_KEYS, b"\x06", key)
 
 
+# -- PyMongo's bson values, known by their class attribute ``_type_marker`` --
+
+
+def _marked_bytes(key: Any, value: Any, field: str, size: int) -> bytes:
+    """``value.<field>``, which must be ``size`` bytes, or InvalidDocument naming the key."""
+    raw = getattr(value, field, None)
+    if type(raw) is not bytes or len(raw) != size:
+        raise InvalidDocument(
+            f"key {key!r}: {type(value).__name__}.{field} must be {size} bytes, not {raw!r}"
+        )
+    return raw
+
+
+def _enc_marked_object_id(
+    buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int
+) -> None:
+    raw = _marked_bytes(key, value, "binary", 12)
+    buf += _OID_KEYS.get(key) or _typed_key(_OID_KEYS, b"\x07", key)
+    buf += raw
+
+
+def _enc_marked_decimal128(
+    buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int
+) -> None:
+    raw = _marked_bytes(key, value, "bid", 16)
+    buf += _prefix(_DECIMAL_KEYS, b"\x13", key)
+    buf += raw
+
+
+def _enc_marked_binary(
+    buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int
+) -> None:
+    subtype = getattr(value, "subtype", None)
+    if not isinstance(value, bytes) or type(subtype) is not int or not 0 <= subtype <= 255:
+        raise InvalidDocument(
+            f"key {key!r}: cannot encode {value!r} as BSON binary "
+            "(a bytes subclass with an int subtype in 0..255 is needed)"
+        )
+    buf += _BINARY_KEYS.get(key) or _typed_key(_BINARY_KEYS, b"\x05", key)
+    if subtype == OLD_BINARY_SUBTYPE:  # the length repeated inside, as in _enc_binary
+        buf += _PACK_I32(len(value) + 4)
+        buf += b"\x02"
+        buf += _PACK_I32(len(value))
+    else:
+        buf += _PACK_I32(len(value))
+        buf += _SUBTYPE_BYTES[subtype]
+    buf += value
+
+
+def _enc_marked_regex(
+    buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int
+) -> None:
+    pattern, flags = getattr(value, "pattern", None), getattr(value, "flags", None)
+    if isinstance(pattern, bytes):
+        try:
+            pattern = pattern.decode()
+        except UnicodeDecodeError:
+            raise InvalidStringData(
+                f"key {key!r}: regex pattern {pattern!r} is not UTF-8"
+            ) from None
+    if not isinstance(pattern, str) or not isinstance(flags, int):
+        raise InvalidDocument(
+            f"key {key!r}: cannot encode {value!r} as a BSON regex "
+            "(a str or bytes pattern and int flags are needed)"
+        )
+    raw_pattern = _cstring(pattern, "regex pattern")
+    buf += _REGEX_KEYS.get(key) or _typed_key(_REGEX_KEYS, b"\x0b", key)
+    buf += raw_pattern
+    buf += flags_from_re(flags, unicode=True).encode()
+    buf += b"\x00"
+
+
+def _enc_marked_datetime_ms(
+    buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int
+) -> None:
+    packed = _pack_int64(key, int(value))
+    buf += _DATE_KEYS.get(key) or _typed_key(_DATE_KEYS, b"\x09", key)
+    buf += packed
+
+
 _Encoder = Callable[[bytearray, Any, Any, CodecOptions, int], None]
+
+# PyMongo's bson types carry a class attribute ``_type_marker`` (its value for each type, and
+# the BSON type it is written as). A marker wins over the base classes (bson.Int64 is an int,
+# bson.Binary bytes, bson.Code a str, bson.RawBSONDocument a Mapping).
+_MARKED_ENCODERS: Final[dict[int, _Encoder]] = {
+    5: _enc_marked_binary,  # binary, with its .subtype
+    7: _enc_marked_object_id,  # ObjectId, .binary
+    9: _enc_marked_datetime_ms,  # datetime, int(value) milliseconds
+    11: _enc_marked_regex,  # regex, .pattern and int .flags
+    13: _enc_code,  # JavaScript code (with scope when .scope is not None)
+    17: _enc_timestamp,  # timestamp, .inc and .time
+    18: _enc_int64,  # int64, whatever the value
+    19: _enc_marked_decimal128,  # decimal128, .bid
+    100: _enc_dbref,  # a document made by .as_doc()
+    101: _enc_raw,  # RawBSONDocument: a document, .raw verbatim
+    127: _enc_max_key,
+    255: _enc_min_key,
+}
 
 # Exact-type dispatch for what the element loop does not inline; subclasses resolved by
 # _fallback_encoder are added (bounded), so each type pays the isinstance search once.
@@ -445,13 +545,16 @@ _FALLBACKS: Final[tuple[tuple[type, _Encoder], ...]] = (
 
 
 def _fallback_encoder(key: Any, value: Any) -> _Encoder:
-    """The encoder for a type that is not in the exact-type table (a subclass), or
-    InvalidDocument naming the key."""
-    for base, encoder in _FALLBACKS:
-        if isinstance(value, base):
-            if len(_ENCODERS) < _ENCODER_CACHE_LIMIT:
-                _ENCODERS[type(value)] = encoder  # next time: one dict lookup
-            return encoder
+    """The encoder for a type that is not in the exact-type table (a type with a
+    ``_type_marker``, a subclass), or InvalidDocument naming the key."""
+    marker = getattr(value, "_type_marker", None)
+    encoder = _MARKED_ENCODERS.get(marker) if type(marker) is int else None
+    if encoder is None:
+        encoder = next((enc for base, enc in _FALLBACKS if isinstance(value, base)), None)
+    if encoder is not None:
+        if len(_ENCODERS) < _ENCODER_CACHE_LIMIT:
+            _ENCODERS[type(value)] = encoder  # next time: one dict lookup
+        return encoder
     raise InvalidDocument(
         f"key {key!r}: cannot encode object {value!r} of type {type(value).__name__}"
     )

@@ -18,6 +18,9 @@ Decoding untrusted bytes raises only :class:`InvalidBSON`; encoding raises
 hold. Python types: dict/Mapping -> document, list/tuple -> array, str, bytes -> binary 0,
 int -> int32 if it fits else int64, float, bool, None, datetime (naive = UTC), uuid.UUID per
 ``uuid_representation``, re.Pattern -> regex, and the types of :mod:`asyncmongo.bson`.
+PyMongo's bson values (known by their ``_type_marker``, without importing PyMongo) are
+written as PyMongo writes them: ``bson.Int64`` as int64, ``bson.Binary`` with its subtype, a
+``bson.RawBSONDocument`` as its bytes, and so on.
 """
 
 from __future__ import annotations
@@ -30,9 +33,12 @@ from typing import Any, Final
 
 from asyncmongo.bson._decode import MAX_NESTING_DEPTH, decode_document_at
 from asyncmongo.bson._encode import encode_document
-from asyncmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
+from asyncmongo.bson.codec_options import (
+    DEFAULT_CODEC_OPTIONS,
+    CodecOptions,
+    is_raw_document_class,
+)
 from asyncmongo.bson.errors import InvalidBSON, InvalidDocument, InvalidStringData
-from asyncmongo.bson.raw import RawBSONDocument
 
 __all__ = [
     "MAX_NESTING_DEPTH",
@@ -62,8 +68,9 @@ def _check_top_level_keys(document: Mapping[str, Any]) -> None:
 
 def _py_encode(document: Any, check_keys: bool, codec_options: CodecOptions) -> bytes:
     if type(document) is not dict:
-        if type(document) is RawBSONDocument:
-            return document.raw
+        if is_raw_document_class(type(document)):
+            raw: bytes = document.raw
+            return raw
         if not isinstance(document, Mapping):
             raise TypeError(f"encode() takes a mapping, not {type(document).__name__}")
     if check_keys:

@@ -129,9 +129,12 @@ _RE_FLAGS: Final = (
 )
 
 
-def flags_from_re(flags: int) -> str:
-    """The BSON flag letters for a Python ``re`` flags value (re.UNICODE is implicit on str)."""
-    return "".join(letter for letter, bit in _RE_FLAGS if flags & bit and letter != "u")
+def flags_from_re(flags: int, *, unicode: bool = False) -> str:
+    """The BSON flag letters for a Python ``re`` flags value, in BSON order. re.UNICODE is
+    implicit on str patterns, so it gives "u" only with ``unicode=True`` (PyMongo's Regex)."""
+    return "".join(
+        letter for letter, bit in _RE_FLAGS if flags & bit and (unicode or letter != "u")
+    )
 
 
 def flags_to_re(flags: str) -> int:
