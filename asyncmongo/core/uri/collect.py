@@ -16,7 +16,7 @@ from typing import Any
 
 from asyncmongo.core.uri.table import DEPRECATED, OPTIONS, Option, canonical_name, fold_key
 from asyncmongo.core.uri.table import kwarg_key as fold_kwarg
-from asyncmongo.core.uri.values import BadValue
+from asyncmongo.core.uri.values import BadValue, utf8
 from asyncmongo.errors import (
     ConfigurationError,
     ConfigurationWarning,
@@ -128,6 +128,7 @@ def collect_kwargs(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str,
     extras: dict[str, Any] = {}
     for key, raw in kwargs.items():
         folded = fold_kwarg(key)
+        _check_text(key, raw)
         if folded in KWARG_ONLY:
             if folded in ("username", "password") and not isinstance(raw, str | None):
                 raise ConfigurationError(f"{key} must be a str")  # never echo the value
@@ -158,6 +159,23 @@ def collect_kwargs(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str,
             raise ConfigurationError("conflicting values for 'tls'/'ssl' in keyword arguments")
         options[name] = value
     return options, extras
+
+
+def _check_text(key: str, raw: Any, depth: int = 0) -> None:
+    """Every string in a keyword's value (nested in lists and mappings too) must be valid
+    Unicode: the driver sends them as UTF-8, which cannot carry a lone surrogate."""
+    if isinstance(raw, str):
+        try:
+            utf8(raw)
+        except BadValue as exc:
+            raise ConfigurationError(f"invalid value for option {key!r}: {exc}") from None
+    elif depth < 8 and isinstance(raw, Mapping):
+        for name, value in raw.items():
+            _check_text(key, name, depth + 1)
+            _check_text(key, value, depth + 1)
+    elif depth < 8 and isinstance(raw, list | tuple):
+        for item in raw:
+            _check_text(key, item, depth + 1)
 
 
 def _kwarg_value(option: Option, raw: Any) -> Any:

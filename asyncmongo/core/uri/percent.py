@@ -15,7 +15,16 @@ _BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
 def percent_decode(text: str, part: str) -> str:
-    """Decode ``%XX`` escapes as UTF-8; ``part`` names the URI part in the error message."""
+    """Decode ``%XX`` escapes as UTF-8; ``part`` names the URI part in the error message.
+
+    A lone surrogate (``\\udcff``, what ``os.fsdecode`` makes of a stray byte) is not text
+    UTF-8 can carry, so no part of a connection string may hold one."""
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError as exc:
+            raise InvalidURI(f"{part} contains a lone surrogate at position {exc.start}, "
+                             "which is not valid Unicode text") from None
     if "%" not in text:
         return text
     if _BAD_ESCAPE.search(text):

@@ -30,6 +30,7 @@ __all__ = [
     "service_name",
     "string",
     "tag_set",
+    "utf8",
     "w_value",
 ]
 
@@ -103,8 +104,19 @@ def max_staleness(value: object) -> int:
 
 def string(value: object) -> str:
     if isinstance(value, str) and value:
-        return value
+        return utf8(value)
     raise BadValue("expected a non-empty string")
+
+
+def utf8(text: str) -> str:
+    """``text`` if it can go on the wire: BSON strings are UTF-8, which has no lone
+    surrogates (such as the ``\\udcff`` that ``os.fsdecode`` makes of a stray byte)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError as exc:
+        raise BadValue(f"contains a lone surrogate at position {exc.start}, which UTF-8 "
+                       "cannot encode") from None
+    return text
 
 
 def appname(value: object) -> str:
