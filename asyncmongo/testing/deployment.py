@@ -25,6 +25,8 @@ from typing import Any
 
 from asyncmongo.errors import ConfigurationError
 from asyncmongo.testing.member import MemberConfig, Role
+from asyncmongo.testing.partition import MemberPartition
+from asyncmongo.testing.proxy import FaultProxy
 from asyncmongo.testing.replset import ReplicaSetGroup
 from asyncmongo.testing.scram import UserDirectory
 from asyncmongo.testing.server import FailPointHandle, SimServer
@@ -48,13 +50,15 @@ class _Deployment:
 
     def __init__(self, *, users: Users = None, tls: ssl.SSLContext | None = None,
                  streaming: bool = True, store: Store | None = None,
-                 host_name: str = "127.0.0.1") -> None:
+                 host_name: str = "127.0.0.1", fault_proxy: bool = False) -> None:
         self.store = store if store is not None else Store()
         #: How the members name themselves (they always listen on 127.0.0.1).
         self.host_name = host_name
         self.users = user_directory(users)
         self.tls = tls
         self.streaming = streaming
+        #: Every member behind a :class:`~asyncmongo.testing.proxy.FaultProxy`.
+        self.fault_proxy = fault_proxy
         self.members: list[SimServer] = []
 
     async def __aenter__(self) -> Any:
@@ -77,7 +81,18 @@ class _Deployment:
 
     def _server(self, role: Role, **kwargs: Any) -> SimServer:
         return SimServer(role, store=self.store, users=self.users, ssl_context=self.tls,
-                         streaming=self.streaming, host_name=self.host_name, **kwargs)
+                         streaming=self.streaming, host_name=self.host_name,
+                         fault_proxy=self.fault_proxy, **kwargs)
+
+    @property
+    def proxies(self) -> list[FaultProxy]:
+        """The members' fault proxies (``fault_proxy=True``), in member order."""
+        return [member.proxy for member in self.members if member.proxy is not None]
+
+    async def heal_network(self) -> None:
+        """Take every proxy fault off, on every member."""
+        for proxy in self.proxies:
+            await proxy.heal()
 
     def _uri(self, hosts: Iterable[str], options: Mapping[str, str]) -> str:
         query = dict(options)
@@ -97,9 +112,9 @@ class Standalone(_Deployment):
 
     def __init__(self, *, port: int = 0, users: Users = None, tls: ssl.SSLContext | None = None,
                  streaming: bool = True, store: Store | None = None,
-                 host_name: str = "127.0.0.1") -> None:
+                 host_name: str = "127.0.0.1", fault_proxy: bool = False) -> None:
         super().__init__(users=users, tls=tls, streaming=streaming, store=store,
-                         host_name=host_name)
+                         host_name=host_name, fault_proxy=fault_proxy)
         self.members = [self._server(Role.STANDALONE, port=port)]
 
     def __repr__(self) -> str:
@@ -148,9 +163,10 @@ class ReplicaSet(_Deployment):
         store: Store | None = None,
         ports: Sequence[int] = (),
         host_name: str = "127.0.0.1",
+        fault_proxy: bool = False,
     ) -> None:
         super().__init__(users=users, tls=tls, streaming=streaming, store=store,
-                         host_name=host_name)
+                         host_name=host_name, fault_proxy=fault_proxy)
         self.election_timeout_ms = election_timeout_ms
         self._ports = tuple(ports)
         self._closing = False
@@ -294,6 +310,14 @@ class ReplicaSet(_Deployment):
             self._elect(winner)
         return winner
 
+    async def partition_members(self, isolated: Iterable[SimServer]) -> MemberPartition:
+        """Cut ``isolated`` off from the other members (the driver still reaches all): a
+        primary left on the minority side steps down and the majority side elects one. The
+        returned partition heals on ``async with`` exit or ``await partition.heal()``."""
+        partition = MemberPartition(self, isolated)
+        await partition.apply()
+        return partition
+
     async def reconfig(self, *, add: int | Sequence[MemberConfig] = 0,
                        remove: Iterable[SimServer] = ()) -> None:
         """Add ``add`` new secondaries (a count, or configs whose host is ignored) and remove
@@ -329,9 +353,9 @@ class ShardedCluster(_Deployment):
     def __init__(self, mongos: int = 2, *, users: Users = None,
                  tls: ssl.SSLContext | None = None, streaming: bool = True,
                  store: Store | None = None, ports: Sequence[int] = (),
-                 host_name: str = "127.0.0.1") -> None:
+                 host_name: str = "127.0.0.1", fault_proxy: bool = False) -> None:
         super().__init__(users=users, tls=tls, streaming=streaming, store=store,
-                         host_name=host_name)
+                         host_name=host_name, fault_proxy=fault_proxy)
         if mongos < 1:
             raise ConfigurationError("a sharded cluster needs at least one mongos")
         self.members = [self._server(Role.MONGOS, port=ports[i] if i < len(ports) else 0)
@@ -360,9 +384,10 @@ class LoadBalanced(_Deployment):
 
     def __init__(self, *, services: int = 1, users: Users = None,
                  tls: ssl.SSLContext | None = None, store: Store | None = None,
-                 port: int = 0, host_name: str = "127.0.0.1") -> None:
+                 port: int = 0, host_name: str = "127.0.0.1",
+                 fault_proxy: bool = False) -> None:
         super().__init__(users=users, tls=tls, streaming=False, store=store,
-                         host_name=host_name)
+                         host_name=host_name, fault_proxy=fault_proxy)
         if services < 1:
             raise ConfigurationError("a load balancer needs at least one service")
         self.members = [self._server(Role.MONGOS, load_balanced=True, services=services,

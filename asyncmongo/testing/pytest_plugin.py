@@ -1,6 +1,8 @@
 """pytest fixtures for simulated deployments (registered as the ``asyncmongo`` pytest11 entry
 point): ``mongo_standalone``, ``mongo_replica_set`` (3 members), ``mongo_sharded`` (2 mongos)
-and ``mongo_load_balanced``. Async and function-scoped: each test gets a fresh deployment,
+and ``mongo_load_balanced``; ``mongo_proxied_standalone`` and ``mongo_proxied_replica_set``
+put every member behind a :class:`~asyncmongo.testing.proxy.FaultProxy` (network faults on
+cue: ``member.proxy.blackhole()``...). Async and function-scoped: each test gets a fresh deployment,
 closed afterwards. Needs an asyncio pytest plugin (pytest-asyncio or anyio)."""
 
 from __future__ import annotations
@@ -49,4 +51,16 @@ async def mongo_sharded() -> AsyncIterator[ShardedCluster]:
 @fixture
 async def mongo_load_balanced() -> AsyncIterator[LoadBalanced]:
     async with LoadBalanced() as deployment:
+        yield deployment
+
+
+@fixture
+async def mongo_proxied_standalone() -> AsyncIterator[Standalone]:
+    async with Standalone(fault_proxy=True) as deployment:
+        yield deployment
+
+
+@fixture
+async def mongo_proxied_replica_set() -> AsyncIterator[ReplicaSet]:
+    async with ReplicaSet(3, fault_proxy=True) as deployment:
         yield deployment

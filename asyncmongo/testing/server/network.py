@@ -53,8 +53,8 @@ class Network:
     """The listener and the open connections of one server."""
 
     __slots__ = ("_connections", "_faults", "_listener", "_next_connection_id",
-                 "_next_request_id", "_port", "compressed_requests", "has_listened",
-                 "host_name", "ssl_context", "users")
+                 "_next_request_id", "_port", "advertised_port", "compressed_requests",
+                 "has_listened", "host_name", "ssl_context", "users")
 
     def __init__(self, faults: Faults, *, port: int, users: UserDirectory,
                  ssl_context: ssl.SSLContext | None, host_name: str) -> None:
@@ -64,6 +64,9 @@ class Network:
         self.ssl_context = ssl_context
         #: The name the member gives itself (it always listens on 127.0.0.1).
         self.host_name = host_name
+        #: The port the member names itself by when it differs from the bound one (behind a
+        #: fault proxy, the proxy's port).
+        self.advertised_port: int | None = None
         #: True once the server has listened (a later start is a new process).
         self.has_listened = False
         #: How many requests arrived compressed, by compressor name (for tests).
@@ -80,8 +83,8 @@ class Network:
 
     @property
     def host(self) -> str:
-        """``"<host_name>:<port>"``."""
-        return f"{self.host_name}:{self._port}"
+        """``"<host_name>:<port>"`` (the advertised port, when there is one)."""
+        return f"{self.host_name}:{self.advertised_port or self._port}"
 
     @property
     def listening(self) -> bool:

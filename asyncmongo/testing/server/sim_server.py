@@ -31,6 +31,7 @@ from asyncmongo.testing import stable_api
 from asyncmongo.testing.failpoint import FailPointState
 from asyncmongo.testing.member import Role
 from asyncmongo.testing.mongos_router import TransactionRouter
+from asyncmongo.testing.proxy import FaultProxy
 from asyncmongo.testing.replset import ReplicaSetGroup
 from asyncmongo.testing.scram import UserDirectory
 from asyncmongo.testing.server.commands import CommandRunner
@@ -88,6 +89,7 @@ class SimServer:
         on_unreachable: Callable[[SimServer], None] | None = None,
         count_acknowledgers: Callable[[], int] | None = None,
         host_name: str = "127.0.0.1",
+        fault_proxy: bool = False,
     ) -> None:
         store = store if store is not None else Store()
         users = users if users is not None else UserDirectory()
@@ -100,6 +102,9 @@ class SimServer:
         #: Called when the member stops or is partitioned (a replica set may elect anew).
         self.on_unreachable = on_unreachable
         self.faults = Faults()
+        #: With ``fault_proxy=True``: the proxy in front of the member, whose address the
+        #: member gives as its own (network faults on cue, see asyncmongo.testing.proxy).
+        self.proxy = FaultProxy(framed=ssl_context is None) if fault_proxy else None
         self.role_state = RoleState(
             role, replica_set=replica_set, streaming=streaming, compressors=compressors,
             load_balanced=load_balanced, services=services,
@@ -286,10 +291,15 @@ class SimServer:
         if self.network.has_listened:
             self.clock.restart()
         await self.network.listen(self.dispatcher.respond)
+        if self.proxy is not None:
+            await self.proxy.start(self.network.port)
+            self.network.advertised_port = self.proxy.port
 
     async def stop(self) -> None:
         """Stop listening and close every connection (the process is gone)."""
         self.faults.silent = False
+        if self.proxy is not None:
+            await self.proxy.close()
         await self.network.close()
         self._notify_unreachable()
 
