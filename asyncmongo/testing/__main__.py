@@ -1,5 +1,9 @@
 """``python -m asyncmongo.testing [standalone|replset N|sharded N|lb]``: start a simulated
-deployment on 127.0.0.1, print its URI, and run until Ctrl-C (for manual use and demos)."""
+deployment on 127.0.0.1, print its URI, and run until Ctrl-C (for manual use and demos).
+
+``--fault-proxy`` puts every member behind a fault proxy; ``--control-port N`` (0: any free
+port) opens the control port (:mod:`asyncmongo.testing.control`) and prints
+``control 127.0.0.1:<port>`` on the line after the URI."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import contextlib
 import sys
 from collections.abc import Sequence
 
+from asyncmongo.testing.control import ControlServer
 from asyncmongo.testing.deployment import LoadBalanced, ReplicaSet, ShardedCluster, Standalone
 
 _KINDS = ("standalone", "replset", "sharded", "lb")
@@ -26,25 +31,35 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="a SCRAM user in admin (repeatable)")
     parser.add_argument("--no-streaming", action="store_true",
                         help="omit topologyVersion so drivers poll")
+    parser.add_argument("--fault-proxy", action="store_true",
+                        help="put every member behind a fault proxy (network faults)")
+    parser.add_argument("--control-port", type=int, default=None, metavar="PORT",
+                        help="open the control port (0: any free port) and print it")
     return parser.parse_args(argv)
 
 
 def build(args: argparse.Namespace) -> Standalone | ReplicaSet | ShardedCluster | LoadBalanced:
     users = dict(entry.split(":", 1) for entry in args.user)
     streaming = not args.no_streaming
+    proxy = args.fault_proxy
     if args.kind == "replset":
-        return ReplicaSet(args.count or 3, users=users, streaming=streaming)
+        return ReplicaSet(args.count or 3, users=users, streaming=streaming, fault_proxy=proxy)
     if args.kind == "sharded":
-        return ShardedCluster(args.count or 2, users=users, streaming=streaming)
+        return ShardedCluster(args.count or 2, users=users, streaming=streaming,
+                              fault_proxy=proxy)
     if args.kind == "lb":
-        return LoadBalanced(users=users)
-    return Standalone(port=args.port, users=users, streaming=streaming)
+        return LoadBalanced(users=users, fault_proxy=proxy)
+    return Standalone(port=args.port, users=users, streaming=streaming, fault_proxy=proxy)
 
 
 async def serve(args: argparse.Namespace, ready: asyncio.Event | None = None) -> None:
     """Run the deployment until cancelled."""
-    async with build(args) as deployment:
+    async with build(args) as deployment, contextlib.AsyncExitStack() as stack:
         print(deployment.uri, flush=True)
+        if args.control_port is not None:
+            control = ControlServer(deployment, port=args.control_port)
+            await stack.enter_async_context(control)
+            print(f"control {control.address}", flush=True)
         if ready is not None:
             ready.set()
         await asyncio.Event().wait()
