@@ -35,9 +35,24 @@ against real wire traffic with faults on cue::
   reply document mongod would send, a :class:`SessionContext` passing the server's clock for
   the command; :class:`StoreError` is a server error (``code``, ``errmsg``, labels) that
   ``handle`` turns into an ``ok: 0`` reply.
+- Network faults: with ``fault_proxy=True`` every member sits behind a :class:`FaultProxy`
+  (``member.proxy``, ``deployment.proxies``) whose faults are async context managers scoped
+  to new connections, existing ones or both (:class:`Scope`)::
+
+      async with rs.primary.proxy.latency(50, jitter_ms=20): ...
+      async with rs.members[1].proxy.blackhole(scope=Scope.EXISTING): ...
+      rs.primary.proxy.reset(after_bytes=300); rs.primary.proxy.corrupt(count=2)
+      async with await rs.partition_members([rs.primary]): ...   # the majority elects
+
+  (latency, bandwidth, blackhole, reset, truncate, corrupt, misdirect, drip, refuse,
+  partition: :mod:`asyncmongo.testing.proxy`).
 - ``python -m asyncmongo.testing [standalone|replset N|sharded N|lb]`` runs one until Ctrl-C;
-  the pytest plugin (:mod:`asyncmongo.testing.pytest_plugin`) offers ``mongo_standalone``,
-  ``mongo_replica_set``, ``mongo_sharded`` and ``mongo_load_balanced`` fixtures.
+  ``--fault-proxy --control-port 0`` adds the proxies and a line-based control port other
+  processes and shells drive (:mod:`asyncmongo.testing.control`: ``stepdown``, ``stop 1``,
+  ``failpoint primary {...}``, ``fault 0 latency ms=100``, ``heal``...). The pytest plugin
+  (:mod:`asyncmongo.testing.pytest_plugin`) offers ``mongo_standalone``,
+  ``mongo_replica_set``, ``mongo_sharded`` and ``mongo_load_balanced`` fixtures, and
+  ``mongo_proxied_standalone`` and ``mongo_proxied_replica_set`` behind fault proxies.
 
 Known differences from a real deployment: the members of a replica set share one store, so
 replication is instant (``replication_lag_ms`` only moves ``lastWrite`` for max staleness) and
@@ -54,15 +69,21 @@ waits, or fails after ``wtimeout`` with WriteConcernFailed (64).
 
 from asyncmongo.testing.deployment import LoadBalanced, ReplicaSet, ShardedCluster, Standalone
 from asyncmongo.testing.member import MemberConfig, Role
+from asyncmongo.testing.partition import MemberPartition
+from asyncmongo.testing.proxy import Fault, FaultProxy, Scope
 from asyncmongo.testing.server import FailPointHandle, ServerStatistics, SimServer
 from asyncmongo.testing.store import SessionContext, Store, StoreError
 
 __all__ = [
     "FailPointHandle",
+    "Fault",
+    "FaultProxy",
     "LoadBalanced",
     "MemberConfig",
+    "MemberPartition",
     "ReplicaSet",
     "Role",
+    "Scope",
     "ServerStatistics",
     "SessionContext",
     "ShardedCluster",

@@ -23,7 +23,7 @@ Members are named by index in the deployment (``0``, ``1``...), by ``primary``, 
 ``fault MEMBER KIND [key=value ...]``
     a network fault at MEMBER's proxy (needs ``--fault-proxy``): KIND is a
     :class:`~asyncmongo.testing.proxy.FaultProxy` method (latency, bandwidth, blackhole,
-    reset, truncate, corrupt, drip, refuse, partition), the pairs its keyword arguments
+    reset, truncate, corrupt, misdirect, drip, refuse, partition), the pairs its keyword arguments
     (``ms=100 jitter_ms=20 scope=new``); answers the fault's ``id``.
 ``heal [all | ID | member MEMBER]``
     take faults off: all of them and the member partitions (the default), one fault by
@@ -53,7 +53,7 @@ from asyncmongo.testing.server import SimServer
 __all__ = ["CommandError", "ControlServer", "main", "send"]
 
 _FAULT_KINDS = frozenset({"latency", "bandwidth", "blackhole", "reset", "truncate", "corrupt",
-                          "drip", "refuse", "partition"})
+                          "misdirect", "drip", "refuse", "partition"})
 
 
 class CommandError(Exception):

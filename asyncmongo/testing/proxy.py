@@ -17,8 +17,9 @@ at once and returns it; the fault is an async context manager that heals it on e
 Faults: :meth:`~FaultProxy.latency` (fixed, with jitter), :meth:`~FaultProxy.bandwidth`,
 :meth:`~FaultProxy.blackhole` (accept, never answer), :meth:`~FaultProxy.reset` (now, or after
 N bytes), :meth:`~FaultProxy.truncate` (a reply stops halfway, the connection closes),
-:meth:`~FaultProxy.corrupt` (a reply's body bytes flipped), :meth:`~FaultProxy.drip` (a reply
-a few bytes at a time), :meth:`~FaultProxy.refuse` (new connections refused: ECONNREFUSED) and
+:meth:`~FaultProxy.corrupt` (a reply's body bytes flipped), :meth:`~FaultProxy.misdirect` (a
+reply answering another request: a wrong ``responseTo``), :meth:`~FaultProxy.drip` (a reply a
+few bytes at a time), :meth:`~FaultProxy.refuse` (new connections refused: ECONNREFUSED) and
 :meth:`~FaultProxy.partition` (driver and member cut off each other: connections hang, new
 ones too). A partition between members of a replica set is
 :meth:`asyncmongo.testing.ReplicaSet.partition_members`.
@@ -81,10 +82,12 @@ class FaultKind(enum.Enum):
     DRIP = "drip"
     REFUSE = "refuse"
     PARTITION = "partition"
+    MISDIRECT = "misdirect"
 
 
 #: Faults that act on the replies only (the member-to-driver direction).
-_REPLY_FAULTS = frozenset({FaultKind.TRUNCATE, FaultKind.CORRUPT, FaultKind.DRIP})
+_REPLY_FAULTS = frozenset({FaultKind.TRUNCATE, FaultKind.CORRUPT, FaultKind.DRIP,
+                           FaultKind.MISDIRECT})
 
 
 class Link:
@@ -288,6 +291,12 @@ class FaultProxy:
         flipped (the length is kept, so the driver reads the whole, broken, message)."""
         return self._install(FaultKind.CORRUPT, scope, connections, count=count)
 
+    def misdirect(self, *, count: int | None = 1, scope: Scope = Scope.BOTH,
+                  connections: Collection[Link] | None = None) -> Fault:
+        """The next ``count`` replies carry another request's ``responseTo`` (framed links
+        only: behind TLS the header is encrypted)."""
+        return self._install(FaultKind.MISDIRECT, scope, connections, count=count)
+
     def drip(self, *, chunk: int = 1, interval_ms: float = 5.0, scope: Scope = Scope.BOTH,
              connections: Collection[Link] | None = None) -> Fault:
         """Replies arrive ``chunk`` bytes at a time, ``interval_ms`` apart."""
@@ -348,6 +357,10 @@ class FaultProxy:
                 "127.0.0.1", self.target_port)
         except OSError:
             link.reset()  # the member is down: the driver's connection is reset
+            self._links.pop(link, None)
+            return
+        if link.closed:  # reset while connecting to the member
+            _abort(link.upstream, rst=False)
             self._links.pop(link, None)
             return
         link._tasks = [
@@ -434,6 +447,12 @@ class FaultProxy:
             if fault.kind is FaultKind.CORRUPT:
                 fault.consume()
                 await self._write(link, writer, Direction.DOWN, self._corrupted(data))
+                return True
+            if fault.kind is FaultKind.MISDIRECT and self.framed and len(data) >= _HEADER_SIZE:
+                fault.consume()
+                (response_to,) = _LENGTH.unpack_from(data, 8)
+                wrong = _LENGTH.pack((response_to + 1 + self._rng.randrange(1000)) % 2**31)
+                await self._write(link, writer, Direction.DOWN, data[:8] + wrong + data[12:])
                 return True
             if fault.kind is FaultKind.DRIP:
                 for start in range(0, len(data), fault.chunk):

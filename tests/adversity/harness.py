@@ -264,14 +264,15 @@ async def _chaos(deployment: Any, variant: Variant, ledger: Ledger, stop: asynci
         if not links:
             continue
         victims = rng.sample(links, min(len(links), rng.randint(1, 3)))
-        kinds = ["reset", "reset", "truncate", "corrupt", "latency", "drip", "blackhole"]
+        kinds = ["reset", "reset", "truncate", "corrupt", "misdirect", "latency", "drip",
+                 "blackhole"]
         if isinstance(deployment, ReplicaSet):
             kinds.append("stepdown")
         kind = rng.choice(kinds)
         ledger.faults[kind] += 1
         if kind == "reset":
             await proxy.reset(connections=victims).heal()
-        elif kind in ("truncate", "corrupt"):
+        elif kind in ("truncate", "corrupt", "misdirect"):
             getattr(proxy, kind)(count=1, connections=victims)
         elif kind == "stepdown":
             await deployment.step_down()
