@@ -279,3 +279,20 @@ async def test_timeout_ms_bounds_a_new_connection_into_a_blackhole(
         await client.close()
     assert any(isinstance(result, NetworkTimeout) for result in results)
     assert elapsed < 3.0 + 1.0, f"took {elapsed:.1f} s with timeoutMS=3000"
+
+
+async def test_fixture_proxied_replica_set(mongo_proxied_replica_set: ReplicaSet) -> None:
+    rs = mongo_proxied_replica_set
+    assert len(rs.proxies) == 3
+    assert [m.host for m in rs.members] == [f"127.0.0.1:{p.port}" for p in rs.proxies]
+    client = AsyncMongoClient(rs.uri, timeoutMS=5000)
+    try:
+        await client.db.c.insert_one({"_id": 1})
+        assert all(proxy.total_links > 0 for proxy in rs.proxies)  # monitors connect through
+        await rs.heal_network()
+    finally:
+        await client.close()
+
+
+async def test_fixture_proxied_standalone(mongo_proxied_standalone: Standalone) -> None:
+    assert mongo_proxied_standalone.server.proxy is not None
