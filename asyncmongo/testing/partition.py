@@ -11,16 +11,36 @@ primary keeps the set, as after a real partition heals).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from asyncmongo.errors import ConfigurationError
+from asyncmongo.testing.replset import ReplicaSetGroup
+from asyncmongo.testing.server import SimServer
 
-if TYPE_CHECKING:
-    from asyncmongo.testing.deployment import ReplicaSet
-    from asyncmongo.testing.server import SimServer
+__all__ = ["MemberPartition", "ReplicaSetControl"]
 
-__all__ = ["MemberPartition"]
+
+class ReplicaSetControl(Protocol):
+    """What a partition needs of a replica set (:class:`~asyncmongo.testing.ReplicaSet`)."""
+
+    @property
+    def set_name(self) -> str: ...
+
+    @property
+    def members(self) -> Sequence[SimServer]: ...
+
+    @property
+    def group(self) -> ReplicaSetGroup: ...
+
+    @property
+    def primary(self) -> SimServer | None: ...
+
+    def member(self, host: str) -> SimServer: ...
+
+    async def elect(self, member: SimServer) -> None: ...
+
+    async def step_down(self, *, elect: SimServer | bool = True) -> SimServer | None: ...
 
 
 class MemberPartition:
@@ -29,7 +49,7 @@ class MemberPartition:
 
     __slots__ = ("active", "isolated", "majority", "replica_set")
 
-    def __init__(self, replica_set: ReplicaSet, isolated: Iterable[SimServer]) -> None:
+    def __init__(self, replica_set: ReplicaSetControl, isolated: Iterable[SimServer]) -> None:
         self.replica_set = replica_set
         self.isolated = frozenset(member.host for member in isolated)
         unknown = self.isolated - {member.host for member in replica_set.members}
