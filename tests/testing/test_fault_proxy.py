@@ -296,3 +296,14 @@ async def test_fixture_proxied_replica_set(mongo_proxied_replica_set: ReplicaSet
 
 async def test_fixture_proxied_standalone(mongo_proxied_standalone: Standalone) -> None:
     assert mongo_proxied_standalone.server.proxy is not None
+
+
+async def test_a_fixed_port_is_the_proxys() -> None:
+    probe = FaultProxy()
+    await probe.start(1)
+    port = probe.port  # a free port, released again
+    await probe.close()
+    async with Standalone(port=port, fault_proxy=True) as deployment:
+        assert proxy_of(deployment).port == port
+        assert deployment.server.host == f"127.0.0.1:{port}"
+        assert deployment.server.port != port

@@ -102,15 +102,16 @@ class SimServer:
         #: Called when the member stops or is partitioned (a replica set may elect anew).
         self.on_unreachable = on_unreachable
         self.faults = Faults()
-        #: With ``fault_proxy=True``: the proxy in front of the member, whose address the
-        #: member gives as its own (network faults on cue, see asyncmongo.testing.proxy).
-        self.proxy = FaultProxy(framed=ssl_context is None) if fault_proxy else None
+        #: With ``fault_proxy=True``: the proxy in front of the member, on ``port``; the member
+        #: listens on a free port behind it and gives the proxy's address as its own (network
+        #: faults on cue, see asyncmongo.testing.proxy).
+        self.proxy = FaultProxy(port=port, framed=ssl_context is None) if fault_proxy else None
         self.role_state = RoleState(
             role, replica_set=replica_set, streaming=streaming, compressors=compressors,
             load_balanced=load_balanced, services=services,
             count_acknowledgers=count_acknowledgers)
-        self.network = Network(self.faults, port=port, users=users, ssl_context=ssl_context,
-                               host_name=host_name)
+        self.network = Network(self.faults, port=0 if fault_proxy else port, users=users,
+                               ssl_context=ssl_context, host_name=host_name)
         self.commands = CommandRunner(self, role=self.role_state, store=store, users=users)
         self.dispatcher = Dispatcher(
             network=self.network, faults=self.faults, role=self.role_state,
