@@ -9,14 +9,14 @@ operation or ``await client.aconnect()``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.types import UuidRepresentation
 from asyncmongo.errors import ConfigurationError
 
-__all__ = ["codec_options", "split_api_options"]
+__all__ = ["check_address_arguments", "codec_options", "split_api_options"]
 
 _CODEC_KEYWORDS = {
     "document_class": "document_class",
@@ -44,6 +44,21 @@ def split_api_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[
         else:
             rest[key] = value
     return api, rest
+
+
+def check_address_arguments(host_or_uri: object, port: object, listeners: object) -> None:
+    """The constructor's own arguments have the right types: a bad one is a
+    ConfigurationError like any other bad setting (not the TypeError of whatever first
+    trips over it)."""
+    if not isinstance(host_or_uri, str):
+        raise ConfigurationError(
+            f"host must be a connection string or a host name (str), not "
+            f"{type(host_or_uri).__name__}")
+    if port is not None and (not isinstance(port, int) or isinstance(port, bool)):
+        raise ConfigurationError(f"port must be an int, not {type(port).__name__}")
+    if not isinstance(listeners, Iterable) or isinstance(listeners, str | bytes):
+        raise ConfigurationError(
+            f"event_listeners must be an iterable of listeners, not {type(listeners).__name__}")
 
 
 def _check_connect(value: Any) -> None:
@@ -80,3 +95,6 @@ def codec_options(api: Mapping[str, Any], uri_uuid_representation: str) -> Codec
         return CodecOptions(**kwargs)
     except TypeError as exc:
         raise ConfigurationError(f"invalid codec option: {exc}") from None
+    except UnicodeError:  # a lone surrogate in an error handler's name, say
+        raise ConfigurationError("invalid codec option: a name that is not valid Unicode "
+                                 "text (a lone surrogate)") from None

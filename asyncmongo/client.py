@@ -28,7 +28,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from asyncmongo._bulk import run_client_bulk
 from asyncmongo._client_events import EVENT_BACKLOG, ClientEvents, EventListener
-from asyncmongo._client_settings import codec_options, split_api_options
+from asyncmongo._client_settings import (
+    check_address_arguments,
+    codec_options,
+    split_api_options,
+)
 from asyncmongo._scope import check_session
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.types import Timestamp
@@ -88,6 +92,7 @@ class AsyncMongoClient:
         event_listeners: Iterable[EventListener] = (),
         **options: Any,
     ) -> None:
+        check_address_arguments(host_or_uri, port, event_listeners)
         uri = host_or_uri
         if "://" not in uri:
             uri = f"mongodb://{uri}" + (f":{port}" if port is not None else "")

@@ -51,20 +51,24 @@ SCALAR = st.none() | st.booleans() | st.integers() | st.floats() | TEXT | st.bin
 ANY_VALUE = SCALAR | st.lists(SCALAR, max_size=3) | st.dictionaries(TEXT, SCALAR, max_size=3)
 
 
-def construct(uri: str, **kwargs: Any) -> None:
+def construct(uri: Any, *args: Any, **kwargs: Any) -> None:
     """Build a client (it does not connect): succeed or raise ConfigurationError."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            AsyncMongoClient(uri, **kwargs)
+            AsyncMongoClient(uri, *args, **kwargs)
         except ConfigurationError:
             pass
 
 
 @FUZZ
-@given(st.dictionaries(st.sampled_from(NAMES), ANY_VALUE, max_size=3))
-def test_keyword_options(kwargs: dict[str, Any]) -> None:
+@given(st.dictionaries(st.sampled_from(NAMES), ANY_VALUE, max_size=3),
+       st.sampled_from(["mongodb://h", "h"]) | ANY_VALUE, st.none() | ANY_VALUE,
+       st.sampled_from([(), [print]]) | ANY_VALUE)
+def test_keyword_options(kwargs: dict[str, Any], host: Any, port: Any,
+                         listeners: Any) -> None:
     construct("mongodb://h", **kwargs)
+    construct(host, port, event_listeners=listeners)
 
 
 @FUZZ
@@ -104,6 +108,7 @@ SURROGATE_INPUTS = [
     ("mongodb://h", {"compressors": ["zlib", "\udcff"]}),
     ("mongodb://h", {"authMechanismProperties": {"SERVICE_NAME": "\udcff"}}),
     ("mongodb://h", {"readPreference": "secondary", "readPreferenceTags": [{"dc": "\udcff"}]}),
+    ("mongodb://h", {"unicode_decode_error_handler": "\udcff"}),
 ]
 
 
