@@ -112,10 +112,17 @@ class Link:
 
     def reset(self) -> None:
         """Abort both sockets; the driver's side gets a TCP RST (connection reset by peer)."""
+        self._end(rst=True)
+
+    def close(self) -> None:
+        """Close both sockets (a FIN each way), as a proxy does when one side hangs up."""
+        self._end(rst=False)
+
+    def _end(self, *, rst: bool) -> None:
         if self.closed:
             return
         self.closed = True
-        _abort(self.client, rst=True)
+        _abort(self.client, rst=rst)
         if self.upstream is not None:
             _abort(self.upstream, rst=False)
 
@@ -375,10 +382,7 @@ class FaultProxy:
             for task in link._tasks:
                 task.cancel()
             await asyncio.gather(*link._tasks, return_exceptions=True)
-            if not link.closed:
-                link.closed = True
-                _abort(writer, rst=False)
-                _abort(link.upstream, rst=False)
+            link.close()
             self._links.pop(link, None)
 
     async def _pump(self, link: Link, reader: asyncio.StreamReader,
@@ -393,12 +397,7 @@ class FaultProxy:
         except (OSError, asyncio.IncompleteReadError, ValueError):
             pass
         finally:
-            if not link.closed:
-                # One side closed cleanly: close both, as a proxy does.
-                link.closed = True
-                _abort(link.client, rst=False)
-                if link.upstream is not None:
-                    _abort(link.upstream, rst=False)
+            link.close()  # one side hung up (or broke): close both
 
     async def _read(self, reader: asyncio.StreamReader) -> bytes:
         if not self.framed:
@@ -439,10 +438,7 @@ class FaultProxy:
                 writer.write(data[: max(1, len(data) // 2)])
                 with contextlib.suppress(OSError):
                     await writer.drain()
-                link.closed = True
-                _abort(link.client, rst=False)
-                if link.upstream is not None:
-                    _abort(link.upstream, rst=False)
+                link.close()
                 return True
             if fault.kind is FaultKind.CORRUPT:
                 fault.consume()
