@@ -20,6 +20,7 @@ from asyncmongo.errors import AutoReconnect, ConnectionFailure, NetworkTimeout, 
 from asyncmongo.testing import ReplicaSet, Role, Standalone
 from asyncmongo.testing.proxy import FaultKind, FaultProxy, Scope
 from tests.support.certs import generate
+from tests.testing.raw_client import RawClient
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -307,3 +308,45 @@ async def test_a_fixed_port_is_the_proxys() -> None:
         assert proxy_of(deployment).port == port
         assert deployment.server.host == f"127.0.0.1:{port}"
         assert deployment.server.port != port
+
+
+async def test_scopes_split_connections_by_when_they_opened(standalone: Standalone) -> None:
+    proxy = proxy_of(standalone)
+    old = await RawClient.connect(proxy.port)
+    try:
+        await old.command({"ping": 1, "$db": "admin"})
+        async with proxy.latency(300, scope=Scope.NEW):
+            new = await RawClient.connect(proxy.port)
+            try:
+                start = time.monotonic()
+                await old.command({"ping": 1, "$db": "admin"})
+                assert time.monotonic() - start < 0.3  # opened before: untouched
+                start = time.monotonic()
+                await new.command({"ping": 1, "$db": "admin"})
+                assert time.monotonic() - start >= 0.6  # opened after: both ways late
+                async with proxy.blackhole(scope=Scope.EXISTING):
+                    newest = await RawClient.connect(proxy.port)
+                    try:
+                        assert (await newest.command({"ping": 1, "$db": "admin"}))["ok"] == 1
+                    finally:
+                        await newest.close()
+            finally:
+                await new.close()
+    finally:
+        await old.close()
+
+
+async def test_reset_after_n_bytes_is_exact(standalone: Standalone) -> None:
+    proxy = proxy_of(standalone)
+    client = await RawClient.connect(proxy.port)
+    try:
+        await client.command({"ping": 1, "$db": "admin"})
+        link = proxy.links[0]
+        moved = sum(link.moved.values())
+        proxy.reset(after_bytes=10, connections=[link])
+        await client.send_msg({"ping": 1, "$db": "admin"})
+        with pytest.raises((ConnectionError, asyncio.IncompleteReadError)):
+            await client.read()
+        assert link.closed and sum(link.moved.values()) == moved + 10
+    finally:
+        await client.close()
