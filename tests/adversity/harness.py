@@ -273,10 +273,22 @@ async def _chaos(deployment: Any, variant: Variant, ledger: Ledger, stop: asynci
         kinds = ["reset", "reset", "truncate", "corrupt", "misdirect", "latency", "drip",
                  "blackhole"]
         if isinstance(deployment, ReplicaSet):
-            kinds.append("stepdown")
+            kinds += ["stepdown", "member-partition", "secondary-partition"]
         kind = rng.choice(kinds)
         ledger.faults[kind] += 1
-        if kind == "reset":
+        if kind == "member-partition":  # the primary cut off from the set: an election
+            primary = deployment.primary
+            if primary is not None:
+                async with await deployment.partition_members([primary]):
+                    await asyncio.sleep(rng.uniform(0.1, 0.4))
+        elif kind == "secondary-partition":
+            # The driver cut off from a secondary, new connections too (only monitors and
+            # secondary reads go there, so operations keep their deadlines).
+            secondaries = deployment.secondaries
+            if secondaries and secondaries[0].proxy is not None:
+                async with secondaries[0].proxy.partition():
+                    await asyncio.sleep(rng.uniform(0.2, 0.6))
+        elif kind == "reset":
             await proxy.reset(connections=victims).heal()
         elif kind in ("truncate", "corrupt", "misdirect"):
             getattr(proxy, kind)(count=1, connections=victims)
