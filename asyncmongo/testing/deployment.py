@@ -171,6 +171,7 @@ class ReplicaSet(_Deployment):
         self._ports = tuple(ports)
         self._closing = False
         self._elections: set[asyncio.Task[None]] = set()
+        self._partitions: list[MemberPartition] = []
         if members < 1 or hidden >= members or arbiters < 0 or hidden < 0:
             raise ConfigurationError("a replica set needs members >= 1 and a visible member")
         for name, values in (("tags", tags), ("priorities", priorities)):
@@ -249,7 +250,7 @@ class ReplicaSet(_Deployment):
         await asyncio.sleep(self.election_timeout_ms / 1000)
         if lost is not self.primary or lost.reachable:
             return
-        unreachable = {m.host for m in self.members if not m.reachable}
+        unreachable = {m.host for m in self.members if not m.reachable} | self._cut_off()
         frozen = self.group.frozen(asyncio.get_running_loop().time())
         host = self.group.next_electable(unreachable | frozen)
         self.group.step_down()
@@ -301,7 +302,7 @@ class ReplicaSet(_Deployment):
         if isinstance(elect, SimServer):
             winner: SimServer | None = elect
         else:
-            unreachable = {m.host for m in self.members if not m.reachable}
+            unreachable = {m.host for m in self.members if not m.reachable} | self._cut_off()
             frozen = self.group.frozen(asyncio.get_running_loop().time())
             host = self.group.next_electable(
                 {*unreachable, *frozen, old.host if old is not None else None})
@@ -316,7 +317,12 @@ class ReplicaSet(_Deployment):
         returned partition heals on ``async with`` exit or ``await partition.heal()``."""
         partition = MemberPartition(self, isolated)
         await partition.apply()
+        self._partitions = [p for p in self._partitions if p.active] + [partition]
         return partition
+
+    def _cut_off(self) -> set[str]:
+        """Members a partition leaves without a majority: no election picks them."""
+        return {host for partition in self._partitions for host in partition.cut_off()}
 
     async def reconfig(self, *, add: int | Sequence[MemberConfig] = 0,
                        remove: Iterable[SimServer] = ()) -> None:

@@ -68,6 +68,18 @@ class MemberPartition:
         return (f"<MemberPartition {sorted(self.isolated)} | rest, majority {self.majority}, "
                 f"{state}>")
 
+    def cut_off(self) -> set[str]:
+        """The hosts that cannot see a majority while the partition lasts (no election can
+        make one of them primary)."""
+        if not self.active:
+            return set()
+        everyone = {member.host for member in self.replica_set.members}
+        if self.majority == "rest":
+            return set(self.isolated)
+        if self.majority == "isolated":
+            return everyone - self.isolated
+        return everyone
+
     def side_of(self, member: SimServer) -> str:
         return "isolated" if member.host in self.isolated else "rest"
 

@@ -350,3 +350,17 @@ async def test_reset_after_n_bytes_is_exact(standalone: Standalone) -> None:
         assert link.closed and sum(link.moved.values()) == moved + 10
     finally:
         await client.close()
+
+
+async def test_no_election_picks_a_member_cut_off_from_the_majority() -> None:
+    async with ReplicaSet(3) as rs:
+        old = rs.primary
+        assert old is not None
+        async with await rs.partition_members([old]) as partition:
+            assert partition.cut_off() == {old.host}
+            for _ in range(3):
+                winner = await rs.step_down()
+                assert winner is not None and winner is not old
+        assert partition.cut_off() == set()
+        await rs.elect(old)  # healed: it may win again
+        assert rs.primary is old
