@@ -9,7 +9,7 @@ class holds that, so the two API classes only add what is theirs.
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Any, Generic, Protocol, Self, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.core.concern import ReadConcern, WriteConcern
@@ -186,7 +186,7 @@ class NamedScope(Generic[P]):
         read_preference: ReadPreference | None = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
-    ) -> Self:
+    ) -> Any:  # typed by AsyncDatabase's and AsyncCollection's overloads
         """A copy of this database or collection with some settings replaced (the rest
         inherited)."""
         return type(self)(

@@ -24,7 +24,7 @@ import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from asyncmongo._bulk import run_client_bulk
 from asyncmongo._client_events import EVENT_BACKLOG, ClientEvents, EventListener
@@ -32,6 +32,7 @@ from asyncmongo._client_settings import codec_options, split_api_options
 from asyncmongo._scope import check_session
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.types import Timestamp
+from asyncmongo.bson.typings import _DocumentType
 from asyncmongo.core.address import Address
 from asyncmongo.core.auth.scram import ScramCache
 from asyncmongo.core.concern import ReadConcern, WriteConcern
@@ -69,7 +70,7 @@ __all__ = ["AsyncMongoClient", "EventListener"]
 T = TypeVar("T")
 
 
-class AsyncMongoClient:
+class AsyncMongoClient(Generic[_DocumentType]):
     """An asyncio MongoDB client.
 
     Besides the connection-string options (as keywords, in snake_case or camelCase) and the
@@ -85,9 +86,12 @@ class AsyncMongoClient:
         host_or_uri: str = "mongodb://localhost:27017",
         port: int | None = None,
         *,
+        document_class: type[_DocumentType] | None = None,
         event_listeners: Iterable[EventListener] = (),
         **options: Any,
     ) -> None:
+        if document_class is not None:
+            options["document_class"] = document_class
         uri = host_or_uri
         if "://" not in uri:
             uri = f"mongodb://{uri}" + (f":{port}" if port is not None else "")
@@ -124,7 +128,7 @@ class AsyncMongoClient:
             return TopologyDescription(TopologyType.UNKNOWN, {}, _placeholder_settings())
         return TopologyDescription.initial(TopologySettings.from_options(self._options))
 
-    async def __aenter__(self) -> AsyncMongoClient:
+    async def __aenter__(self) -> AsyncMongoClient[_DocumentType]:
         await self.aconnect()
         return self
 
@@ -423,10 +427,10 @@ class AsyncMongoClient:
 
     # -- databases --------------------------------------------------------------------------
 
-    def __getitem__(self, name: str) -> AsyncDatabase:
+    def __getitem__(self, name: str) -> AsyncDatabase[_DocumentType]:
         return AsyncDatabase(self, name)
 
-    def __getattr__(self, name: str) -> AsyncDatabase:
+    def __getattr__(self, name: str) -> AsyncDatabase[_DocumentType]:
         if name.startswith("_"):
             raise AttributeError(
                 f"AsyncMongoClient has no attribute {name!r}; use client[{name!r}] for a database"
@@ -440,7 +444,7 @@ class AsyncMongoClient:
         read_preference: ReadPreference | None = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
-    ) -> AsyncDatabase:
+    ) -> AsyncDatabase[_DocumentType]:
         """A database; without a name, the connection string's default database."""
         if name is None:
             name = self._options.database
@@ -455,7 +459,9 @@ class AsyncMongoClient:
             read_concern,
         )
 
-    def get_default_database(self, default: str | None = None, **kwargs: Any) -> AsyncDatabase:
+    def get_default_database(
+        self, default: str | None = None, **kwargs: Any
+    ) -> AsyncDatabase[_DocumentType]:
         """The connection string's database, else ``default``."""
         name = self._options.database or default
         if name is None:
@@ -464,7 +470,7 @@ class AsyncMongoClient:
 
     async def list_databases(
         self, session: Any = None, comment: Any = None, **kwargs: Any
-    ) -> AsyncCommandCursor:
+    ) -> AsyncCommandCursor[dict[str, Any]]:
         """A cursor of ``{name, sizeOnDisk, empty}`` documents (listDatabases)."""
         filter = kwargs.pop("filter", None)
         name_only = kwargs.pop("nameOnly", kwargs.pop("name_only", None))
@@ -497,7 +503,7 @@ class AsyncMongoClient:
         comment: Any = None,
         full_document_before_change: str | None = None,
         show_expanded_events: bool | None = None,
-    ) -> AsyncChangeStream:
+    ) -> AsyncChangeStream[_DocumentType]:
         """A change stream of every database's changes (asyncmongo.change_stream;
         PyMongo's signature)."""
         from asyncmongo.change_stream import watch

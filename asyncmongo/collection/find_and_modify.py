@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from asyncmongo.bson.typings import _DocumentType
 from asyncmongo.collection.arguments import (
     FAM_OPTIONS,
     command_options,
@@ -21,7 +22,7 @@ __all__ = ["CollectionFindAndModify"]
 
 
 
-class CollectionFindAndModify(CollectionBase):
+class CollectionFindAndModify(CollectionBase[_DocumentType]):
     """The findAndModify methods of :class:`~asyncmongo.collection.AsyncCollection`."""
 
     __slots__ = ()
@@ -37,7 +38,7 @@ class CollectionFindAndModify(CollectionBase):
         kwargs: Mapping[str, Any],
         session: Any,
         **change: Any,
-    ) -> Any:
+    ) -> _DocumentType | None:
         """One findAndModify: the options all three methods share, and ``change`` (remove,
         replacement or update, with their own options)."""
         extra, raw_data = command_options(kwargs, FAM_OPTIONS, "find_one_and_*")
@@ -53,7 +54,8 @@ class CollectionFindAndModify(CollectionBase):
             **change,
             **extra,
         )
-        return await self._run(op, session, raw_data)
+        document: _DocumentType | None = await self._run(op, session, raw_data)
+        return document
 
     async def find_one_and_delete(
         self,
@@ -65,7 +67,7 @@ class CollectionFindAndModify(CollectionBase):
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
         **kwargs: Any,
-    ) -> Any:
+    ) -> _DocumentType | None:
         return await self._find_and_modify(
             filter, projection, sort, hint, let, comment, kwargs, session, remove=True
         )
@@ -83,7 +85,7 @@ class CollectionFindAndModify(CollectionBase):
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
         **kwargs: Any,
-    ) -> Any:
+    ) -> _DocumentType | None:
         return await self._find_and_modify(
             filter, projection, sort, hint, let, comment, kwargs, session,
             replacement=replacement, upsert=upsert or None, return_document=return_document,
@@ -103,7 +105,7 @@ class CollectionFindAndModify(CollectionBase):
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
         **kwargs: Any,
-    ) -> Any:
+    ) -> _DocumentType | None:
         if update is None:
             raise InvalidArgument("update must be an update document or a pipeline")
         return await self._find_and_modify(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
 
+from asyncmongo.bson.typings import _DocumentType
 from asyncmongo.collection.aggregate import aggregate_cursor
 from asyncmongo.collection.arguments import (
     MAX_TIME,
@@ -28,7 +29,7 @@ from asyncmongo.operations import IndexModel, SearchIndexModel
 __all__ = ["CollectionIndexes"]
 
 
-class CollectionIndexes(CollectionBase):
+class CollectionIndexes(CollectionBase[_DocumentType]):
     """The index methods of :class:`~asyncmongo.collection.AsyncCollection`."""
 
     __slots__ = ()
@@ -78,7 +79,7 @@ class CollectionIndexes(CollectionBase):
         batch_size: int | None = None,
         *,
         raw_data: bool | None = None,
-    ) -> AsyncCommandCursor:
+    ) -> AsyncCommandCursor[MutableMapping[str, Any]]:
         """A cursor over the collection's index documents (none if it does not exist).
 
         ``batch_size`` is sent as listIndexes' ``cursor.batchSize`` and on every getMore
@@ -211,7 +212,7 @@ class CollectionIndexes(CollectionBase):
 
     async def list_search_indexes(
         self, name: str | None = None, session: Any = None, comment: Any = None, **kwargs: Any
-    ) -> AsyncCommandCursor:
+    ) -> AsyncCommandCursor[Mapping[str, Any]]:
         """A cursor over the search indexes (all, or the one named ``name``): an aggregate
         with ``$listSearchIndexes``, on the primary as in PyMongo. ``kwargs`` are aggregate's
         options (``batch_size``, ``max_time_ms``, ...), also accepted grouped as

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from asyncmongo._scope import check_session
+from asyncmongo.bson.typings import _DocumentType
 from asyncmongo.collection.aggregate import aggregate_cursor
 from asyncmongo.collection.arguments import (
     COUNT_OPTIONS,
@@ -30,12 +31,14 @@ __all__ = ["CollectionReads"]
 
 
 
-class CollectionReads(CollectionBase):
+class CollectionReads(CollectionBase[_DocumentType]):
     """The read methods of :class:`~asyncmongo.collection.AsyncCollection`."""
 
     __slots__ = ()
 
-    def find(self, filter: Any = None, projection: Any = None, **kwargs: Any) -> AsyncCursor:
+    def find(
+        self, filter: Any = None, projection: Any = None, **kwargs: Any
+    ) -> AsyncCursor[_DocumentType]:
         """A cursor over the matching documents (the command runs on the first read).
 
         Keywords: skip, limit, sort, batch_size, hint, collation, comment, let, max_time_ms,
@@ -48,7 +51,9 @@ class CollectionReads(CollectionBase):
             check_document(filter, "filter")
         return AsyncCursor(self, find_options(filter, projection, **kwargs), session)
 
-    async def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
+    async def find_one(
+        self, filter: Any = None, *args: Any, **kwargs: Any
+    ) -> _DocumentType | None:
         """The first matching document or None; a non-mapping filter means ``{_id: filter}``."""
         if filter is not None and type(filter) is not dict and not isinstance(filter, Mapping):
             filter = {"_id": filter}
@@ -78,7 +83,8 @@ class CollectionReads(CollectionBase):
             await AsyncCommandCursor(
                 self._client, page, self._codec_options, session=session
             ).close()
-        return page.documents[0] if page.documents else None
+        document: _DocumentType | None = page.documents[0] if page.documents else None
+        return document
 
     async def find_raw_batches(self, *args: Any, **kwargs: Any) -> Any:
         raise InvalidOperation("find_raw_batches is not implemented by asyncmongo")
@@ -126,7 +132,7 @@ class CollectionReads(CollectionBase):
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
         **kwargs: Any,
-    ) -> AsyncCommandCursor:
+    ) -> AsyncCommandCursor[_DocumentType]:
         """Run the pipeline; a cursor over its results ($out/$merge: usually empty)."""
         return await aggregate_cursor(
             self, self._namespace, False, pipeline, let, comment, kwargs, session
@@ -146,7 +152,7 @@ class CollectionReads(CollectionBase):
         comment: Any = None,
         full_document_before_change: str | None = None,
         show_expanded_events: bool | None = None,
-    ) -> AsyncChangeStream:
+    ) -> AsyncChangeStream[_DocumentType]:
         """A change stream of this collection's changes (asyncmongo.change_stream;
         PyMongo's signature)."""
         from asyncmongo.change_stream import watch

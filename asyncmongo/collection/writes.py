@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from asyncmongo._bulk import run_bulk, run_writes
+from asyncmongo.bson.raw import RawBSONDocument
+from asyncmongo.bson.typings import _DocumentType
 from asyncmongo.collection.base import CollectionBase
 from asyncmongo.core.concern import WriteConcern
 from asyncmongo.core.operations.bulk import BulkResult
@@ -23,7 +25,7 @@ from asyncmongo.core.operations.statements import (
 )
 from asyncmongo.core.operations.write import WriteCommand, WriteOptions, write_options
 from asyncmongo.errors import InvalidArgument
-from asyncmongo.operations import WriteModel
+from asyncmongo.operations import WriteModel, _WriteOp
 from asyncmongo.results import (
     BulkWriteResult,
     DeleteResult,
@@ -37,7 +39,7 @@ __all__ = ["CollectionWrites"]
 _R = TypeVar("_R", UpdateResult, DeleteResult)
 
 
-class CollectionWrites(CollectionBase):
+class CollectionWrites(CollectionBase[_DocumentType]):
     """The write methods of :class:`~asyncmongo.collection.AsyncCollection`."""
 
     __slots__ = ()
@@ -68,7 +70,7 @@ class CollectionWrites(CollectionBase):
 
     async def insert_one(
         self,
-        document: Any,
+        document: _DocumentType | RawBSONDocument,
         bypass_document_validation: bool | None = None,
         session: Any = None,
         comment: Any = None,
@@ -95,7 +97,7 @@ class CollectionWrites(CollectionBase):
 
     async def insert_many(
         self,
-        documents: Any,
+        documents: Iterable[_DocumentType | RawBSONDocument],
         ordered: bool = True,
         bypass_document_validation: bool | None = None,
         session: Any = None,
@@ -123,7 +125,7 @@ class CollectionWrites(CollectionBase):
     async def replace_one(
         self,
         filter: Mapping[str, Any],
-        replacement: Mapping[str, Any],
+        replacement: _DocumentType | RawBSONDocument,
         upsert: bool = False,
         bypass_document_validation: bool | None = None,
         collation: Mapping[str, Any] | None = None,
@@ -225,7 +227,7 @@ class CollectionWrites(CollectionBase):
 
     async def bulk_write(
         self,
-        requests: Iterable[WriteModel],
+        requests: Iterable[_WriteOp[_DocumentType]],
         ordered: bool = True,
         bypass_document_validation: bool | None = None,
         session: Any = None,

@@ -48,7 +48,7 @@ class AsyncGridFSBucket:
 
     def __init__(
         self,
-        database: AsyncDatabase,
+        database: AsyncDatabase[Any],
         bucket_name: str = "fs",
         chunk_size_bytes: int = DEFAULT_CHUNK_SIZE,
         write_concern: WriteConcern | None = None,
