@@ -212,7 +212,7 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
 
     async def aggregate(
         self,
-        pipeline: list[Mapping[str, Any]],
+        pipeline: Sequence[Mapping[str, Any]],
         session: Any = None,
         let: Mapping[str, Any] | None = None,
         comment: Any = None,

@@ -127,7 +127,7 @@ class CollectionReads(CollectionBase[_DocumentType]):
 
     async def aggregate(
         self,
-        pipeline: list[Mapping[str, Any]],
+        pipeline: Sequence[Mapping[str, Any]],
         session: Any = None,
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
