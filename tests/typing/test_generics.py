@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from asyncmongo import AsyncChangeStream, AsyncCollection, AsyncMongoClient, InsertOne, UpdateOne
+from asyncmongo import AsyncChangeStream, AsyncCollection, AsyncMongoClient, InsertOne
 from asyncmongo.testing import Standalone
 from tests.typing import sample_program
 
@@ -40,7 +40,7 @@ MYPY_LINE = re.compile(
     r"^(?P<file>[^:]+):(?P<line>\d+): (?P<severity>error|note): (?P<message>.*?)"
     r"(?:  \[(?P<code>[\w-]+)\])?$"
 )
-MYPY_TYPEDDICT = re.compile(r"TypedDict\((?:\w+\.)*(\w+), \{[^{}]*\}\)")
+MYPY_TYPEDDICT = re.compile(r"TypedDict\('?(?:\w+\.)*(\w+)'?, \{[^{}]*\}\)")
 QUALIFIED = re.compile(r"\b(?:[A-Za-z_]\w*\.)+([A-Za-z_]\w*)")
 
 
@@ -174,6 +174,7 @@ def test_the_sample_states_enough() -> None:
     assert len(expected_errors("mypy")) >= 10
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("checker", ["mypy", "pyright"])
 def test_inferred_types(checker: str, request: pytest.FixtureRequest) -> None:
     report: Report = request.getfixturevalue(f"{checker}_report")
@@ -181,12 +182,14 @@ def test_inferred_types(checker: str, request: pytest.FixtureRequest) -> None:
     assert sample_revealed == expected_reveals(), report.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("checker", ["mypy", "pyright"])
 def test_the_sample_checks_clean(checker: str, request: pytest.FixtureRequest) -> None:
     report: Report = request.getfixturevalue(f"{checker}_report")
     assert {e for e in report.errors if e[0] != BAD.name} == set(), report.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("checker", ["mypy", "pyright"])
 def test_misuses_fail_with_their_errors(checker: str, request: pytest.FixtureRequest) -> None:
     report: Report = request.getfixturevalue(f"{checker}_report")
@@ -201,6 +204,7 @@ def test_normalise() -> None:
         "{'name': str, 'year': int})] | None"
     ) == "AsyncCursor[Movie] | None"
     assert normalise("typing.MutableMapping[str, Any]") == "MutableMapping[str, Any]"
+    assert normalise("TypedDict('m.Movie', {'name': builtins.str})") == "Movie"
 
 
 # -- at run time ----------------------------------------------------------------------------
@@ -224,7 +228,17 @@ def test_subscripted_classes_at_run_time() -> None:
         assert alias.__origin__ is cls
     options = CodecOptions[sample_program.Movie](document_class=sample_program.Movie)
     assert options.document_class is sample_program.Movie
-    assert UpdateOne({"a": 1}, {"$set": {"b": 1}}) is not None
+
+
+def test_write_models_are_generic_where_pymongos_are() -> None:
+    """InsertOne and ReplaceOne take a type argument, the others none, as in PyMongo."""
+    import pymongo
+
+    import asyncmongo
+
+    for name in ("InsertOne", "ReplaceOne", "UpdateOne", "UpdateMany", "DeleteOne", "DeleteMany"):
+        theirs, ours = getattr(pymongo, name), getattr(asyncmongo, name)
+        assert hasattr(ours, "__class_getitem__") == hasattr(theirs, "__class_getitem__"), name
 
 
 async def test_the_sample_runs() -> None:
