@@ -44,7 +44,13 @@ from asyncmongo.errors import (
     OperationFailure,
 )
 
-__all__ = ["AsyncChangeStream", "is_resumable"]
+__all__ = [
+    "AsyncChangeStream",
+    "AsyncClusterChangeStream",
+    "AsyncCollectionChangeStream",
+    "AsyncDatabaseChangeStream",
+    "is_resumable",
+]
 
 #: Change streams spec: the server error codes resumable from servers before 4.4 (wire 9).
 RESUMABLE_CODES = frozenset({6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435,
@@ -376,6 +382,13 @@ class AsyncChangeStream(Generic[_DocumentType]):
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+
+#: PyMongo's names of the streams of a collection, a database and a deployment: one class
+#: here, so typed code written for PyMongo (``AsyncCollectionChangeStream[Movie]``) reads.
+AsyncCollectionChangeStream = AsyncChangeStream
+AsyncDatabaseChangeStream = AsyncChangeStream
+AsyncClusterChangeStream = AsyncChangeStream
 
 
 async def watch(

@@ -28,6 +28,7 @@ from asyncmongo import (
     UpdateOne,
 )
 from asyncmongo.bson import CodecOptions, RawBSONDocument
+from asyncmongo.change_stream import AsyncCollectionChangeStream
 
 
 class Movie(TypedDict):
@@ -118,6 +119,8 @@ async def typed_client(uri: str) -> None:
 async def change_streams(coll: AsyncCollection[Movie]) -> None:
     stream = await coll.watch()
     reveal_type(stream)  # revealed: AsyncChangeStream[Movie]
+    pymongo_named: AsyncCollectionChangeStream[Movie] = stream
+    reveal_type(pymongo_named)  # revealed: AsyncChangeStream[Movie]
     async with stream:
         reveal_type(await stream.try_next())  # revealed: Movie | None
         async for change in stream:
