@@ -138,6 +138,8 @@ def document_class_inference(uri: str) -> None:
     reveal_type(options)  # revealed: CodecOptions[Movie]
     reveal_type(options.document_class)  # revealed: type[Movie]
     reveal_type(CodecOptions(tz_aware=True))  # revealed: CodecOptions[Any]
+    annotated: CodecOptions[Movie] = CodecOptions(document_class=Movie, tz_aware=True)
+    reveal_type(annotated.with_options(tz_aware=False))  # revealed: CodecOptions[Any]
     movies = movie_client.test.get_collection("movies")
     reveal_type(movies)  # revealed: AsyncCollection[Movie]
     summaries = movies.with_options(codec_options=CodecOptions(document_class=MovieSummary))
