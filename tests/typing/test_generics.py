@@ -92,10 +92,17 @@ def _pyright_command() -> list[str] | str:
     return [pyright, "--outputjson", "--pythonpath", sys.executable]
 
 
+@dataclass(frozen=True, slots=True)
+class Outputs:
+    """Each checker's (stdout, stderr) over both files; for pyright, why it could not run."""
+
+    mypy: tuple[str, str]
+    pyright: tuple[str, str] | str
+
+
 @pytest.fixture(scope="module")
-def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, str] | str]:
-    """Each checker's (stdout, stderr) over both files, or why it could not run; the two
-    run side by side."""
+def outputs(tmp_path_factory: pytest.TempPathFactory) -> Outputs:
+    """Run both checkers, side by side."""
     cache = tmp_path_factory.mktemp("mypy_cache")
     mypy = _start([
         sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--show-error-codes",
@@ -103,22 +110,20 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, st
     ])
     command = _pyright_command()
     pyright = _start([*command, str(SAMPLE), str(BAD)]) if isinstance(command, list) else None
-    result: dict[str, tuple[str, str] | str] = {"pyright": command}
     try:
-        for name, process in (("mypy", mypy), ("pyright", pyright)):
-            if process is not None:
-                result[name] = process.communicate(timeout=TIMEOUT_S)
+        mypy_output = mypy.communicate(timeout=TIMEOUT_S)
+        pyright_output = pyright.communicate(timeout=TIMEOUT_S) if pyright else str(command)
     finally:
         for process in (mypy, pyright):
             if process is not None and process.poll() is None:
                 process.kill()
                 process.communicate()
-    return result
+    return Outputs(mypy_output, pyright_output)
 
 
 @pytest.fixture(scope="module")
-def mypy_report(outputs: dict[str, tuple[str, str] | str]) -> Report:
-    stdout, stderr = outputs["mypy"]
+def mypy_report(outputs: Outputs) -> Report:
+    stdout, stderr = outputs.mypy
     revealed: dict[tuple[str, int], str] = {}
     errors: set[tuple[str, int, str]] = set()
     for line in stdout.splitlines():
@@ -136,8 +141,8 @@ def mypy_report(outputs: dict[str, tuple[str, str] | str]) -> Report:
 
 
 @pytest.fixture(scope="module")
-def pyright_report(outputs: dict[str, tuple[str, str] | str]) -> Report:
-    output = outputs["pyright"]
+def pyright_report(outputs: Outputs) -> Report:
+    output = outputs.pyright
     if isinstance(output, str):
         pytest.skip(output)
     stdout, stderr = output
