@@ -17,8 +17,8 @@ from asyncmongo import (
     InsertOne,
     WriteConcern,
 )
-from asyncmongo.monitoring import ConnectionCheckedInEvent
 from asyncmongo.errors import AutoReconnect, BulkWriteError, OperationFailure
+from asyncmongo.monitoring import ConnectionCheckedInEvent
 from asyncmongo.monitoring.command import failure_document, is_sensitive, redacted_failure
 from asyncmongo.monitoring.command_log import CommandLogMessage, truncate
 from asyncmongo.testing import Standalone
