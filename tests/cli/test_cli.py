@@ -1,0 +1,124 @@
+"""``python -m asyncmongo``: every command against a simulated deployment started here."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from asyncmongo.cli import run
+from asyncmongo.cli.commands import percentile
+from asyncmongo.cli.main import build_parser
+from asyncmongo.testing import ReplicaSet, Standalone
+
+
+async def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = await run(list(argv), out, err)
+    return status, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("command", ["ping", "hello", "topology", "bench"])
+def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args([command, "--help"])
+    assert exit_info.value.code == 0
+    assert f"python -m asyncmongo {command}" in capsys.readouterr().out
+
+
+def test_module_runs_and_a_driver_error_is_one_line_and_status_1() -> None:
+    env_run = [sys.executable, "-m", "asyncmongo"]
+    helped = subprocess.run([*env_run, "--help"], capture_output=True, text=True, timeout=60)
+    assert helped.returncode == 0 and "topology" in helped.stdout
+    failed = subprocess.run(
+        [*env_run, "ping", "mongodb://127.0.0.1:1/", "--timeout-ms", "200"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert failed.returncode == 1
+    assert failed.stderr.startswith("error: ServerSelectionTimeoutError: ")
+    assert "Traceback" not in failed.stderr
+
+
+async def test_ping_and_hello_against_a_standalone() -> None:
+    async with Standalone() as server:
+        status, out, _ = await cli("ping", server.uri)
+        assert status == 0 and out.startswith("ok: ping answered in ")
+        assert "(Single)" in out
+        status, out, _ = await cli("hello", server.uri)
+        assert status == 0 and json.loads(out)["isWritablePrimary"] is True
+
+
+async def test_a_bad_uri_prints_the_drivers_message() -> None:
+    status, out, err = await cli("hello", "mongodb://")
+    assert status == 1 and out == ""
+    assert err.startswith("error: InvalidURI: ")
+
+
+async def test_topology_prints_every_member_of_a_replica_set() -> None:
+    async with ReplicaSet(members=3) as rs:
+        status, out, _ = await cli("topology", rs.uri)
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0] == "ReplicaSetWithPrimary  set rs0  3 servers"
+    assert sum("RSPrimary" in line for line in lines) == 1
+    assert sum("RSSecondary" in line for line in lines) == 2
+
+
+async def test_topology_of_an_unreachable_server_shows_it_and_fails() -> None:
+    status, out, err = await cli("topology", "mongodb://127.0.0.1:1/", "--timeout-ms", "300")
+    assert status == 1
+    assert "127.0.0.1:1" in out and "Unknown" in out and "error: " in out
+    assert err.startswith("error: ServerSelectionTimeoutError: no server")
+
+
+async def test_watch_ends_after_count_events() -> None:
+    async with Standalone() as server:
+        status, out, _ = await cli("topology", server.uri, "--watch", "--count", "3")
+    assert status == 0
+    assert "TopologyOpeningEvent" in out and "ServerOpeningEvent" in out
+
+
+async def test_watch_shows_a_step_down_as_it_happens() -> None:
+    async with ReplicaSet(members=3) as rs:
+        out = io.StringIO()
+        watching = asyncio.create_task(
+            run(["topology", rs.uri, "--watch", "--duration", "4"], out, io.StringIO())
+        )
+        while out.getvalue().count("-> RSSecondary") < 2:  # discovered
+            await asyncio.sleep(0.05)
+        old_primary = rs.primary
+        await rs.step_down()
+        assert await asyncio.wait_for(watching, 30) == 0
+    text = out.getvalue()
+    assert old_primary is not None
+    assert f"127.0.0.1:{old_primary.port} RSPrimary -> " in text
+    assert "PoolClearedEvent" in text or "RSSecondary" in text
+
+
+async def test_watch_verbose_shows_heartbeats() -> None:
+    async with Standalone() as server:
+        status, out, _ = await cli(
+            "topology", server.uri, "--watch", "--verbose", "--duration", "0.5"
+        )
+    assert status == 0
+    assert "ServerHeartbeatStartedEvent" in out
+
+
+async def test_bench_reports_throughput_and_percentiles() -> None:
+    async with Standalone() as server:
+        status, out, _ = await cli(
+            "bench", server.uri, "--duration", "0.3", "--concurrency", "4", "--op", "find_one"
+        )
+    assert status == 0
+    assert "find_one on " in out and "ops/s" in out and "p99" in out
+
+
+def test_percentile_is_nearest_rank() -> None:
+    ordered = [float(n) for n in range(1, 101)]
+    assert percentile(ordered, 50) == 50.0
+    assert percentile(ordered, 99) == 99.0
+    assert percentile([3.0], 90) == 3.0
