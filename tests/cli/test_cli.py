@@ -88,7 +88,9 @@ async def test_watch_shows_a_step_down_as_it_happens() -> None:
         watching = asyncio.create_task(
             run(["topology", rs.uri, "--watch", "--duration", "4"], out, io.StringIO())
         )
-        while out.getvalue().count("-> RSSecondary") < 2:  # discovered
+        for _ in range(600):  # until discovered
+            if out.getvalue().count("-> RSSecondary") >= 2:
+                break
             await asyncio.sleep(0.05)
         old_primary = rs.primary
         await rs.step_down()
