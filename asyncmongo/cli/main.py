@@ -49,6 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
                           help="with --watch: stop after printing N events")
     topology.add_argument("--verbose", action="store_true",
                           help="with --watch: also heartbeats, checkouts and check-ins")
+    display = topology.add_mutually_exclusive_group()
+    display.add_argument("--live", dest="live", action="store_const", const=True, default=None,
+                         help="with --watch: redraw the table and the latest events in place "
+                              "(the default on a terminal)")
+    display.add_argument("--plain", dest="live", action="store_const", const=False,
+                         help="with --watch: one line per event (the default when piped)")
+    topology.add_argument("--refresh", type=_positive_float, default=0.5, metavar="SECONDS",
+                          help="with --live: seconds between redraws (default 0.5)")
 
     bench = sub.add_parser("bench", help="a quick latency and throughput probe", description=(
         "Run an operation from several tasks at once for a while and print the throughput "

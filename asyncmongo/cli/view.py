@@ -7,6 +7,7 @@ nothing but ``client.events()`` and ``client.topology_description``.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +40,20 @@ from asyncmongo.monitoring import (
     TopologyOpeningEvent,
 )
 
-__all__ = ["PoolCounts", "describe_event", "is_chatty", "render_topology"]
+__all__ = [
+    "CLEAR_SCREEN",
+    "LIVE_EVENTS",
+    "PoolCounts",
+    "describe_event",
+    "is_chatty",
+    "render_screen",
+    "render_topology",
+]
+
+#: ANSI: cursor home, clear the screen (the live view redraws in place).
+CLEAR_SCREEN = "\x1b[H\x1b[2J"
+#: Events the live view keeps under the table.
+LIVE_EVENTS = 20
 
 #: Events --watch shows only with --verbose: one per heartbeat or per operation.
 _CHATTY = (
@@ -106,6 +120,15 @@ def render_topology(description: TopologyDescription, pools: PoolCounts) -> str:
                  row[3].rjust(widths[3]), row[4]]
         lines.append("  " + "  ".join(cells).rstrip())
     return "\n".join(lines)
+
+
+def render_screen(
+    description: TopologyDescription, pools: PoolCounts, recent: Iterable[str]
+) -> str:
+    """The live view: the table, then the latest events."""
+    lines = list(recent)
+    events = "\n".join(lines) if lines else "(no events yet)"
+    return f"{render_topology(description, pools)}\n\nlatest events:\n{events}"
 
 
 def _rtt(server: ServerDescription) -> str:

@@ -10,11 +10,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TextIO
 
 from asyncmongo.cli.commands import client_for
-from asyncmongo.cli.view import PoolCounts, describe_event, is_chatty, render_topology
+from asyncmongo.cli.view import (
+    CLEAR_SCREEN,
+    LIVE_EVENTS,
+    PoolCounts,
+    describe_event,
+    is_chatty,
+    render_screen,
+    render_topology,
+)
 from asyncmongo.client import AsyncMongoClient
 from asyncmongo.core.sdam.topology_description import TopologyDescription
 from asyncmongo.errors import ServerSelectionTimeoutError
@@ -49,7 +58,8 @@ async def _settle(
         if _discovered(client.topology_description):
             settled.set()
 
-    on_event(None)
+    if _discovered(client.topology_description):
+        settled.set()
     await _consume_until(stream, on_event, settled, args.timeout_ms / 1000)
     description = client.topology_description
     print(render_topology(description, pools), file=out)
@@ -68,27 +78,53 @@ def _discovered(description: TopologyDescription) -> bool:
 async def _watch(
     client: AsyncMongoClient, stream: AsyncIterator[Any], args: argparse.Namespace, out: TextIO
 ) -> None:
-    """Print events (and the table after each topology change) until the watch ends."""
+    """Show events until the watch ends: on a terminal a screen redrawn every ``--refresh``
+    seconds (the table with current RTTs, then the latest events); otherwise, or with
+    ``--plain``, one line per event and the table after each topology change."""
+    live = args.live if args.live is not None else out.isatty()
     pools = PoolCounts()
+    recent: deque[str] = deque(maxlen=LIVE_EVENTS)
     finished = asyncio.Event()
     shown = 0
 
     def on_event(event: Any) -> None:
         nonlocal shown
-        if event is None:
-            return
         pools.apply(event)
         if is_chatty(event) and not args.verbose:
             return
-        print(describe_event(event, pools), file=out, flush=True)
-        if isinstance(event, TopologyDescriptionChangedEvent):
-            print(render_topology(event.new_description, pools), file=out, flush=True)
+        line = describe_event(event, pools)
+        if live:
+            recent.append(line)
+        else:
+            print(line, file=out, flush=True)
+            if isinstance(event, TopologyDescriptionChangedEvent):
+                print(render_topology(event.new_description, pools), file=out, flush=True)
         shown += 1
         if args.count is not None and shown >= args.count:
             finished.set()
 
-    await _consume_until(stream, on_event, finished, args.duration)
-    print(render_topology(client.topology_description, pools), file=out, flush=True)
+    def draw() -> None:
+        screen = render_screen(client.topology_description, pools, recent)
+        out.write(CLEAR_SCREEN + screen + "\n")
+        out.flush()
+
+    async def redraw() -> None:
+        while True:
+            draw()
+            await asyncio.sleep(args.refresh)
+
+    painter = asyncio.create_task(redraw(), name="asyncmongo-cli-redraw") if live else None
+    try:
+        await _consume_until(stream, on_event, finished, args.duration)
+    finally:
+        if painter is not None:
+            painter.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await painter
+    if live:
+        draw()
+    else:
+        print(render_topology(client.topology_description, pools), file=out, flush=True)
 
 
 async def _consume_until(

@@ -13,6 +13,20 @@ import pytest
 from asyncmongo.cli import run
 from asyncmongo.cli.commands import percentile
 from asyncmongo.cli.main import build_parser
+from asyncmongo.cli.view import (
+    CLEAR_SCREEN,
+    PoolCounts,
+    describe_event,
+    is_chatty,
+    render_topology,
+)
+from asyncmongo.core.sdam.settings import TopologySettings
+from asyncmongo.core.sdam.topology_description import TopologyDescription
+from asyncmongo.monitoring import (
+    ConnectionCheckedInEvent,
+    ConnectionCheckedOutEvent,
+    ConnectionCreatedEvent,
+)
 from asyncmongo.testing import ReplicaSet, Standalone
 
 
@@ -124,3 +138,33 @@ def test_percentile_is_nearest_rank() -> None:
     assert percentile(ordered, 50) == 50.0
     assert percentile(ordered, 99) == 99.0
     assert percentile([3.0], 90) == 3.0
+
+
+async def test_live_watch_redraws_the_table_and_latest_events() -> None:
+    async with Standalone() as server:
+        status, out, _ = await cli(
+            "topology", server.uri, "--watch", "--live", "--refresh", "0.1", "--duration", "0.6"
+        )
+    assert status == 0
+    screens = out.split(CLEAR_SCREEN)[1:]
+    assert len(screens) >= 2
+    last = screens[-1]
+    assert last.startswith("Single  1 servers")
+    assert "Standalone" in last and "latest events:" in last and "TopologyOpeningEvent" in last
+
+
+def test_render_topology_and_describe_event_are_plain_functions() -> None:
+    address = ("db1.example.net", 27017)
+    settings = TopologySettings(seeds=(address,))
+    description = TopologyDescription.initial(settings)
+    pools = PoolCounts()
+    pools.apply(ConnectionCreatedEvent(address, 1))
+    pools.apply(ConnectionCheckedOutEvent(address, 1, 0.5))
+    table = render_topology(description, pools)
+    assert table.splitlines()[0] == "Unknown  1 servers"
+    assert "db1.example.net:27017  Unknown" in table and "1/1" in table
+    line = describe_event(ConnectionCheckedInEvent(address, 1), pools, now=0.25)
+    assert line.endswith("ConnectionCheckedInEvent           db1.example.net:27017 connection 1"
+                         "  [1 open, 1 in use]")
+    assert is_chatty(ConnectionCheckedInEvent(address, 1))
+    assert not is_chatty(ConnectionCreatedEvent(address, 1))
