@@ -11,6 +11,7 @@ from typing import Any, TextIO
 from asyncmongo.bson.json_util import dumps
 from asyncmongo.client import AsyncMongoClient
 from asyncmongo.core.address import format_address
+from asyncmongo.core.selection.read_preference import Mode, ReadPreference
 from asyncmongo.errors import InvalidArgument
 
 __all__ = ["bench", "client_for", "hello", "percentile", "ping"]
@@ -27,11 +28,16 @@ def client_for(args: argparse.Namespace, **options: Any) -> AsyncMongoClient:
     )
 
 
+#: ping and hello answer from any member: a replica set without a primary still answers.
+_ANY_MEMBER = ReadPreference(Mode.PRIMARY_PREFERRED)
+
+
 async def ping(args: argparse.Namespace, out: TextIO) -> int:
     async with client_for(args) as client:
-        await client.admin.command("ping")  # the first one discovers and connects
+        admin = client.admin
+        await admin.command("ping", read_preference=_ANY_MEMBER)  # discovers and connects
         start = time.perf_counter()
-        await client.admin.command("ping")
+        await admin.command("ping", read_preference=_ANY_MEMBER)
         elapsed_ms = (time.perf_counter() - start) * 1000
         where = _answered_by(client)
     print(f"ok: ping answered in {elapsed_ms:.2f} ms by {where}", file=out)
@@ -39,8 +45,8 @@ async def ping(args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def hello(args: argparse.Namespace, out: TextIO) -> int:
-    async with client_for(args, readPreference="primaryPreferred") as client:
-        reply = await client.admin.command("hello")
+    async with client_for(args) as client:
+        reply = await client.admin.command("hello", read_preference=_ANY_MEMBER)
     print(dumps(reply, indent=2), file=out)
     return 0
 

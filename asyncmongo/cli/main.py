@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(ping)
 
     hello = sub.add_parser("hello", help="the server's hello reply", description=(
-        "Print the hello reply of the server a primary-preferred read selects, as relaxed "
+        "Print the hello reply of the primary, or of a secondary when there is none, as relaxed "
         "Extended JSON."))
     _common(hello)
 

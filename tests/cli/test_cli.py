@@ -168,3 +168,12 @@ def test_render_topology_and_describe_event_are_plain_functions() -> None:
                          "  [1 open, 1 in use]")
     assert is_chatty(ConnectionCheckedInEvent(address, 1))
     assert not is_chatty(ConnectionCreatedEvent(address, 1))
+
+
+async def test_ping_and_hello_answer_from_a_replica_set_without_primary() -> None:
+    async with ReplicaSet(members=3) as rs:
+        await rs.step_down(elect=False)
+        status, out, _ = await cli("ping", rs.uri)
+        assert status == 0 and out.endswith("by ReplicaSetNoPrimary\n")
+        status, out, _ = await cli("hello", rs.uri)
+        assert status == 0 and json.loads(out)["secondary"] is True
