@@ -51,6 +51,7 @@ from asyncmongo.core.wire.handshake import DriverInfo, append_driver_info
 from asyncmongo.cursor import AsyncCommandCursor
 from asyncmongo.database import AsyncDatabase
 from asyncmongo.errors import ConfigurationError, InvalidArgument, InvalidOperation
+from asyncmongo.monitoring.log_config import configure_once as configure_logging_once
 from asyncmongo.operations import WriteModel
 from asyncmongo.results import ClientBulkWriteResult
 from asyncmongo.runtime.client_runtime import ClientRuntime
@@ -95,6 +96,7 @@ class AsyncMongoClient(Generic[_DocumentType]):
         uri = host_or_uri
         if "://" not in uri:
             uri = f"mongodb://{uri}" + (f":{port}" if port is not None else "")
+        configure_logging_once()  # specs/logging: the MONGODB_LOG_* variables
         api_options, options = split_api_options(options)
         self._options: ClientOptions = parse(uri, **options)
         self._codec_options = codec_options(api_options, self._options.uuid_representation)
