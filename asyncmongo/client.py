@@ -119,6 +119,14 @@ class AsyncMongoClient(Generic[_DocumentType]):
 
     @property
     def options(self) -> ClientOptions:
+        """The client's configuration as parsed from the connection string and keywords (read-only).
+
+        A frozen ``ClientOptions`` record, with the spec names in snake_case (``hosts``,
+        ``replica_set``, ``max_pool_size``, ``timeout_ms``, ...). For a ``mongodb+srv://`` URI,
+        ``hosts`` is empty until the client connects and then holds the resolved seed list.
+        PyMongo's ``ClientOptions`` groups the same settings differently (``pool_options``,
+        ``server_selection_timeout``, ...).
+        """
         return self._options
 
     @property
@@ -354,6 +362,13 @@ class AsyncMongoClient(Generic[_DocumentType]):
 
     @property
     def codec_options(self) -> CodecOptions:
+        """How documents are decoded and encoded (document class, tz awareness, UUID
+        representation...).
+
+        Set by the ``document_class``, ``tz_aware``, ``uuidRepresentation``, ... keywords (or the
+        URI's ``uuidRepresentation``); every database and collection inherits them unless given
+        their own, as in PyMongo.
+        """
         return self._codec_options
 
     @property
@@ -363,10 +378,15 @@ class AsyncMongoClient(Generic[_DocumentType]):
 
     @property
     def read_concern(self) -> ReadConcern:
+        """The read concern from the connection string (``readConcernLevel``), inherited by every
+        database and collection; the empty ReadConcern (the server's default) when none is set."""
         return self._options.read_concern
 
     @property
     def write_concern(self) -> WriteConcern:
+        """The write concern from the connection string (``w``, ``wTimeoutMS``, ``journal``),
+        inherited by every database and collection; the empty WriteConcern (the server's default)
+        when none is set."""
         return self._options.write_concern
 
     # -- the deployment as seen now (PyMongo's properties; never blocking) ------------------
@@ -392,10 +412,18 @@ class AsyncMongoClient(Generic[_DocumentType]):
 
     @property
     def secondaries(self) -> frozenset[Address]:
+        """The addresses of the replica set secondaries currently known (empty if none, or before
+        the first check).
+
+        Read from the current topology description: it never blocks or selects a server, unlike
+        PyMongo, where reading it may wait for the first connection.
+        """
         return self._servers_of(ServerType.RS_SECONDARY)
 
     @property
     def arbiters(self) -> frozenset[Address]:
+        """The addresses of the replica set arbiters currently known (empty if none, or before the
+        first check); read from the current topology description, without blocking."""
         return self._servers_of(ServerType.RS_ARBITER)
 
     @property
@@ -405,6 +433,12 @@ class AsyncMongoClient(Generic[_DocumentType]):
 
     @property
     def is_mongos(self) -> bool:
+        """True when the client knows a mongos router now (a sharded cluster).
+
+        Read from the current topology description, so it is False until the first server check has
+        finished (await an operation or ``aconnect()`` first); PyMongo selects a server (blocking)
+        to answer.
+        """
         return bool(self._servers_of(ServerType.MONGOS))
 
     @property
@@ -517,6 +551,12 @@ class AsyncMongoClient(Generic[_DocumentType]):
         )
 
     async def list_database_names(self, session: Any = None, comment: Any = None) -> list[str]:
+        """The names of the databases on the deployment (listDatabases with ``nameOnly``).
+
+        ``session`` runs it in an explicit session; ``comment`` is attached to the command. Only the
+        databases the user may list are returned when the server restricts them
+        (``authorizedDatabases``). Raises OperationFailure if the server refuses the command.
+        """
         cursor = await self.list_databases(session, comment, nameOnly=True)
         return [info["name"] for info in await cursor.to_list()]
 

@@ -131,6 +131,13 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
     ) -> AsyncCollection[_DocumentType]:
+        """The collection ``name`` of this database, with some settings replaced.
+
+        Settings left as None (codec options, read preference, write and read concerns) are
+        inherited from this database. Nothing is sent to the server: the collection is created on
+        its first write (or by ``create_collection``). ``db.get_collection("x")`` is ``db["x"]``
+        (and ``db.x``); an invalid name raises InvalidName.
+        """
         return AsyncCollection(
             self, name, codec_options, read_preference, write_concern, read_concern
         )
