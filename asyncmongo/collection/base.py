@@ -51,6 +51,7 @@ class CollectionBase(NamedScope[DatabaseScope], Generic[_DocumentType]):
 
     @property
     def full_name(self) -> str:
+        """The collection's namespace, ``"<database>.<collection>"``."""
         return self._namespace.full_name
 
     @property

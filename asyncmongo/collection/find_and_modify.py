@@ -68,6 +68,15 @@ class CollectionFindAndModify(CollectionBase[_DocumentType]):
         comment: Any = None,
         **kwargs: Any,
     ) -> _DocumentType | None:
+        """Delete one document matching ``filter`` and return it (findAndModify with ``remove``), or
+        None if nothing matches.
+
+        ``sort`` picks which document when several match; ``projection`` limits the fields returned
+        (a mapping or a list of field names); ``hint``, ``let``, ``collation`` and ``max_time_ms``
+        are the command's options, any other keyword raises InvalidArgument. Raises OperationFailure
+        (WriteConcernError for a write concern error). A retryable write: retried once on a
+        retryable error when ``retryWrites`` is on (the default).
+        """
         return await self._find_and_modify(
             filter, projection, sort, hint, let, comment, kwargs, session, remove=True
         )
@@ -86,6 +95,18 @@ class CollectionFindAndModify(CollectionBase[_DocumentType]):
         comment: Any = None,
         **kwargs: Any,
     ) -> _DocumentType | None:
+        """Replace one document matching ``filter`` with ``replacement`` and return it
+        (findAndModify), or None if nothing matches and no document was upserted.
+
+        ``return_document`` chooses the version returned: ``ReturnDocument.BEFORE`` (the default,
+        the original document) or ``ReturnDocument.AFTER`` (the replacement as stored, or the
+        upserted document). ``replacement`` must not contain ``$`` operators (InvalidArgument).
+        ``upsert=True`` inserts it when nothing matches; ``sort`` picks which document when several
+        match; ``projection`` limits the fields returned; ``hint``, ``let``, ``collation``,
+        ``max_time_ms`` and ``bypass_document_validation`` are the command's options, any other
+        keyword raises InvalidArgument. Raises OperationFailure (DuplicateKeyError,
+        WriteConcernError). A retryable write, retried once when ``retryWrites`` is on.
+        """
         return await self._find_and_modify(
             filter, projection, sort, hint, let, comment, kwargs, session,
             replacement=replacement, upsert=upsert or None, return_document=return_document,
@@ -106,6 +127,19 @@ class CollectionFindAndModify(CollectionBase[_DocumentType]):
         comment: Any = None,
         **kwargs: Any,
     ) -> _DocumentType | None:
+        """Apply ``update`` to one document matching ``filter`` and return it (findAndModify), or
+        None if nothing matches and no document was upserted.
+
+        ``update`` is an update document of ``$`` operators or an aggregation pipeline (anything
+        else raises InvalidArgument). ``return_document`` chooses the version returned:
+        ``ReturnDocument.BEFORE`` (the default) or ``ReturnDocument.AFTER`` (as updated, or the
+        upserted document). ``upsert=True`` inserts a document when nothing matches;
+        ``array_filters`` selects the array elements to update; ``sort`` picks which document when
+        several match; ``projection`` limits the fields returned; ``hint``, ``let``, ``collation``,
+        ``max_time_ms`` and ``bypass_document_validation`` are the command's options, any other
+        keyword raises InvalidArgument. Raises OperationFailure (DuplicateKeyError,
+        WriteConcernError). A retryable write, retried once when ``retryWrites`` is on.
+        """
         if update is None:
             raise InvalidArgument("update must be an update document or a pipeline")
         return await self._find_and_modify(

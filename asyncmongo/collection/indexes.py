@@ -59,6 +59,17 @@ class CollectionIndexes(CollectionBase[_DocumentType]):
     async def create_indexes(
         self, indexes: Sequence[IndexModel], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> list[str]:
+        """Create several indexes in one createIndexes command; returns their names in the order
+        given.
+
+        Each entry is an IndexModel (keys plus options such as ``name``, ``unique``,
+        ``partialFilterExpression``; a name is generated from the keys when none is given).
+        ``commit_quorum`` (also ``commitQuorum``) and ``max_time_ms`` are the command's options, any
+        other keyword raises InvalidArgument, as do an empty list or an entry that is not an
+        IndexModel. Creating an index that exists with the same keys and options does nothing; one
+        with the same name or keys and other options raises OperationFailure. Uses the collection's
+        write concern.
+        """
         allowed = MAX_TIME | {"commit_quorum"}
         options, raw_data = command_options(kwargs, allowed, "create_indexes")
         documents = []

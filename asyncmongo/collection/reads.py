@@ -87,6 +87,12 @@ class CollectionReads(CollectionBase[_DocumentType]):
         return document
 
     async def find_raw_batches(self, *args: Any, **kwargs: Any) -> Any:
+        """Not implemented: raises InvalidOperation when awaited.
+
+        PyMongo's ``find_raw_batches`` returns undecoded BSON batches; asyncmongo has no raw-batch
+        cursor. Use ``find()`` with ``CodecOptions(document_class=RawBSONDocument)`` (via
+        ``with_options``) to get documents left as BSON bytes.
+        """
         raise InvalidOperation("find_raw_batches is not implemented by asyncmongo")
 
     async def count_documents(
@@ -118,6 +124,15 @@ class CollectionReads(CollectionBase[_DocumentType]):
         hint: Any = None,
         **kwargs: Any,
     ) -> list[Any]:
+        """The distinct values of ``key`` (a field name, dotted for embedded fields) among the
+        documents matching ``filter`` (all when None), in the server's order (CRUD distinct).
+
+        An array field contributes each of its elements. ``hint`` (MongoDB 7.1+), ``collation`` and
+        ``max_time_ms`` (also ``maxTimeMS``) are the command's options, any other keyword raises
+        InvalidArgument; ``session`` runs it in an explicit session. Uses the collection's read
+        preference and read concern. The whole result comes in one reply, so it is bounded by the 16
+        MB document limit (use an aggregation with ``$group`` for more).
+        """
         options, raw_data = command_options(kwargs, MAX_TIME | {"collation"}, "distinct")
         settings = self._read_settings()
         op = distinct_op(
