@@ -358,6 +358,7 @@ class AsyncCursor(_Cursor[_DocumentType]):
 
     @property
     def collection(self) -> Any:
+        """The AsyncCollection this cursor reads from."""
         return self._collection
 
     def _find(self) -> Find:
@@ -387,42 +388,90 @@ class AsyncCursor(_Cursor[_DocumentType]):
         return self._change(sort=sort_document(key_or_list))
 
     def skip(self, skip: int) -> AsyncCursor[_DocumentType]:
+        """Skip the first ``skip`` matching documents (``skip`` >= 0, else InvalidArgument); returns
+        this cursor, for chaining. Raises InvalidOperation once the cursor has been read from (see
+        ``rewind()``)."""
         return self._change(skip=skip)
 
     def limit(self, limit: int) -> AsyncCursor[_DocumentType]:
+        """Return at most ``limit`` documents; 0 means no limit. Returns this cursor, for chaining.
+
+        A negative limit asks for a single batch of at most ``abs(limit)`` documents, the server
+        cursor closed after it (CRUD: a negative limit means singleBatch). Once the limit is reached
+        the server cursor is killed. Raises InvalidOperation once the cursor has been read from (see
+        ``rewind()``).
+        """
         return self._change(limit=limit)
 
     def batch_size(self, batch_size: int) -> AsyncCursor[_DocumentType]:
+        """The number of documents per batch the server returns (``find`` and each getMore); 0 (the
+        default) leaves it to the server. It changes the number of round trips, not the results.
+        Returns this cursor; a negative size raises InvalidArgument. Raises InvalidOperation once
+        the cursor has been read from (see ``rewind()``)."""
         return self._change(batch_size=batch_size)
 
     def hint(self, index: Any) -> AsyncCursor[_DocumentType]:
+        """Make the server use the index ``index``: its name (a str), or its keys as PyMongo takes
+        them (a list of ``(key, direction)`` pairs, or a mapping); None removes the hint. An index
+        that does not exist fails the query with OperationFailure. Returns this cursor. Raises
+        InvalidOperation once the cursor has been read from (see ``rewind()``)."""
         return self._change(hint=index)
 
     def comment(self, comment: Any) -> AsyncCursor[_DocumentType]:
+        """Attach ``comment`` (any BSON value) to the ``find`` and its getMores, where it shows in
+        the server's logs, profiler and currentOp. Returns this cursor. Raises InvalidOperation once
+        the cursor has been read from (see ``rewind()``)."""
         return self._change(comment=comment)
 
     def max_time_ms(self, max_time_ms: int | None) -> AsyncCursor[_DocumentType]:
+        """The server-side time limit of the ``find``, in milliseconds (None: no limit); past it the
+        server fails the query with ExecutionTimeout. It does not cover the getMores (see
+        ``max_await_time_ms()``) and is separate from the client's ``timeoutMS``. Returns this
+        cursor. Raises InvalidOperation once the cursor has been read from (see ``rewind()``)."""
         return self._change(max_time_ms=max_time_ms)
 
     def max_await_time_ms(self, max_await_time_ms: int | None) -> AsyncCursor[_DocumentType]:
+        """How long each getMore of a ``CursorType.TAILABLE_AWAIT`` cursor waits on the server for
+        new documents, in milliseconds (None: the server's default, one second). Ignored by other
+        cursors. Returns this cursor. Raises InvalidOperation once the cursor has been read from
+        (see ``rewind()``)."""
         self._change(max_await_time_ms=max_await_time_ms)
         if self._options.await_data:
             self._max_await_time_ms = max_await_time_ms
         return self
 
     def collation(self, collation: Mapping[str, Any] | None) -> AsyncCursor[_DocumentType]:
+        """Compare strings with ``collation`` (a collation document such as ``{"locale": "fr"}``),
+        for the filter and the sort; None removes it. Returns this cursor. Raises InvalidOperation
+        once the cursor has been read from (see ``rewind()``)."""
         return self._change(collation=collation)
 
     def allow_disk_use(self, allow_disk_use: bool) -> AsyncCursor[_DocumentType]:
+        """Let the server write temporary files for a sort larger than its memory limit (the
+        ``allowDiskUse`` option of ``find``). Returns this cursor. Raises InvalidOperation once the
+        cursor has been read from (see ``rewind()``)."""
         return self._change(allow_disk_use=allow_disk_use)
 
     def max(self, spec: Any) -> AsyncCursor[_DocumentType]:
+        """The exclusive upper bound of the index keys to scan: a mapping, or a list of ``(key,
+        value)`` pairs, over the keys of the index named by ``hint()`` (which the server requires
+        with it). Returns this cursor. Raises InvalidOperation once the cursor has been read from
+        (see ``rewind()``)."""
         return self._change(max=dict(spec) if not isinstance(spec, Mapping) else spec)
 
     def min(self, spec: Any) -> AsyncCursor[_DocumentType]:
+        """The inclusive lower bound of the index keys to scan: a mapping, or a list of ``(key,
+        value)`` pairs, over the keys of the index named by ``hint()`` (which the server requires
+        with it). Returns this cursor. Raises InvalidOperation once the cursor has been read from
+        (see ``rewind()``)."""
         return self._change(min=dict(spec) if not isinstance(spec, Mapping) else spec)
 
     def where(self, code: str) -> AsyncCursor[_DocumentType]:
+        """Add a ``$where`` clause to the filter: only documents for which the JavaScript expression
+        or function ``code`` is true are returned (replacing an earlier ``$where``). The server
+        evaluates it for every document, so it is slow and cannot use an index; prefer query
+        operators (or ``$expr``). Returns this cursor. Raises InvalidOperation once the cursor has
+        been read from (see ``rewind()``)."""
         base = dict(self._options.filter or {})
         base["$where"] = code
         return self._change(filter=base)
