@@ -81,6 +81,8 @@ class InsertOne(WriteModel, Generic[_DocumentType]):
 
     @property
     def document(self) -> _DocumentType:
+        """The document to insert; the ``_id`` added when the write runs is set on it, as in
+        PyMongo."""
         return self._document
 
     def _statement(self) -> WriteStatement:
@@ -272,6 +274,8 @@ class IndexModel:
 
     @property
     def document(self) -> dict[str, Any]:
+        """The index as sent in createIndexes' ``indexes`` list: ``key``, ``name`` (generated from
+        the keys, as ``a_1_b_-1``, when none was given) and the options."""
         return self._document
 
     def __repr__(self) -> str:
@@ -296,6 +300,8 @@ class SearchIndexModel:
 
     @property
     def document(self) -> dict[str, Any]:
+        """The search index as sent in createSearchIndexes' ``indexes`` list: ``definition``, and
+        ``name`` and ``type`` when given."""
         return self._document
 
     def __repr__(self) -> str:
