@@ -415,8 +415,8 @@ class AsyncMongoClient(Generic[_DocumentType]):
         """The addresses of the replica set secondaries currently known (empty if none, or before
         the first check).
 
-        Read from the current topology description: it never blocks or selects a server, unlike
-        PyMongo, where reading it may wait for the first connection.
+        Read from the current topology description, without blocking; a frozenset of
+        ``(host, port)`` pairs where PyMongo returns a set.
         """
         return self._servers_of(ServerType.RS_SECONDARY)
 

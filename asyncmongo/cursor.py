@@ -426,8 +426,8 @@ class AsyncCursor(_Cursor[_DocumentType]):
     def max_time_ms(self, max_time_ms: int | None) -> AsyncCursor[_DocumentType]:
         """The server-side time limit of the ``find``, in milliseconds (None: no limit); past it the
         server fails the query with ExecutionTimeout. It does not cover the getMores (see
-        ``max_await_time_ms()``) and is separate from the client's ``timeoutMS``. Returns this
-        cursor. Raises InvalidOperation once the cursor has been read from (see ``rewind()``)."""
+        ``max_await_time_ms()``). Returns this cursor. Raises InvalidOperation once the cursor has
+        been read from (see ``rewind()``)."""
         return self._change(max_time_ms=max_time_ms)
 
     def max_await_time_ms(self, max_await_time_ms: int | None) -> AsyncCursor[_DocumentType]:
