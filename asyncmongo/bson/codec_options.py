@@ -13,7 +13,10 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from datetime import tzinfo as _tzinfo
 from enum import IntEnum
-from typing import Any, Final, Protocol, TypeGuard
+from types import GenericAlias
+from typing import Any, Final, Generic, Protocol, TypeGuard
+
+from asyncmongo.bson.typings import _CodecDocumentType
 
 __all__ = ["DEFAULT_CODEC_OPTIONS", "CodecOptions", "DatetimeConversion", "UuidRepresentation"]
 
@@ -45,8 +48,12 @@ class DatetimeConversion(IntEnum):
     DATETIME_AUTO = 4
 
 
+#: dict, as the default of a field typed by the class's type variable.
+_DICT: Any = dict
+
+
 @dataclass(frozen=True, slots=True)
-class CodecOptions:
+class CodecOptions(Generic[_CodecDocumentType]):
     """Options of the BSON codec.
 
     - ``document_class``: the mapping type decoded documents become (dict, an OrderedDict, a
@@ -58,7 +65,7 @@ class CodecOptions:
     - ``datetime_conversion``: datetime, clamped datetime, DatetimeMS, or auto.
     """
 
-    document_class: type[Mapping[Any, Any]] = dict
+    document_class: type[_CodecDocumentType] = _DICT
     tz_aware: bool = False
     uuid_representation: UuidRepresentation = UuidRepresentation.UNSPECIFIED
     unicode_decode_error_handler: str = "strict"
@@ -96,7 +103,12 @@ class CodecOptions:
             if not self.tz_aware:
                 raise TypeError("tzinfo needs tz_aware=True")
 
-    def with_options(self, **kwargs: Any) -> CodecOptions:
+    # CodecOptions[Movie](...) at run time: types.GenericAlias, which tolerates the frozen
+    # slotted instance refusing ``__orig_class__`` (typing's alias does not, before 3.12).
+    def __class_getitem__(cls, item: Any) -> GenericAlias:
+        return GenericAlias(cls, item)
+
+    def with_options(self, **kwargs: Any) -> CodecOptions[Any]:
         """A copy with the given fields changed (validated like the constructor)."""
         return dataclasses.replace(self, **kwargs)
 
