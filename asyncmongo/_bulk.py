@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
+from asyncmongo._adopt import adopt_write_model
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.errors import BSONError
 from asyncmongo.core.concern import WriteConcern
@@ -118,6 +119,7 @@ def namespaced(models: Iterable[WriteModel]) -> list[tuple[str, WriteStatement]]
     """(namespace, statement) of every model; client.bulk_write needs a namespace on each."""
     statements = []
     for model in models:
+        model = adopt_write_model(model)
         if not isinstance(model, WriteModel):
             raise InvalidArgument(f"{model!r} is not a write model")
         namespace = model.namespace

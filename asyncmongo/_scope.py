@@ -12,10 +12,12 @@ from collections.abc import Awaitable
 from typing import Any, Generic, Protocol, Self, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.core.adopt import adopt_read_concern, adopt_write_concern
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.base import Operation
 from asyncmongo.core.sdam.topology_description import TopologyDescription
 from asyncmongo.core.selection import ReadPreference
+from asyncmongo.core.selection.read_preference import adopt_read_preference
 from asyncmongo.errors import InvalidArgument
 from asyncmongo.sessions import AsyncClientSession
 
@@ -134,9 +136,9 @@ class NamedScope(Generic[P]):
         self._parent = parent
         self._name = name
         self._codec_options = codec_options or parent.codec_options
-        self._read_preference = read_preference or parent.read_preference
-        self._write_concern = write_concern or parent.write_concern
-        self._read_concern = read_concern or parent.read_concern
+        self._read_preference = adopt_read_preference(read_preference) or parent.read_preference
+        self._write_concern = adopt_write_concern(write_concern) or parent.write_concern
+        self._read_concern = adopt_read_concern(read_concern) or parent.read_concern
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._parent!r}, {self._name!r})"

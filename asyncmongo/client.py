@@ -33,6 +33,7 @@ from asyncmongo._scope import check_session
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.types import Timestamp
 from asyncmongo.core.address import Address
+from asyncmongo.core.adopt import adopt_driver_info
 from asyncmongo.core.auth.scram import ScramCache
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations import management
@@ -245,6 +246,7 @@ class AsyncMongoClient:
         closed for it. Appending info equal to info already given (empty string = unset)
         changes nothing.
         """
+        driver_info = adopt_driver_info(driver_info)
         if not isinstance(driver_info, DriverInfo):
             raise ConfigurationError(
                 f"append_metadata takes a DriverInfo, not {type(driver_info).__name__}"

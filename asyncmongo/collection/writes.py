@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from asyncmongo._adopt import adopt_write_model
 from asyncmongo._bulk import run_bulk, run_writes
 from asyncmongo.collection.base import CollectionBase
 from asyncmongo.core.concern import WriteConcern
@@ -247,6 +248,7 @@ class CollectionWrites(CollectionBase):
             raise InvalidArgument("requests must be a list of write models")
         statements = []
         for request in requests:
+            request = adopt_write_model(request)
             if not isinstance(request, WriteModel):
                 raise InvalidArgument(f"{request!r} is not a valid request (a write model)")
             statements.append(request._statement())

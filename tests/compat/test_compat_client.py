@@ -1,0 +1,100 @@
+"""asyncmongo.compat.AsyncMongoClient hands back PyMongo's errors, results and idioms."""
+
+from __future__ import annotations
+
+import bson.errors
+import pymongo
+import pymongo.errors
+import pymongo.results
+import pytest
+
+import asyncmongo
+import asyncmongo.errors
+from asyncmongo import compat
+from asyncmongo.testing import ReplicaSet, Standalone
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def test_errors_are_pymongos_and_asyncmongos() -> None:
+    async with Standalone() as server, compat.AsyncMongoClient(server.uri) as client:
+        coll = client.db.c
+        await coll.insert_one({"_id": 1})
+        with pytest.raises(pymongo.errors.DuplicateKeyError) as caught:
+            await coll.insert_one({"_id": 1})
+        error = caught.value
+        assert isinstance(error, asyncmongo.errors.DuplicateKeyError)
+        assert error.code == 11000 and error.details is not None
+        assert error.details["code"] == 11000
+        with pytest.raises(pymongo.errors.BulkWriteError) as bulk:
+            await coll.insert_many([{"_id": 2}, {"_id": 1}])
+        assert bulk.value.details is not None
+        assert bulk.value.details["nInserted"] == 1
+        with pytest.raises(pymongo.errors.OperationFailure) as failed:
+            await client.db.command("noSuchCommand")
+        assert failed.value.code == 59
+        with pytest.raises(bson.errors.InvalidDocument):
+            await coll.insert_one({"x": object()})
+        cursor = coll.find()
+        await cursor.to_list(None)
+        with pytest.raises(pymongo.errors.InvalidOperation):
+            cursor.limit(1)  # a client-side error, raised before any I/O
+
+
+async def test_errors_at_construction_and_selection_are_pymongos() -> None:
+    with pytest.raises(pymongo.errors.ConfigurationError):
+        compat.AsyncMongoClient("mongodb://h/?w=-5&unknownOption=x&maxPoolSize=-1")
+    client = compat.AsyncMongoClient(
+        "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=100&connectTimeoutMS=100"
+    )
+    try:
+        with pytest.raises(pymongo.errors.ServerSelectionTimeoutError):
+            await client.db.c.find_one()
+    finally:
+        await client.close()
+
+
+async def test_results_and_api_objects_are_compatible() -> None:
+    async with Standalone() as server, compat.AsyncMongoClient(server.uri) as client:
+        db = client["db"]
+        coll = db.c
+        assert isinstance(db, compat.AsyncDatabase) and isinstance(db, asyncmongo.AsyncDatabase)
+        assert isinstance(coll, compat.AsyncCollection)
+        assert isinstance(client.get_database("x").get_collection("y"), compat.AsyncCollection)
+        one = await coll.insert_one({"a": 1})
+        assert isinstance(one, pymongo.results.InsertOneResult)
+        many = await coll.insert_many([{"a": 2}, {"a": 3}])
+        assert isinstance(many, pymongo.results.InsertManyResult)
+        assert len(many.inserted_ids) == 2
+        updated = await coll.update_many({}, {"$inc": {"a": 1}})
+        assert isinstance(updated, pymongo.results.UpdateResult)
+        assert (updated.matched_count, updated.raw_result["updatedExisting"]) == (3, True)
+        deleted = await coll.delete_one({"a": 2})
+        assert isinstance(deleted, pymongo.results.DeleteResult) and deleted.deleted_count == 1
+        bulk = await coll.bulk_write([pymongo.InsertOne({"a": 9})])
+        assert isinstance(bulk, pymongo.results.BulkWriteResult) and bulk.inserted_count == 1
+        cursor = coll.find().sort("a")
+        assert isinstance(cursor, compat.AsyncCursor)
+        assert [doc["a"] async for doc in cursor] == [3, 4, 9]
+        command_cursor = await coll.aggregate([{"$count": "n"}])
+        assert isinstance(command_cursor, compat.AsyncCommandCursor)
+        assert await command_cursor.to_list(None) == [{"n": 3}]
+        async with client.start_session() as session:
+            assert isinstance(session, compat.AsyncClientSession)
+            assert await coll.count_documents({}, session=session) == 3
+
+
+async def test_server_properties_are_awaited_as_in_pymongo() -> None:
+    async with ReplicaSet(members=2) as rs:
+        client = compat.AsyncMongoClient(rs.uri)
+        peer = pymongo.AsyncMongoClient(rs.uri)
+        try:
+            assert await client.address == await peer.address
+            assert await client.is_primary is await peer.is_primary is True
+            assert await client.is_mongos is await peer.is_mongos is False
+            assert await client.primary == await peer.primary
+            assert await client.secondaries == await peer.secondaries
+            assert await client.arbiters == await peer.arbiters == set()
+        finally:
+            await client.close()
+            await peer.close()
