@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pymongo.monitoring
+
 from asyncmongo.change_stream import AsyncChangeStream
 from asyncmongo.client import AsyncMongoClient as _AsyncMongoClient
 from asyncmongo.collection import AsyncCollection as _AsyncCollection
@@ -46,8 +48,23 @@ compatible_class(_AsyncGridOut)
 compatible_class(_TransactionContext)
 
 
+def _registered_listeners() -> list[object]:
+    """The listeners registered with ``pymongo.monitoring.register``, which PyMongo's
+    clients add to their own, in registration order and each once."""
+    registry = pymongo.monitoring._LISTENERS
+    found: dict[int, object] = {}
+    for group in registry:
+        for listener in group:
+            found.setdefault(id(listener), listener)
+    return list(found.values())
+
+
 def _init(self: _AsyncMongoClient, *args: Any, **kwargs: Any) -> None:
-    """As asyncmongo's AsyncMongoClient, decoding to PyMongo's bson classes."""
+    """As asyncmongo's AsyncMongoClient, decoding to PyMongo's bson classes and adding the
+    listeners registered with ``pymongo.monitoring.register``."""
+    registered = _registered_listeners()
+    if registered:
+        kwargs["event_listeners"] = [*kwargs.get("event_listeners", ()), *registered]
     try:
         _AsyncMongoClient.__init__(self, *args, **kwargs)
     except MongoError as exc:

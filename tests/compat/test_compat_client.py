@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import bson.errors
 import pymongo
 import pymongo.errors
@@ -93,6 +95,11 @@ async def test_server_properties_are_awaited_as_in_pymongo() -> None:
             assert await client.is_primary is await peer.is_primary is True
             assert await client.is_mongos is await peer.is_mongos is False
             assert await client.primary == await peer.primary
+            # Secondaries are known once their monitor has checked them, in both drivers.
+            for _ in range(200):
+                if len(await client.secondaries) == len(await peer.secondaries) == 1:
+                    break
+                await asyncio.sleep(0.02)
             assert await client.secondaries == await peer.secondaries
             assert await client.arbiters == await peer.arbiters == set()
         finally:

@@ -6,12 +6,14 @@ from typing import Any
 
 import pymongo
 import pytest
+from pymongo import monitoring
 from pymongo.driver_info import DriverInfo as PyMongoDriverInfo
 from pymongo.read_concern import ReadConcern as PyMongoReadConcern
 from pymongo.server_api import ServerApi as PyMongoServerApi
 from pymongo.write_concern import WriteConcern as PyMongoWriteConcern
 
 import asyncmongo
+import asyncmongo.errors
 from asyncmongo import compat
 from asyncmongo._adopt import adopt_index_model, adopt_write_model
 from asyncmongo.core.adopt import adopt_read_concern, adopt_write_concern
@@ -125,3 +127,67 @@ async def test_pymongo_objects_work_in_every_api(client_class: Any) -> None:
                     pass
         finally:
             await client.close()
+
+
+class _Recorder(monitoring.CommandListener, monitoring.ConnectionPoolListener):
+    """A PyMongo listener object of two kinds."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    def started(self, event: Any) -> None:
+        self.calls.append(("started", event.command_name))
+
+    def succeeded(self, event: Any) -> None:
+        self.calls.append(("succeeded", event.command_name))
+
+    def failed(self, event: Any) -> None:
+        self.calls.append(("failed", event.command_name))
+
+    def pool_created(self, event: Any) -> None:
+        self.calls.append(("pool_created", ""))
+
+    def connection_checked_out(self, event: Any) -> None:
+        self.calls.append(("connection_checked_out", ""))
+
+    # PyMongo's base methods raise NotImplementedError: a listener implements them all.
+    def _ignore(self, event: Any) -> None:
+        pass
+
+    pool_ready = pool_cleared = pool_closed = connection_created = connection_ready = _ignore
+    connection_closed = connection_check_out_started = connection_check_out_failed = _ignore
+    connection_checked_in = _ignore
+
+
+@pytest.mark.parametrize("client_class", CLIENTS)
+async def test_pymongo_listener_objects_get_their_methods_called(client_class: Any) -> None:
+    recorder = _Recorder()
+    async with Standalone() as server:
+        client = client_class(server.uri, event_listeners=[recorder])
+        try:
+            await client.db.c.insert_one({"a": 1})
+            with pytest.raises(asyncmongo.errors.OperationFailure):
+                await client.db.command("noSuchCommand")
+        finally:
+            await client.close()
+    assert ("pool_created", "") in recorder.calls
+    assert ("connection_checked_out", "") in recorder.calls
+    commands = [call for call in recorder.calls if call[1] and call[1] != "endSessions"]
+    assert commands == [
+        ("started", "insert"),
+        ("succeeded", "insert"),
+        ("started", "noSuchCommand"),
+        ("failed", "noSuchCommand"),
+    ]
+
+
+async def test_the_compatible_client_adds_globally_registered_listeners(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    recorder = _Recorder()
+    registry = monitoring._Listeners([], [], [], [], [])
+    monkeypatch.setattr(monitoring, "_LISTENERS", registry)
+    monitoring.register(recorder)
+    async with Standalone() as server, compat.AsyncMongoClient(server.uri) as client:
+        await client.db.c.find_one()
+    assert ("started", "find") in recorder.calls
