@@ -176,6 +176,7 @@ class AsyncMongoClient:
         self._runtime = runtime
         self._options = runtime.options  # a mongodb+srv URI's resolved seed list
         runtime.open()  # its first events may start listener tasks: runtime is set
+        await runtime.guard.arm()  # never closed by the application: closed with the loop
         connecting.set_result(None)
 
     async def close(self) -> None:
