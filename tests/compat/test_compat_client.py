@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import bson.errors
 import pymongo
@@ -105,3 +106,21 @@ async def test_server_properties_are_awaited_as_in_pymongo() -> None:
         finally:
             await client.close()
             await peer.close()
+
+
+async def test_cursor_distinct_runs_in_the_cursors_session() -> None:
+    async with ReplicaSet(members=1) as rs:
+        for client_class in (asyncmongo.AsyncMongoClient, compat.AsyncMongoClient):
+            started: list[Any] = []
+            async with client_class(rs.uri, event_listeners=[started.append]) as client:
+                coll = client.db.c
+                await coll.insert_many([{"k": 1}, {"k": 2}])
+                async with client.start_session() as session:
+                    async with await session.start_transaction():
+                        cursor = coll.find({"k": {"$gt": 1}}, session=session)
+                        assert await cursor.distinct("k") == [2]
+            (distinct,) = [
+                e.command for e in started if getattr(e, "command_name", None) == "distinct"
+            ]
+            assert distinct["query"] == {"k": {"$gt": 1}}
+            assert "txnNumber" in distinct and distinct["startTransaction"] is True
