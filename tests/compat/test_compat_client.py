@@ -120,7 +120,8 @@ async def test_cursor_distinct_runs_in_the_cursors_session() -> None:
                         cursor = coll.find({"k": {"$gt": 1}}, session=session)
                         assert await cursor.distinct("k") == [2]
             (distinct,) = [
-                e.command for e in started if getattr(e, "command_name", None) == "distinct"
+                e.command for e in started if isinstance(e, asyncmongo.CommandStartedEvent)
+                and e.command_name == "distinct"
             ]
             assert distinct["query"] == {"k": {"$gt": 1}}
             assert "txnNumber" in distinct and distinct["startTransaction"] is True
