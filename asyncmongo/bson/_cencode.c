@@ -71,6 +71,7 @@ static PyObject *EmptyStr;
 static PyObject *StrItems, *StrRaw, *StrBinaryAttr, *StrSubtype, *StrBits, *StrInc, *StrTime;
 static PyObject *StrUtcoffset, *StrStartswith, *StrDollar, *StrDot;
 static PyObject *StrScope, *StrPattern, *StrFlags, *StrInt, *StrUuidRepresentation;
+static PyObject *StrTypeRegistry, *StrFallbackEncoder, *EncInt64;
 
 /* Per BSON type: the reference's prefix cache (key -> type byte + key + NUL) and the type
  * byte as bytes, used for keys that are not exact str (see write_key). */
@@ -554,6 +555,36 @@ static PyObject *key_object(PyObject *key, Py_ssize_t index) {
     return PyUnicode_FromFormat("%zd", index);
 }
 
+static int call_encoder(Buffer *b, PyObject *encoder, PyObject *key, Py_ssize_t index,
+                        PyObject *value, const Ctx *ctx, long depth);
+
+/* Whether the options' type registry has a fallback encoder (which gets ints beyond int64,
+ * as in PyMongo): 1, 0, or -1 with an error. */
+static int has_fallback(const Ctx *ctx) {
+    PyObject *registry = PyObject_GetAttr(ctx->opts, StrTypeRegistry);
+    if (registry == NULL) {
+        return -1;
+    }
+    PyObject *fallback = PyObject_GetAttr(registry, StrFallbackEncoder);
+    Py_DECREF(registry);
+    if (fallback == NULL) {
+        return -1;
+    }
+    Py_DECREF(fallback);
+    return fallback != Py_None;
+}
+
+/* An int beyond int64 with a fallback encoder: the reference's _enc_int64 hands it over. */
+static int write_big_int(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value,
+                         const Ctx *ctx, long depth, int *handled) {
+    int fallback = has_fallback(ctx);
+    *handled = fallback != 0;
+    if (fallback <= 0) {
+        return fallback;
+    }
+    return call_encoder(b, EncInt64, key, index, value, ctx, depth);
+}
+
 /* ``f"key {key!r}: int {value} does not fit in a BSON int64"`` */
 static int int64_overflow(PyObject *key, Py_ssize_t index, PyObject *value) {
     PyObject *k = key_object(key, index);
@@ -658,11 +689,19 @@ static int write_str(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value
     return 0;
 }
 
-static int write_int(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value) {
+static int write_int(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value,
+                     const Ctx *ctx, long depth) {
     int overflow;
     long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
     if (v == -1 && PyErr_Occurred()) {
         return -1;
+    }
+    if (overflow) {
+        int handled;
+        int rc = write_big_int(b, key, index, value, ctx, depth, &handled);
+        if (handled) {
+            return rc;
+        }
     }
     if (!overflow && v >= INT32_MIN && v <= INT32_MAX) {
         if (prefix(b, K_INT32, key, index) < 0 || buffer_reserve(b, 4) < 0) {
@@ -684,13 +723,19 @@ static int write_int(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value
     return 0;
 }
 
-static int write_int64(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value) {
+static int write_int64(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value,
+                       const Ctx *ctx, long depth) {
     int overflow;
     long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
     if (v == -1 && PyErr_Occurred()) {
         return -1;
     }
     if (overflow) { /* the range check comes before the key for Int64 */
+        int handled;
+        int rc = write_big_int(b, key, index, value, ctx, depth, &handled);
+        if (handled) {
+            return rc;
+        }
         return int64_overflow(key, index, value);
     }
     if (prefix(b, K_INT64, key, index) < 0 || buffer_reserve(b, 8) < 0) {
@@ -1028,7 +1073,7 @@ static int write_other(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *val
         if (k == NULL) {
             return -1;
         }
-        encoder = PyObject_CallFunctionObjArgs(FallbackEncoder, k, value, NULL);
+        encoder = PyObject_CallFunctionObjArgs(FallbackEncoder, k, value, ctx->opts, NULL);
         Py_DECREF(k);
         if (encoder == NULL) {
             return -1;
@@ -1086,7 +1131,7 @@ static int write_value(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *val
         return write_str(b, key, index, value);
     }
     if (t == &PyLong_Type) {
-        return write_int(b, key, index, value);
+        return write_int(b, key, index, value, ctx, depth);
     }
     if (t == &PyFloat_Type) {
         return write_double(b, key, index, value);
@@ -1099,7 +1144,7 @@ static int write_value(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *val
         return 0;
     }
     if (t == Int64Type) {
-        return write_int64(b, key, index, value);
+        return write_int64(b, key, index, value, ctx, depth);
     }
     if (t == &PyDict_Type) {
         if (prefix(b, K_DOC, key, index) < 0) {
@@ -1323,7 +1368,9 @@ static int load_strings(void) {
         intern(&StrDollar, "$") < 0 || intern(&StrDot, ".") < 0 ||
         intern(&StrScope, "scope") < 0 || intern(&StrPattern, "pattern") < 0 ||
         intern(&StrFlags, "flags") < 0 || intern(&StrInt, "int") < 0 ||
-        intern(&StrUuidRepresentation, "uuid_representation") < 0) {
+        intern(&StrUuidRepresentation, "uuid_representation") < 0 ||
+        intern(&StrTypeRegistry, "type_registry") < 0 ||
+        intern(&StrFallbackEncoder, "_fallback_encoder") < 0) {
         return -1;
     }
     return 0;
@@ -1344,7 +1391,8 @@ static int load_reference(PyObject *enc) {
         (EncCode = attr(enc, "_enc_code")) == NULL || (EncRegex = attr(enc, "_enc_regex")) == NULL ||
         (EncSymbol = attr(enc, "_enc_symbol")) == NULL ||
         (EncDatetimeMS = attr(enc, "_enc_datetime_ms")) == NULL ||
-        (EncUuid = attr(enc, "_enc_uuid")) == NULL) {
+        (EncUuid = attr(enc, "_enc_uuid")) == NULL ||
+        (EncInt64 = attr(enc, "_enc_int64")) == NULL) {
         return -1;
     }
     if (!PyDict_CheckExact(Encoders)) {
