@@ -116,7 +116,7 @@ def _new_oid(raw: bytes, opts: CodecOptions) -> Any:
 
 
 def _new_foreign_oid(raw: bytes, vc: ValueClasses) -> Any:
-    oid = _new_object(vc.object_id)
+    oid: Any = _new_object(vc.object_id)
     _set_attribute(oid, vc.object_id_slot, raw)
     return oid
 

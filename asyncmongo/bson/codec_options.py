@@ -152,8 +152,9 @@ class CodecOptions:
             if not self.tz_aware:
                 raise TypeError("tzinfo needs tz_aware=True")
         object.__setattr__(self, "type_registry", as_type_registry(self.type_registry))
-        if self.value_classes is not None and not isinstance(self.value_classes, ValueClasses):
-            raise TypeError(f"value_classes must be ValueClasses or None, not {self.value_classes!r}")
+        classes = self.value_classes
+        if classes is not None and not isinstance(classes, ValueClasses):
+            raise TypeError(f"value_classes must be ValueClasses or None, not {classes!r}")
 
     def with_options(self, **kwargs: Any) -> CodecOptions:
         """A copy with the given fields changed (validated like the constructor)."""

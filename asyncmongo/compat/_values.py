@@ -1,0 +1,83 @@
+"""PyMongo's bson classes as the decoder's value classes, and codec options for them.
+
+:func:`pymongo_codec_options` is what the PyMongo-compatible client decodes with: values
+come back as instances of PyMongo's classes (``bson.ObjectId``, ``bson.Int64``,
+``bson.Decimal128``, ``bson.Binary`` / ``uuid.UUID`` per uuid_representation,
+``bson.DBRef``, ``bson.Regex``, ``bson.Timestamp``, ``bson.Code``, ``bson.MinKey`` /
+``bson.MaxKey``, ``bson.DatetimeMS``), symbols as str, undefined as None and DBPointers as
+DBRefs, exactly as PyMongo's own ``bson.decode`` returns them. PyMongo is imported when
+these functions are first called, never at import.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from asyncmongo.bson.codec_options import CodecOptions, ValueClasses, as_codec_options
+
+__all__ = ["pymongo_codec_options", "pymongo_value_classes", "to_pymongo_codec_options"]
+
+
+@functools.cache
+def pymongo_value_classes() -> ValueClasses:
+    """The value-class table for PyMongo's bson classes (built once)."""
+    import bson
+    from bson.dbref import DBRef
+    from bson.decimal128 import Decimal128
+
+    object_id = bson.ObjectId
+    if "__id" not in getattr(object_id, "__slots__", ()):
+        raise ImportError(f"PyMongo's ObjectId has no __id slot ({object_id!r})")
+
+    def dbpointer(namespace: str, oid: Any) -> Any:
+        return DBRef(namespace, oid)
+
+    return ValueClasses(
+        object_id=object_id,
+        object_id_slot="_ObjectId__id",
+        int64=bson.Int64,
+        decimal128=Decimal128.from_bid,
+        binary=bson.Binary,
+        timestamp=bson.Timestamp,
+        regex=bson.Regex,
+        code=bson.Code,
+        dbref=DBRef,
+        dbpointer=dbpointer,
+        symbol=str,
+        datetime_ms=bson.DatetimeMS,
+        min_key=bson.MinKey(),
+        max_key=bson.MaxKey(),
+        undefined=None,
+        raw_codec_options=to_pymongo_codec_options,
+    )
+
+
+def pymongo_codec_options(base: Any = None) -> CodecOptions:
+    """``base`` (asyncmongo's or PyMongo's CodecOptions; None for the defaults) decoding
+    into PyMongo's classes."""
+    options = CodecOptions() if base is None else as_codec_options(base)
+    return options.with_options(value_classes=pymongo_value_classes())
+
+
+@functools.lru_cache(maxsize=64)
+def to_pymongo_codec_options(options: CodecOptions) -> Any:
+    """PyMongo's ``bson.codec_options.CodecOptions`` equal to ``options`` (for a
+    document_class such as PyMongo's RawBSONDocument, which accepts only PyMongo's).
+    The type registry gets the same transforms and fallback encoder."""
+    from bson.codec_options import CodecOptions as PyMongoCodecOptions
+    from bson.codec_options import TypeRegistry as PyMongoTypeRegistry
+
+    registry = options.type_registry
+    foreign = PyMongoTypeRegistry(fallback_encoder=registry.fallback_encoder)
+    foreign._encoder_map.update(registry._encoder_map)
+    foreign._decoder_map.update(registry._decoder_map)
+    return PyMongoCodecOptions(
+        document_class=options.document_class,
+        tz_aware=options.tz_aware,
+        uuid_representation=int(options.uuid_representation),
+        unicode_decode_error_handler=options.unicode_decode_error_handler,
+        tzinfo=options.tzinfo,
+        type_registry=foreign,
+        datetime_conversion=int(options.datetime_conversion),
+    )
