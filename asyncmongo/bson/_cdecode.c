@@ -67,6 +67,8 @@ static PyObject *str_value_classes;
 static PyObject *str_object_id;
 static PyObject *str_object_id_slot;
 static PyObject *str_int64;
+static PyObject *str_timestamp, *str_timestamp_slots, *str_decimal128, *str_decimal128_slots;
+static PyObject *str_min_key, *str_max_key, *str_undefined;
 static PyObject *str_error;
 
 /* DatetimeConversion values (asyncmongo.bson.types). */
@@ -84,6 +86,11 @@ typedef struct {
     PyObject *oid_slot;           /* the slot descriptor holding the 12 bytes */
     PyTypeObject *int64_type;
     int int64_plain;              /* int64_type adds nothing to int's layout */
+    PyTypeObject *ts_type;        /* NULL: timestamps go to the pure reader */
+    PyObject *ts_time, *ts_inc;   /* slot descriptors */
+    PyTypeObject *dec_type;       /* NULL: decimal128 goes to the pure reader */
+    PyObject *dec_high, *dec_low;
+    PyObject *min_key, *max_key, *undefined;
 } Classes;
 
 typedef struct {
@@ -222,20 +229,40 @@ static PyObject *new_object_id(const Classes *classes, const unsigned char *p)
     return oid;
 }
 
-static PyObject *new_timestamp(uint32_t time, uint32_t inc)
+static PyObject *new_timestamp(const Classes *classes, uint32_t time, uint32_t inc)
 {
-    PyObject *ts = TimestampType->tp_alloc(TimestampType, 0);
+    PyTypeObject *type = classes->foreign ? classes->ts_type : TimestampType;
+    PyObject *ts = type->tp_alloc(type, 0);
     if (ts == NULL)
         return NULL;
     PyObject *t = PyLong_FromUnsignedLong(time);
-    if (t == NULL || set_slot(ts, TimestampTime, t) < 0)
+    if (t == NULL || set_slot(ts, classes->foreign ? classes->ts_time : TimestampTime, t) < 0)
         goto fail;
     PyObject *i = PyLong_FromUnsignedLong(inc);
-    if (i == NULL || set_slot(ts, TimestampInc, i) < 0)
+    if (i == NULL || set_slot(ts, classes->foreign ? classes->ts_inc : TimestampInc, i) < 0)
         goto fail;
     return ts;
 fail:
     Py_DECREF(ts);
+    return NULL;
+}
+
+/* A foreign Decimal128 keeps the high and low 64 bits of the BID encoding in two slots. */
+static PyObject *new_foreign_decimal128(const Classes *classes, const unsigned char *p)
+{
+    PyTypeObject *type = classes->dec_type;
+    PyObject *dec = type->tp_alloc(type, 0);
+    if (dec == NULL)
+        return NULL;
+    PyObject *high = PyLong_FromUnsignedLongLong(read_u64(p + 8));
+    if (high == NULL || set_slot(dec, classes->dec_high, high) < 0)
+        goto fail;
+    PyObject *low = PyLong_FromUnsignedLongLong(read_u64(p));
+    if (low == NULL || set_slot(dec, classes->dec_low, low) < 0)
+        goto fail;
+    return dec;
+fail:
+    Py_DECREF(dec);
     return NULL;
 }
 
@@ -475,31 +502,27 @@ static inline PyObject *read_value(Ctx *ctx, unsigned char t, Py_ssize_t *pos, P
         }
         break;
     case 0x11: /* timestamp: increment, then seconds */
-        if (ctx->classes->foreign)
+        if (ctx->classes->foreign && ctx->classes->ts_type == NULL)
             break;
         if (p + 8 > len)
             return bad("truncated timestamp");
         *pos = p + 8;
-        return new_timestamp(read_u32(buf + p + 4), read_u32(buf + p));
+        return new_timestamp(ctx->classes, read_u32(buf + p + 4), read_u32(buf + p));
     case 0x13: /* decimal128 */
-        if (ctx->classes->foreign)
+        if (ctx->classes->foreign && ctx->classes->dec_type == NULL)
             break;
         if (p + 16 > end)
             return bad("truncated decimal128");
         *pos = p + 16;
+        if (ctx->classes->foreign)
+            return new_foreign_decimal128(ctx->classes, buf + p);
         return new_decimal128(buf + p);
     case 0x06:
-        if (ctx->classes->foreign)
-            break;
-        return Py_NewRef(UndefinedValue);
+        return Py_NewRef(ctx->classes->foreign ? ctx->classes->undefined : UndefinedValue);
     case 0xFF:
-        if (ctx->classes->foreign)
-            break;
-        return Py_NewRef(MinKeyValue);
+        return Py_NewRef(ctx->classes->foreign ? ctx->classes->min_key : MinKeyValue);
     case 0x7F:
-        if (ctx->classes->foreign)
-            break;
-        return Py_NewRef(MaxKeyValue);
+        return Py_NewRef(ctx->classes->foreign ? ctx->classes->max_key : MaxKeyValue);
     default:
         break;
     }
@@ -752,6 +775,37 @@ static int read_decoders(PyObject *opts, Opts *out)
     return 0;
 }
 
+/* A class of the value-class table built through two slots (ValueClasses.<name>_slots):
+ * its type and slot descriptors, or *type = NULL when not so built. 0, or -1 with an error. */
+static int read_slot_built(PyObject *vc, PyObject *name, PyObject *slots_name,
+                           PyTypeObject **type, PyObject **first, PyObject **second)
+{
+    *type = NULL;
+    PyObject *cls = PyObject_GetAttr(vc, name);
+    if (cls == NULL)
+        return -1;
+    Py_DECREF(cls); /* the frozen table keeps it alive */
+    PyObject *slots = PyObject_GetAttr(vc, slots_name);
+    if (slots == NULL)
+        return -1;
+    Py_DECREF(slots);
+    if (!PyType_Check(cls) || !PyTuple_CheckExact(slots) || PyTuple_GET_SIZE(slots) != 2 ||
+        ((PyTypeObject *)cls)->tp_alloc != PyType_GenericAlloc)
+        return 0;
+    PyObject *a = PyTuple_GET_ITEM(slots, 0), *b = PyTuple_GET_ITEM(slots, 1);
+    if (!PyUnicode_Check(a) || !PyUnicode_Check(b))
+        return 0;
+    PyObject *da = _PyType_Lookup((PyTypeObject *)cls, a);
+    PyObject *db = _PyType_Lookup((PyTypeObject *)cls, b);
+    if (da == NULL || db == NULL || Py_TYPE(da)->tp_descr_set == NULL ||
+        Py_TYPE(db)->tp_descr_set == NULL)
+        return 0;
+    *type = (PyTypeObject *)cls;
+    *first = da;
+    *second = db;
+    return 0;
+}
+
 /* CodecOptions.value_classes: 0 when natively built (none, or classes this module can
  * build), 1 when the call goes to the pure code, -1 with an error. */
 static int read_classes(PyObject *opts, Opts *out)
@@ -779,6 +833,21 @@ static int read_classes(PyObject *opts, Opts *out)
         ((PyTypeObject *)oid_type)->tp_alloc != PyType_GenericAlloc ||
         !PyType_IsSubtype(it, &PyLong_Type))
         return 1;
+    if (read_slot_built(vc, str_timestamp, str_timestamp_slots, &out->classes.ts_type,
+                        &out->classes.ts_time, &out->classes.ts_inc) < 0 ||
+        read_slot_built(vc, str_decimal128, str_decimal128_slots, &out->classes.dec_type,
+                        &out->classes.dec_high, &out->classes.dec_low) < 0)
+        return -1;
+    PyObject **values[3] = {&out->classes.min_key, &out->classes.max_key,
+                            &out->classes.undefined};
+    PyObject *names[3] = {str_min_key, str_max_key, str_undefined};
+    for (int i = 0; i < 3; i++) {
+        PyObject *value = PyObject_GetAttr(vc, names[i]);
+        if (value == NULL)
+            return -1;
+        Py_DECREF(value); /* the frozen table keeps it alive */
+        *values[i] = value;
+    }
     out->classes.foreign = 1;
     out->classes.oid_type = (PyTypeObject *)oid_type;
     out->classes.oid_slot = slot;
@@ -1183,6 +1252,13 @@ static PyObject *init_module(void)
     INTERN(str_object_id, "object_id");
     INTERN(str_object_id_slot, "object_id_slot");
     INTERN(str_int64, "int64");
+    INTERN(str_timestamp, "timestamp");
+    INTERN(str_timestamp_slots, "timestamp_slots");
+    INTERN(str_decimal128, "decimal128");
+    INTERN(str_decimal128_slots, "decimal128_slots");
+    INTERN(str_min_key, "min_key");
+    INTERN(str_max_key, "max_key");
+    INTERN(str_undefined, "undefined");
     INTERN(str_error, "error");
     return PyModule_Create(&cdecode_module);
 }

@@ -52,6 +52,7 @@ _UNPACK_I32: Final = struct.Struct("<i").unpack_from
 _UNPACK_I64: Final = struct.Struct("<q").unpack_from
 _UNPACK_F64: Final = struct.Struct("<d").unpack_from
 _UNPACK_U32_PAIR: Final = struct.Struct("<II").unpack_from
+_UNPACK_U64_PAIR: Final = struct.Struct("<QQ").unpack
 
 _EPOCH_NAIVE: Final = datetime(1970, 1, 1)
 _EPOCH_AWARE: Final = datetime(1970, 1, 1, tzinfo=UTC)
@@ -121,6 +122,26 @@ def _new_foreign_oid(raw: bytes, vc: ValueClasses) -> Any:
     return oid
 
 
+def _new_foreign_code(code: str, scope: Any, vc: ValueClasses) -> Any:
+    slot = vc.code_slot
+    if slot is None:
+        return vc.code(code, scope)
+    value = _new_str(vc.code, code)
+    _set_attribute(value, slot, scope)
+    return value
+
+
+def _new_foreign_decimal128(bid: bytes, vc: ValueClasses) -> Any:
+    slots = vc.decimal128_slots
+    if slots is None:
+        return vc.decimal128(bid)
+    low, high = _UNPACK_U64_PAIR(bid)
+    value = _new_object(vc.decimal128)
+    _set_attribute(value, slots[0], high)
+    _set_attribute(value, slots[1], low)
+    return value
+
+
 def _new_code(code: str, scope: Any) -> Code:
     value: Code = _new_str(Code, code)
     value.scope = scope
@@ -175,7 +196,7 @@ def _decimal128(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int)
         raise _bad("truncated decimal128")
     vc = opts.value_classes
     if vc is not None:
-        return vc.decimal128(data[pos : pos + 16]), pos + 16
+        return _new_foreign_decimal128(data[pos : pos + 16], vc), pos + 16
     return Decimal128.from_bid(data[pos : pos + 16]), pos + 16
 
 
@@ -183,7 +204,13 @@ def _timestamp(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) 
     inc, time = _UNPACK_U32_PAIR(data, pos)
     vc = opts.value_classes
     if vc is not None:
-        return vc.timestamp(time, inc), pos + 8
+        slots = vc.timestamp_slots
+        if slots is None:
+            return vc.timestamp(time, inc), pos + 8
+        foreign = _new_object(vc.timestamp)
+        _set_attribute(foreign, slots[0], time)
+        _set_attribute(foreign, slots[1], inc)
+        return foreign, pos + 8
     timestamp: Timestamp = _new_object(Timestamp)
     _set_attribute(timestamp, "time", time)
     _set_attribute(timestamp, "inc", inc)
@@ -208,7 +235,7 @@ def _code(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> tu
     code, pos = _read_string(data, pos, opts.unicode_decode_error_handler)
     vc = opts.value_classes
     if vc is not None:
-        return vc.code(code, None), pos
+        return _new_foreign_code(code, None, vc), pos
     return _new_code(code, None), pos
 
 
@@ -241,7 +268,12 @@ def _code_with_scope(
         doc_class = opts.document_class
         if doc_class is not dict and not is_raw_document_class(doc_class):
             scope = _to_document_class(scope, doc_class)
-        return vc.code(code, scope), stop
+        slot = vc.code_slot
+        if slot is None:
+            return vc.code(code, scope), stop
+        foreign = _new_str(vc.code, code)
+        _set_attribute(foreign, slot, scope)
+        return foreign, stop
     value: Code = _new_str(Code, code)
     value.scope = scope
     return value, stop

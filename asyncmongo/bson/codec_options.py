@@ -92,6 +92,15 @@ class ValueClasses:
     max_key: Any
     undefined: Any
     """The values MinKey, MaxKey and undefined decode to."""
+    timestamp_slots: tuple[str, str] | None = None
+    """When set, ``timestamp`` is a class built as ``timestamp.__new__(timestamp)`` with
+    the time and inc ints stored in these two slots (no constructor call)."""
+    decimal128_slots: tuple[str, str] | None = None
+    """When set, ``decimal128`` is a class built by ``__new__`` with the high and low 64
+    bits (unsigned ints) of the BID encoding stored in these two slots."""
+    code_slot: str | None = None
+    """When set, ``code`` is a str subclass built by ``str.__new__`` with the scope (or
+    None) stored in this slot."""
     raw_codec_options: Callable[[CodecOptions], Any] | None = None
     """The options object handed to a document_class with RawBSONDocument's marker that is
     not asyncmongo's (PyMongo's RawBSONDocument takes only PyMongo's CodecOptions)."""

@@ -23,24 +23,44 @@ __all__ = ["pymongo_codec_options", "pymongo_value_classes", "to_pymongo_codec_o
 def pymongo_value_classes() -> ValueClasses:
     """The value-class table for PyMongo's bson classes (built once)."""
     import bson
+    import bson.regex
     from bson.dbref import DBRef
     from bson.decimal128 import Decimal128
 
     object_id = bson.ObjectId
-    if "__id" not in getattr(object_id, "__slots__", ()):
-        raise ImportError(f"PyMongo's ObjectId has no __id slot ({object_id!r})")
+    for cls, slots in (
+        (object_id, ("__id",)),
+        (bson.Timestamp, ("__time", "__inc")),
+        (Decimal128, ("__high", "__low")),
+    ):
+        if not set(slots).issubset(getattr(cls, "__slots__", ())):
+            raise ImportError(f"PyMongo's {cls.__name__} does not have the slots {slots}")
+    if "_Code__scope" not in vars(bson.Code("")):
+        raise ImportError("PyMongo's Code keeps its scope elsewhere than _Code__scope")
 
     def dbpointer(namespace: str, oid: Any) -> Any:
         return DBRef(namespace, oid)
+
+    regex_class = bson.Regex
+    # PyMongo's own conversion of the flag letters, remembered per letter string: the
+    # constructor's conversion costs more than the rest of a regex's decoding.
+    flags_to_int = functools.lru_cache(maxsize=64)(bson.regex.str_flags_to_int)
+    new_object = object.__new__
+
+    def regex(pattern: str, flags: str) -> Any:
+        value = new_object(regex_class)
+        value.pattern = pattern
+        value.flags = flags_to_int(flags)
+        return value
 
     return ValueClasses(
         object_id=object_id,
         object_id_slot="_ObjectId__id",
         int64=bson.Int64,
-        decimal128=Decimal128.from_bid,
+        decimal128=Decimal128,
         binary=bson.Binary,
-        timestamp=bson.Timestamp,
-        regex=bson.Regex,
+        timestamp=bson.Timestamp,  # built through its slots, as decimal128 and code
+        regex=regex,
         code=bson.Code,
         dbref=DBRef,
         dbpointer=dbpointer,
@@ -49,6 +69,9 @@ def pymongo_value_classes() -> ValueClasses:
         min_key=bson.MinKey(),
         max_key=bson.MaxKey(),
         undefined=None,
+        timestamp_slots=("_Timestamp__time", "_Timestamp__inc"),
+        decimal128_slots=("_Decimal128__high", "_Decimal128__low"),
+        code_slot="_Code__scope",
         raw_codec_options=to_pymongo_codec_options,
     )
 
