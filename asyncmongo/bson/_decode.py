@@ -126,7 +126,8 @@ def _new_foreign_code(code: str, scope: Any, vc: ValueClasses) -> Any:
     slot = vc.code_slot
     if slot is None:
         return vc.code(code, scope)
-    value = _new_str(vc.code, code)
+    code_class: Any = vc.code
+    value = _new_str(code_class, code)
     _set_attribute(value, slot, scope)
     return value
 
@@ -136,7 +137,8 @@ def _new_foreign_decimal128(bid: bytes, vc: ValueClasses) -> Any:
     if slots is None:
         return vc.decimal128(bid)
     low, high = _UNPACK_U64_PAIR(bid)
-    value = _new_object(vc.decimal128)
+    cls: Any = vc.decimal128
+    value = _new_object(cls)
     _set_attribute(value, slots[0], high)
     _set_attribute(value, slots[1], low)
     return value
@@ -207,7 +209,8 @@ def _timestamp(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) 
         slots = vc.timestamp_slots
         if slots is None:
             return vc.timestamp(time, inc), pos + 8
-        foreign = _new_object(vc.timestamp)
+        cls: Any = vc.timestamp
+        foreign = _new_object(cls)
         _set_attribute(foreign, slots[0], time)
         _set_attribute(foreign, slots[1], inc)
         return foreign, pos + 8
@@ -271,7 +274,8 @@ def _code_with_scope(
         slot = vc.code_slot
         if slot is None:
             return vc.code(code, scope), stop
-        foreign = _new_str(vc.code, code)
+        code_class: Any = vc.code
+        foreign = _new_str(code_class, code)
         _set_attribute(foreign, slot, scope)
         return foreign, stop
     value: Code = _new_str(Code, code)

@@ -70,17 +70,17 @@ class ValueClasses:
     object_id: type
     object_id_slot: str
     int64: type[int]
-    decimal128: Callable[[bytes], Any]
-    """From the 16 bytes of the BID encoding."""
+    decimal128: Callable[..., Any]
+    """From the 16 bytes of the BID encoding (or a class, see ``decimal128_slots``)."""
     binary: Callable[[bytes, int], Any]
     """(data, subtype) for subtypes other than 0 (which decodes as bytes) that do not
     decode as a uuid.UUID."""
-    timestamp: Callable[[int, int], Any]
-    """(time, inc)."""
+    timestamp: Callable[..., Any]
+    """(time, inc) (or a class, see ``timestamp_slots``)."""
     regex: Callable[[str, str], Any]
     """(pattern, flags as BSON letters)."""
-    code: Callable[[str, Any], Any]
-    """(code, scope document or None)."""
+    code: Callable[..., Any]
+    """(code, scope document or None) (or a class, see ``code_slot``)."""
     dbref: Callable[[str, Any, Any, dict[str, Any]], Any]
     """(collection, id, database or None, the other fields)."""
     dbpointer: Callable[[str, Any], Any]
