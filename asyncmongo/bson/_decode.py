@@ -183,10 +183,12 @@ def _binary(data: bytes, pos: int, end: int, opts: CodecOptions, depth: int) -> 
     value: Binary = _new_bytes(Binary, data[pos:stop])
     value._subtype = subtype
     rep = opts.uuid_representation
-    if n == 16 and rep != UuidRepresentation.UNSPECIFIED:
+    if (n == 16 or vc is not None) and rep != UuidRepresentation.UNSPECIFIED:
         # specs/bson-binary-uuid implicit decoding: only the matching subtype becomes a UUID.
         standard = rep == UuidRepresentation.STANDARD
         if (subtype == UUID_SUBTYPE) if standard else (subtype == OLD_UUID_SUBTYPE):
+            if n != 16:  # PyMongo's verdict (value_classes decode as PyMongo does)
+                raise _bad(f"cannot decode a uuid from a {n}-byte payload, expected 16")
             return value.as_uuid(rep), stop
     if vc is not None:
         return vc.binary(data[pos:stop], subtype), stop

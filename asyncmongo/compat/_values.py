@@ -42,10 +42,15 @@ def pymongo_value_classes() -> ValueClasses:
         return DBRef(namespace, oid)
 
     regex_class = bson.Regex
-    # PyMongo's own conversion of the flag letters, remembered per letter string: the
-    # constructor's conversion costs more than the rest of a regex's decoding.
-    flags_to_int = functools.lru_cache(maxsize=64)(bson.regex.str_flags_to_int)
+    letters_to_flags = bson.regex.str_flags_to_int
     new_object = object.__new__
+
+    @functools.lru_cache(maxsize=64)
+    def flags_to_int(letters: str) -> int:
+        # PyMongo's conversion of the flag letters, as a plain int (what its C decoder
+        # gives), remembered per letter string: the constructor's conversion costs more
+        # than the rest of a regex's decoding.
+        return int(letters_to_flags(letters))
 
     def regex(pattern: str, flags: str) -> Any:
         value = new_object(regex_class)
