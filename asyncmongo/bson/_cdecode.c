@@ -17,6 +17,14 @@
  *   OrderedDict, ...), options that are not exactly a CodecOptions, data that is not exactly
  *   bytes or a position that is not a plain non-negative int in decode_document_at.
  *
+ * CodecOptions.value_classes (a table of foreign classes, PyMongo's for the compatible
+ * client): ObjectId and Int64 are built natively from the table's classes, Timestamp and
+ * Decimal128 too when the table names their slots, MinKey/MaxKey/undefined are its values;
+ * every other type goes to the pure readers, which consult the table. A table this module
+ * cannot build from (no slot descriptor, a custom allocator) sends the call to the pure code.
+ * CodecOptions.type_registry's decoders run per element after the value is built, through
+ * _decode.apply_decoder; what they raise passes unchanged (unwrapped at the entry).
+ *
  * Bounds follow the reference exactly: where the pure code reads through Python's bounds
  * (IndexError / struct.error, turned into InvalidBSON) this code checks against the whole
  * buffer; where it checks against the enclosing document's end, so does this. An element

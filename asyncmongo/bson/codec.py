@@ -21,6 +21,11 @@ int -> int32 if it fits else int64, float, bool, None, datetime (naive = UTC), u
 PyMongo's bson values (known by their ``_type_marker``, without importing PyMongo) are
 written as PyMongo writes them: ``bson.Int64`` as int64, ``bson.Binary`` with its subtype, a
 ``bson.RawBSONDocument`` as its bytes, and so on.
+
+Two options change the classes involved, in both implementations alike:
+``CodecOptions.type_registry`` (custom type codecs and a fallback encoder, as PyMongo's
+TypeRegistry) and ``CodecOptions.value_classes`` (the classes BSON values decode to, e.g.
+PyMongo's for the compatible client). Left at their defaults they cost nothing.
 """
 
 from __future__ import annotations
