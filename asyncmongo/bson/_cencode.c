@@ -66,6 +66,8 @@ static PyObject *EncCode, *EncRegex, *EncSymbol, *EncDatetimeMS, *EncUuid;
 static PyObject *UuidStandard, *UuidPythonLegacy; /* UuidRepresentation members */
 static PyObject *UnpackPair;        /* def unpack_pair(item): key, value = item; ... */
 static PyObject *IsRawDocumentClass; /* codec_options.is_raw_document_class (by _type_marker) */
+static PyObject *AsCodecOptions;     /* codec_options.as_codec_options (PyMongo's converted) */
+static PyObject *CodecOptionsType;
 static long MaxNestingDepth;
 static PyObject *EmptyStr;
 static PyObject *StrItems, *StrRaw, *StrBinaryAttr, *StrSubtype, *StrBits, *StrInc, *StrTime;
@@ -1278,6 +1280,8 @@ static int call_predicate(PyObject *predicate, PyObject *arg) {
     return rc;
 }
 
+static PyObject *encode_with(PyObject *document, PyObject *check_keys_arg, PyObject *opts);
+
 static PyObject *encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) {
         PyErr_Format(PyExc_TypeError,
@@ -1287,7 +1291,21 @@ static PyObject *encode(PyObject *module, PyObject *const *args, Py_ssize_t narg
         return NULL;
     }
     PyObject *document = args[0];
-    Ctx ctx = {args[2]};
+    PyObject *converted = NULL;
+    if ((PyObject *)Py_TYPE(args[2]) != CodecOptionsType) {
+        converted = PyObject_CallOneArg(AsCodecOptions, args[2]);
+        if (converted == NULL) {
+            return NULL;
+        }
+    }
+    PyObject *result = encode_with(document, args[1], converted ? converted : args[2]);
+    Py_XDECREF(converted);
+    return result;
+}
+
+/* encode() once the options are asyncmongo's. */
+static PyObject *encode_with(PyObject *document, PyObject *check_keys_arg, PyObject *opts) {
+    Ctx ctx = {opts};
     int is_dict = PyDict_CheckExact(document);
     if (!is_dict) {
         int is_raw = Py_TYPE(document) == RawType ||
@@ -1305,7 +1323,7 @@ static PyObject *encode(PyObject *module, PyObject *const *args, Py_ssize_t narg
             return NULL;
         }
     }
-    int check_keys = PyObject_IsTrue(args[1]);
+    int check_keys = PyObject_IsTrue(check_keys_arg);
     if (check_keys < 0 || (check_keys && check_top_level_keys(document) < 0)) {
         return NULL;
     }
@@ -1496,8 +1514,10 @@ static int load_modules(void) {
         return -1;
     }
     IsRawDocumentClass = attr(options, "is_raw_document_class");
+    AsCodecOptions = attr(options, "as_codec_options");
+    CodecOptionsType = attr(options, "CodecOptions");
     Py_DECREF(options);
-    if (IsRawDocumentClass == NULL) {
+    if (IsRawDocumentClass == NULL || AsCodecOptions == NULL || CodecOptionsType == NULL) {
         return -1;
     }
     ListOrTuple = PyTuple_Pack(2, (PyObject *)&PyList_Type, (PyObject *)&PyTuple_Type);

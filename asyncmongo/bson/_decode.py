@@ -21,7 +21,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from asyncmongo.bson.binary import OLD_BINARY_SUBTYPE, OLD_UUID_SUBTYPE, UUID_SUBTYPE, Binary
-from asyncmongo.bson.codec_options import CodecOptions, ValueClasses, is_raw_document_class
+from asyncmongo.bson.codec_options import (
+    CodecOptions,
+    ValueClasses,
+    as_codec_options,
+    is_raw_document_class,
+)
 from asyncmongo.bson.dbref import DBRef
 from asyncmongo.bson.decimal128 import Decimal128
 from asyncmongo.bson.errors import InvalidBSON
@@ -621,8 +626,10 @@ def _decode_array(data: bytes, pos: int, end: int, opts: CodecOptions, depth: in
 def decode_document_at(data: bytes, pos: int, opts: CodecOptions) -> tuple[Any, int]:
     """The top-level document starting at ``pos``; returns (document, position after it).
 
-    Raises only InvalidBSON for bad bytes.
+    Raises only InvalidBSON for bad bytes. PyMongo's CodecOptions are converted.
     """
+    if type(opts) is not CodecOptions:
+        opts = as_codec_options(opts)
     try:
         if len(data) - pos < 5:
             raise _bad(f"not enough bytes for a BSON document ({len(data) - pos})")

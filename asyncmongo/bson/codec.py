@@ -41,6 +41,7 @@ from asyncmongo.bson._encode import encode_document
 from asyncmongo.bson.codec_options import (
     DEFAULT_CODEC_OPTIONS,
     CodecOptions,
+    as_codec_options,
     is_raw_document_class,
 )
 from asyncmongo.bson.errors import InvalidBSON, InvalidDocument, InvalidStringData
@@ -72,6 +73,8 @@ def _check_top_level_keys(document: Mapping[str, Any]) -> None:
 
 
 def _py_encode(document: Any, check_keys: bool, codec_options: CodecOptions) -> bytes:
+    if type(codec_options) is not CodecOptions:
+        codec_options = as_codec_options(codec_options)  # PyMongo's, converted
     if type(document) is not dict:
         if is_raw_document_class(type(document)):
             raw: bytes = document.raw
