@@ -577,7 +577,7 @@ static int has_fallback(const Ctx *ctx) {
 }
 
 /* An int beyond int64 with a fallback encoder: the reference's _enc_int64 hands it over. */
-static int write_big_int(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value,
+static __attribute__((noinline)) int write_big_int(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value,
                          const Ctx *ctx, long depth, int *handled) {
     int fallback = has_fallback(ctx);
     *handled = fallback != 0;
@@ -698,7 +698,7 @@ static int write_int(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value
     if (v == -1 && PyErr_Occurred()) {
         return -1;
     }
-    if (overflow) {
+    if (__builtin_expect(overflow, 0)) {
         int handled;
         int rc = write_big_int(b, key, index, value, ctx, depth, &handled);
         if (handled) {
