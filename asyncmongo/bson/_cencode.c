@@ -732,7 +732,7 @@ static int write_int64(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *val
     if (v == -1 && PyErr_Occurred()) {
         return -1;
     }
-    if (overflow) { /* the range check comes before the key for Int64 */
+    if (__builtin_expect(overflow, 0)) { /* the range check comes before the key for Int64 */
         int handled;
         int rc = write_big_int(b, key, index, value, ctx, depth, &handled);
         if (handled) {
