@@ -392,9 +392,8 @@ def _raw_document(doc_class: Any, raw: bytes, opts: CodecOptions) -> Any:
     given the options object it understands (``ValueClasses.raw_codec_options``)."""
     vc = opts.value_classes
     if vc is not None and vc.raw_codec_options is not None:
-        from asyncmongo.bson.raw import RawBSONDocument
-
-        if not issubclass(doc_class, RawBSONDocument):
+        # asyncmongo's RawBSONDocument (raw.py, which imports this module) and subclasses.
+        if not any(base.__module__ == "asyncmongo.bson.raw" for base in doc_class.__mro__):
             return doc_class(raw, vc.raw_codec_options(opts))
     return doc_class(raw, opts)
 

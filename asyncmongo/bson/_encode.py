@@ -42,7 +42,7 @@ from asyncmongo.bson.types import (
     flags_from_re,
 )
 
-__all__ = ["BUILT_IN_TYPES", "encode_document"]
+__all__ = ["encode_document"]
 
 _INT32: Final = struct.Struct("<i")
 _PACK_I32: Final = _INT32.pack
@@ -648,9 +648,3 @@ def _encode_element(
     if encoder is None:
         encoder = _lookup_encoder(key, value, opts, in_custom, in_fallback)
     encoder(buf, key, value, opts, depth)
-
-
-# The types a TypeEncoder may not take over (nor their subclasses), as PyMongo's rule.
-BUILT_IN_TYPES: Final[tuple[type, ...]] = tuple(
-    dict.fromkeys((*_INLINED, *_ENCODERS, *(base for base, _ in _FALLBACKS), Mapping))
-)

@@ -11,7 +11,10 @@ codecs and a ``fallback_encoder``, called for values nothing else can encode. Se
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Iterable
+import datetime
+import re
+import uuid
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 __all__ = [
@@ -151,14 +154,41 @@ class TypeRegistry:
 
 def _check_encoder(codec: Any) -> None:
     """TypeEncoders cannot change how the built-in BSON types encode (PyMongo's rule)."""
-    from asyncmongo.bson._encode import BUILT_IN_TYPES
-
-    for pytype in BUILT_IN_TYPES:
-        if issubclass(codec.python_type, pytype):
+    python_type = codec.python_type
+    for pytype in _STDLIB_TYPES:
+        if issubclass(python_type, pytype):
             raise TypeError(
                 "TypeEncoders cannot change how built-in types are encoded "
                 f"(encoder {codec} transforms type {pytype})"
             )
+    for base in python_type.__mro__:
+        # asyncmongo's bson classes, and PyMongo's (by their marker, without an import).
+        if base.__module__.startswith("asyncmongo.bson.") or isinstance(
+            vars(base).get("_type_marker"), int
+        ):
+            raise TypeError(
+                "TypeEncoders cannot change how built-in types are encoded "
+                f"(encoder {codec} transforms type {base})"
+            )
+
+
+# The standard types the encoder writes itself (PyMongo's _BUILT_IN_TYPES, less its own
+# bson classes, which _check_encoder knows by module or marker).
+_STDLIB_TYPES: Final = (
+    bool,
+    bytes,
+    datetime.datetime,
+    dict,
+    float,
+    int,
+    list,
+    str,
+    tuple,
+    type(None),
+    uuid.UUID,
+    re.Pattern,
+    Mapping,
+)
 
 
 EMPTY_TYPE_REGISTRY: Final = TypeRegistry()
