@@ -299,6 +299,26 @@ HYPOTHESIS = settings(
 )
 
 
+class _Wrap(am.TypeDecoder):
+    """A decoder of documents, to run the type registry's path under fuzzing."""
+
+    bson_type = dict
+
+    def transform_bson(self, value: Any) -> Any:
+        return {"wrapped": value}
+
+
+FUZZ_OPTIONS = [
+    pymongo_codec_options(CodecOptions(uuid_representation=4, datetime_conversion=4)),
+    pymongo_codec_options(
+        CodecOptions(
+            uuid_representation=3, datetime_conversion=2, type_registry=am.TypeRegistry([_Wrap()])
+        )
+    ),
+    CodecOptions(type_registry=am.TypeRegistry([_Wrap()]), datetime_conversion=4),
+]
+
+
 def _each_implementation(data: bytes, opts: CodecOptions) -> list[Any]:
     results = []
     before = codec.implementation()
@@ -338,6 +358,6 @@ def test_mutated_bytes_raise_only_invalid_bson(doc: dict[str, Any], data: st.Dat
             del raw[max(pos, 1) :]
         elif len(raw) >= pos + 4:
             struct.pack_into("<i", raw, pos, data.draw(st.integers(-(2**31), 2**31 - 1)))
-    opts = pymongo_codec_options(CodecOptions(uuid_representation=4, datetime_conversion=4))
+    opts = data.draw(st.sampled_from(FUZZ_OPTIONS))
     results = _each_implementation(bytes(raw), opts)  # anything but InvalidBSON propagates
     assert all(r == results[0] for r in results)
