@@ -88,11 +88,18 @@ def pymongo_codec_options(base: Any = None) -> CodecOptions:
     return options.with_options(value_classes=pymongo_value_classes())
 
 
-@functools.lru_cache(maxsize=64)
 def to_pymongo_codec_options(options: CodecOptions) -> Any:
     """PyMongo's ``bson.codec_options.CodecOptions`` equal to ``options`` (for a
     document_class such as PyMongo's RawBSONDocument, which accepts only PyMongo's).
-    The type registry gets the same transforms and fallback encoder."""
+    The type registry gets the same transforms and fallback encoder. Remembered per
+    options value (every raw document of a reply asks for the same ones)."""
+    try:
+        return _to_pymongo_cached(options)
+    except TypeError:  # options that do not hash (a codec with an unhashable transform)
+        return _to_pymongo(options)
+
+
+def _to_pymongo(options: CodecOptions) -> Any:
     from bson.codec_options import CodecOptions as PyMongoCodecOptions
     from bson.codec_options import TypeRegistry as PyMongoTypeRegistry
 
@@ -109,3 +116,6 @@ def to_pymongo_codec_options(options: CodecOptions) -> Any:
         type_registry=foreign,
         datetime_conversion=int(options.datetime_conversion),
     )
+
+
+_to_pymongo_cached = functools.lru_cache(maxsize=64)(_to_pymongo)
