@@ -516,8 +516,8 @@ def _decode_document(
             doc[key], pos = reader(data, pos, end, opts, depth)
     if pos != end:
         raise _bad("document elements do not end where the document length says")
-    decoders = opts.type_registry._decoder_map
-    if decoders:
+    decoders = opts._decoders
+    if decoders is not None:
         _apply_decoders(doc, list(doc.items()), decoders)
     return doc
 
@@ -613,8 +613,8 @@ def _decode_array(data: bytes, pos: int, end: int, opts: CodecOptions, depth: in
             append(value)
     if pos != end:
         raise _bad("array elements do not end where the array length says")
-    decoders = opts.type_registry._decoder_map
-    if decoders:
+    decoders = opts._decoders
+    if decoders is not None:
         _apply_decoders(out, enumerate(list(out)), decoders)
     return out
 

@@ -129,6 +129,10 @@ class CodecOptions:
     datetime_conversion: DatetimeConversion = DatetimeConversion.DATETIME
     type_registry: TypeRegistry = EMPTY_TYPE_REGISTRY
     value_classes: ValueClasses | None = None
+    _decoders: dict[Any, Callable[[Any], Any]] | None = dataclasses.field(
+        default=None, init=False, repr=False, compare=False
+    )
+    """The type registry's decoders, None when it has none (one attribute per document)."""
 
     def __post_init__(self) -> None:
         doc_class = self.document_class
@@ -160,7 +164,9 @@ class CodecOptions:
                 raise TypeError(f"tzinfo must be a datetime.tzinfo, not {self.tzinfo!r}")
             if not self.tz_aware:
                 raise TypeError("tzinfo needs tz_aware=True")
-        object.__setattr__(self, "type_registry", as_type_registry(self.type_registry))
+        registry = as_type_registry(self.type_registry)
+        object.__setattr__(self, "type_registry", registry)
+        object.__setattr__(self, "_decoders", registry._decoder_map or None)
         classes = self.value_classes
         if classes is not None and not isinstance(classes, ValueClasses):
             raise TypeError(f"value_classes must be ValueClasses or None, not {classes!r}")
