@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any, Generic, Protocol, Self, TypeVar
 
-from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.bson.codec_options import CodecOptions, as_codec_options
 from asyncmongo.core.adopt import adopt_read_concern, adopt_write_concern
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.base import Operation
@@ -135,7 +135,11 @@ class NamedScope(Generic[P]):
     ) -> None:
         self._parent = parent
         self._name = name
-        self._codec_options = codec_options or parent.codec_options
+        self._codec_options = (
+            parent.codec_options
+            if codec_options is None
+            else _adopt_codec_options(codec_options, parent.codec_options)
+        )
         self._read_preference = adopt_read_preference(read_preference) or parent.read_preference
         self._write_concern = adopt_write_concern(write_concern) or parent.write_concern
         self._read_concern = adopt_read_concern(read_concern) or parent.read_concern
@@ -223,3 +227,17 @@ class NamedScope(Generic[P]):
             "write_concern": self._write_concern_for(session),
             "codec_options": self._codec_options,
         }
+
+
+def _adopt_codec_options(given: Any, inherited: CodecOptions) -> CodecOptions:
+    """``given`` (asyncmongo's or PyMongo's CodecOptions) for a child scope: PyMongo's is
+    converted, and options that say nothing of the value classes keep the parent's, so a
+    database or collection of the PyMongo-compatible client still decodes to PyMongo's
+    classes when code hands it PyMongo's ``CodecOptions(tz_aware=True)``."""
+    try:
+        options = as_codec_options(given)
+    except TypeError as exc:
+        raise InvalidArgument(str(exc)) from None
+    if options.value_classes is None and inherited.value_classes is not None:
+        options = options.with_options(value_classes=inherited.value_classes)
+    return options

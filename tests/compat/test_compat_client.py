@@ -125,3 +125,51 @@ async def test_cursor_distinct_runs_in_the_cursors_session() -> None:
             ]
             assert distinct["query"] == {"k": {"$gt": 1}}
             assert "txnNumber" in distinct and distinct["startTransaction"] is True
+
+
+async def test_values_read_back_are_pymongos_classes() -> None:
+    import datetime
+    import uuid
+
+    import bson
+    from bson.codec_options import CodecOptions as PyMongoCodecOptions
+    from bson.son import SON
+
+    document = {
+        "_id": bson.ObjectId(),
+        "i64": bson.Int64(7),
+        "dec": bson.Decimal128("1.5"),
+        "bin": bson.Binary(b"\x01\x02", 0),
+        "uuid4": bson.Binary(uuid.uuid4().bytes, 4),
+        "ref": bson.DBRef("other", 1),
+        "re": bson.Regex("^a", "i"),
+        "ts": bson.Timestamp(5, 1),
+        "code": bson.Code("f()", {"x": 1}),
+        "min": bson.MinKey(),
+        "max": bson.MaxKey(),
+        "when": datetime.datetime(2026, 11, 27, 1, 2, 3, 4000),
+    }
+    async with Standalone() as server:
+        async with compat.AsyncMongoClient(server.uri) as client:
+            coll = client.db.values
+            await coll.insert_one(document)
+            found = await coll.find_one()
+            # The same document as PyMongo itself decodes it: equal, class for class
+            # (PyMongo reads binary subtype 0 back as bytes).
+            async with pymongo.AsyncMongoClient(server.uri) as peer:
+                theirs = await peer.db.values.find_one()
+            assert found == theirs and theirs is not None
+            for key, value in theirs.items():
+                assert type(found[key]) is type(value), key
+            assert type(found["i64"]) is bson.Int64 and found["bin"] == b"\x01\x02"
+            # PyMongo's CodecOptions on a child scope keep PyMongo's classes.
+            aware = coll.with_options(codec_options=PyMongoCodecOptions(tz_aware=True))
+            aware_found = await aware.find_one()
+            assert isinstance(aware_found["_id"], bson.ObjectId)
+            assert aware_found["when"].tzinfo is not None
+        async with compat.AsyncMongoClient(
+            server.uri, document_class=SON, uuidRepresentation="standard"
+        ) as client:
+            found = await client.db.values.find_one()
+            assert isinstance(found, SON)
+            assert isinstance(found["uuid4"], uuid.UUID)
