@@ -8,10 +8,11 @@ class holds that, so the two API classes only add what is theirs.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, Generic, Protocol, Self, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions, as_codec_options
+from asyncmongo.bson.objectid import ObjectId
 from asyncmongo.core.adopt import adopt_read_concern, adopt_write_concern
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.base import Operation
@@ -21,7 +22,14 @@ from asyncmongo.core.selection.read_preference import adopt_read_preference
 from asyncmongo.errors import InvalidArgument
 from asyncmongo.sessions import AsyncClientSession
 
-__all__ = ["ClientScope", "DatabaseScope", "NamedScope", "SettingsSource", "check_session"]
+__all__ = [
+    "ClientScope",
+    "DatabaseScope",
+    "NamedScope",
+    "SettingsSource",
+    "check_session",
+    "new_id_class",
+]
 
 T = TypeVar("T")
 
@@ -241,3 +249,11 @@ def _adopt_codec_options(given: Any, inherited: CodecOptions) -> CodecOptions:
     if options.value_classes is None and inherited.value_classes is not None:
         options = options.with_options(value_classes=inherited.value_classes)
     return options
+
+
+def new_id_class(codec_options: CodecOptions) -> Callable[[], Any]:
+    """What makes an ``_id`` the driver adds (inserts, GridFS files): the ObjectId class
+    documents decode to, so ids made here and ids read back are of one class (PyMongo's
+    under the PyMongo-compatible client)."""
+    classes = codec_options.value_classes
+    return ObjectId if classes is None else classes.object_id

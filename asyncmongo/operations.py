@@ -7,9 +7,10 @@ validated when the bulk write is built. ``namespace`` ("db.coll") is only for
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from asyncmongo.bson.objectid import ObjectId
 from asyncmongo.core.operations.indexes import index_document
 from asyncmongo.core.operations.search_indexes import search_index_document
 from asyncmongo.core.operations.statements import (
@@ -45,7 +46,8 @@ class WriteModel:
         """``"db.collection"`` for ``client.bulk_write`` (None for ``Collection.bulk_write``)."""
         return self._namespace
 
-    def _statement(self) -> WriteStatement:
+    def _statement(self, new_id: Callable[[], Any] = ObjectId) -> WriteStatement:
+        """The write statement; ``new_id`` makes an insert's missing ``_id``."""
         raise NotImplementedError
 
     def _fields(self) -> dict[str, Any]:
@@ -81,8 +83,8 @@ class InsertOne(WriteModel):
     def document(self) -> Any:
         return self._document
 
-    def _statement(self) -> WriteStatement:
-        return insert_statement(self._document)
+    def _statement(self, new_id: Callable[[], Any] = ObjectId) -> WriteStatement:
+        return insert_statement(self._document, new_id)
 
     def _fields(self) -> dict[str, Any]:
         return {"document": self._document}
@@ -104,7 +106,7 @@ class _Delete(WriteModel):
         self._collation = collation
         self._hint = hint
 
-    def _statement(self) -> WriteStatement:
+    def _statement(self, new_id: Callable[[], Any] = ObjectId) -> WriteStatement:
         return delete_statement(
             self._filter, multi=self._multi, collation=self._collation, hint=self._hint
         )
@@ -149,7 +151,7 @@ class ReplaceOne(WriteModel):
         self._hint = hint
         self._sort = sort
 
-    def _statement(self) -> WriteStatement:
+    def _statement(self, new_id: Callable[[], Any] = ObjectId) -> WriteStatement:
         return update_statement(
             self._filter,
             self._replacement,
@@ -196,7 +198,7 @@ class _Update(WriteModel):
         self._hint = hint
         self._sort = sort
 
-    def _statement(self) -> WriteStatement:
+    def _statement(self, new_id: Callable[[], Any] = ObjectId) -> WriteStatement:
         return update_statement(
             self._filter,
             self._update,

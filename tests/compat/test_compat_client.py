@@ -173,3 +173,24 @@ async def test_values_read_back_are_pymongos_classes() -> None:
             found = await client.db.values.find_one()
             assert isinstance(found, SON)
             assert isinstance(found["uuid4"], uuid.UUID)
+
+
+async def test_ids_made_by_the_driver_are_pymongos_object_ids() -> None:
+    import bson
+
+    async with Standalone() as server, compat.AsyncMongoClient(server.uri) as client:
+        coll = client.db.ids
+        document: dict[str, Any] = {"a": 1}
+        result = await coll.insert_one(document)
+        assert type(result.inserted_id) is bson.ObjectId is type(document["_id"])
+        many = await coll.insert_many([{"b": 1}, {"b": 2}])
+        assert all(type(i) is bson.ObjectId for i in many.inserted_ids)
+        model = pymongo.InsertOne({"c": 1})
+        await coll.bulk_write([model])
+        assert type(model._doc["_id"]) is bson.ObjectId
+        bucket = compat.AsyncGridFSBucket(client.db)
+        file_id = await bucket.upload_from_stream("f", b"data")
+        assert type(file_id) is bson.ObjectId
+    async with Standalone() as server, asyncmongo.AsyncMongoClient(server.uri) as plain:
+        made = await plain.db.ids.insert_one({})
+        assert type(made.inserted_id) is asyncmongo.bson.ObjectId
