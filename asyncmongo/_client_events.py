@@ -34,7 +34,7 @@ class ClientEvents:
     """One client's listeners and subscribers; ``spawn`` runs a coroutine listener's call as a
     task of the client (False: the client is not running, the call is dropped)."""
 
-    __slots__ = ("_queues", "_spawn", "_user_listeners", "command_events", "listeners")
+    __slots__ = ("_observe", "_queues", "_spawn", "_user_listeners", "command_events", "listeners")
 
     def __init__(
         self,
@@ -46,9 +46,12 @@ class ClientEvents:
         self._user_listeners = [self._wrap(listener) for listener in listeners]
         self._queues: set[_EventQueue] = set()
         self.command_events = CommandEvents()
-        observe = observe or bool(self._user_listeners)
-        #: What the runtime publishes SDAM, heartbeat and CMAP events through.
-        self.listeners = Listeners([*self._user_listeners, self._fan_out] if observe else [])
+        self._observe = observe or bool(self._user_listeners)
+        #: What the runtime publishes SDAM, heartbeat and CMAP events through; observed while
+        #: there is a listener or a subscriber (or ``observe_events=True``).
+        self.listeners = Listeners(
+            [*self._user_listeners, self._fan_out], observed=self._observe
+        )
         self._update_publisher()
 
     def subscribe(self, backlog: int = EVENT_BACKLOG) -> AsyncIterator[Any]:
@@ -91,10 +94,11 @@ class ClientEvents:
             queue.put(event)
 
     def _update_publisher(self) -> None:
-        """Command events go to the listeners and ``events()`` consumers, when there are any
-        (nobody listening: none are built)."""
+        """Command and CMAP events go to the listeners and ``events()`` consumers, when there
+        are any (nobody listening: none are built)."""
         observed = bool(self._user_listeners) or bool(self._queues)
         self.command_events.publish = self._publish_command if observed else None
+        self.listeners.set_observed(observed or self._observe)
 
     def _publish_command(self, event: Any) -> None:
         for listener in self._user_listeners:

@@ -9,7 +9,7 @@ class holds that, so the two API classes only add what is theirs.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Generic, Protocol, Self, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions, as_codec_options
 from asyncmongo.bson.objectid import ObjectId
@@ -176,22 +176,35 @@ class NamedScope(Generic[P]):
 
     @property
     def name(self) -> str:
+        """The name of this database or collection (a collection's is without the database's)."""
         return self._name
 
     @property
     def codec_options(self) -> CodecOptions:
+        """The codec options documents are decoded and encoded with: given to ``get_database``,
+        ``get_collection`` or ``with_options``, else inherited from the parent (client, then
+        database)."""
         return self._codec_options
 
     @property
     def read_preference(self) -> ReadPreference:
+        """The read preference of reads through this database or collection: given, else inherited
+        from the parent (client, then database). Database commands run with primary unless given
+        their own, as in PyMongo."""
         return self._read_preference
 
     @property
     def write_concern(self) -> WriteConcern:
+        """The write concern of writes through this database or collection: given, else inherited
+        from the parent (client, then database). Inside a transaction the transaction's write
+        concern applies instead."""
         return self._write_concern
 
     @property
     def read_concern(self) -> ReadConcern:
+        """The read concern of reads through this database or collection: given, else inherited from
+        the parent (client, then database). Inside a transaction the transaction's read concern
+        applies instead."""
         return self._read_concern
 
     def with_options(
@@ -200,7 +213,7 @@ class NamedScope(Generic[P]):
         read_preference: ReadPreference | None = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
-    ) -> Self:
+    ) -> Any:  # typed by AsyncDatabase's and AsyncCollection's overloads
         """A copy of this database or collection with some settings replaced (the rest
         inherited)."""
         return type(self)(

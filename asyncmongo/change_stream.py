@@ -25,9 +25,10 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, Generic
 
 from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.bson.typings import _DocumentType
 from asyncmongo.core.address import Address
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations import aggregate as aggregate_ops
@@ -43,7 +44,13 @@ from asyncmongo.errors import (
     OperationFailure,
 )
 
-__all__ = ["AsyncChangeStream", "is_resumable"]
+__all__ = [
+    "AsyncChangeStream",
+    "AsyncClusterChangeStream",
+    "AsyncCollectionChangeStream",
+    "AsyncDatabaseChangeStream",
+    "is_resumable",
+]
 
 #: Change streams spec: the server error codes resumable from servers before 4.4 (wire 9).
 RESUMABLE_CODES = frozenset({6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435,
@@ -102,7 +109,7 @@ class ChangeStreamOptions:
     show_expanded_events: bool | None = None
 
 
-class AsyncChangeStream:
+class AsyncChangeStream(Generic[_DocumentType]):
     """A change stream over a collection, a database or a whole deployment."""
 
     __slots__ = (
@@ -149,7 +156,7 @@ class AsyncChangeStream:
         self._read_concern = read_concern
         self._codec_options = codec_options
         self._session = session
-        self._buffer: deque[Any] = deque()
+        self._buffer: deque[_DocumentType] = deque()
         self._cursor_id = 0
         self._address: Address | None = None
         self._closed = False
@@ -282,7 +289,7 @@ class AsyncChangeStream:
 
     # -- reading ---------------------------------------------------------------------------
 
-    async def try_next(self) -> Any:
+    async def try_next(self) -> _DocumentType | None:
         """The next change, or None when none is available now (at most one getMore, and
         at most one resume attempt)."""
         if self._closed:
@@ -306,7 +313,7 @@ class AsyncChangeStream:
             await self.close()
             raise
 
-    async def _read_once(self) -> Any:
+    async def _read_once(self) -> _DocumentType | None:
         if self._buffer:
             return self._buffer.popleft()
         if not self._cursor_id:
@@ -326,7 +333,7 @@ class AsyncChangeStream:
                 raise
         return self._buffer.popleft() if self._buffer else None
 
-    def _returned(self, change: Any) -> Any:
+    def _returned(self, change: _DocumentType) -> _DocumentType:
         try:
             token = change["_id"]
         except (KeyError, TypeError):
@@ -340,7 +347,7 @@ class AsyncChangeStream:
         self._start_at_operation_time = None
         return change
 
-    async def next(self) -> Any:
+    async def next(self) -> _DocumentType:
         """The next change, waiting (getMore after getMore) until one comes;
         StopAsyncIteration once the stream is closed or invalidated."""
         while self.alive:
@@ -349,10 +356,10 @@ class AsyncChangeStream:
                 return change
         raise StopAsyncIteration
 
-    def __aiter__(self) -> AsyncChangeStream:
+    def __aiter__(self) -> AsyncChangeStream[_DocumentType]:
         return self
 
-    async def __anext__(self) -> Any:
+    async def __anext__(self) -> _DocumentType:
         return await self.next()
 
     # -- closing ---------------------------------------------------------------------------
@@ -365,7 +372,7 @@ class AsyncChangeStream:
 
     aclose = close
 
-    async def __aenter__(self) -> AsyncChangeStream:
+    async def __aenter__(self) -> AsyncChangeStream[_DocumentType]:
         return self
 
     async def __aexit__(
@@ -375,6 +382,13 @@ class AsyncChangeStream:
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+
+#: PyMongo's names of the streams of a collection, a database and a deployment: one class
+#: here, so typed code written for PyMongo (``AsyncCollectionChangeStream[Movie]``) reads.
+AsyncCollectionChangeStream = AsyncChangeStream
+AsyncDatabaseChangeStream = AsyncChangeStream
+AsyncClusterChangeStream = AsyncChangeStream
 
 
 async def watch(
@@ -392,7 +406,7 @@ async def watch(
     comment: Any = None,
     full_document_before_change: str | None = None,
     show_expanded_events: bool | None = None,
-) -> AsyncChangeStream:
+) -> AsyncChangeStream[Any]:
     """Open a change stream on ``owner`` (``level``: collection, database or client), the
     shared body of the three ``watch`` methods (PyMongo's signature)."""
     if pipeline is None:

@@ -24,7 +24,7 @@ import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from asyncmongo._bulk import run_client_bulk
 from asyncmongo._client_events import EVENT_BACKLOG, ClientEvents, EventListener
@@ -32,6 +32,7 @@ from asyncmongo._client_settings import codec_options, split_api_options
 from asyncmongo._scope import check_session
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.types import Timestamp
+from asyncmongo.bson.typings import _DocumentType
 from asyncmongo.core.address import Address
 from asyncmongo.core.adopt import adopt_driver_info
 from asyncmongo.core.auth.scram import ScramCache
@@ -51,6 +52,7 @@ from asyncmongo.core.wire.handshake import DriverInfo, append_driver_info
 from asyncmongo.cursor import AsyncCommandCursor
 from asyncmongo.database import AsyncDatabase
 from asyncmongo.errors import ConfigurationError, InvalidArgument, InvalidOperation
+from asyncmongo.monitoring.log_config import configure_once as configure_logging_once
 from asyncmongo.operations import WriteModel
 from asyncmongo.results import ClientBulkWriteResult
 from asyncmongo.runtime.client_runtime import ClientRuntime
@@ -70,7 +72,7 @@ __all__ = ["AsyncMongoClient", "EventListener"]
 T = TypeVar("T")
 
 
-class AsyncMongoClient:
+class AsyncMongoClient(Generic[_DocumentType]):
     """An asyncio MongoDB client.
 
     Besides the connection-string options (as keywords, in snake_case or camelCase) and the
@@ -86,12 +88,16 @@ class AsyncMongoClient:
         host_or_uri: str = "mongodb://localhost:27017",
         port: int | None = None,
         *,
+        document_class: type[_DocumentType] | None = None,
         event_listeners: Iterable[EventListener] = (),
         **options: Any,
     ) -> None:
+        if document_class is not None:
+            options["document_class"] = document_class
         uri = host_or_uri
         if "://" not in uri:
             uri = f"mongodb://{uri}" + (f":{port}" if port is not None else "")
+        configure_logging_once()  # specs/logging: the MONGODB_LOG_* variables
         api_options, options = split_api_options(options)
         self._options: ClientOptions = parse(uri, **options)
         self._codec_options = codec_options(api_options, self._options.uuid_representation)
@@ -114,6 +120,14 @@ class AsyncMongoClient:
 
     @property
     def options(self) -> ClientOptions:
+        """The client's configuration as parsed from the connection string and keywords (read-only).
+
+        A frozen ``ClientOptions`` record, with the spec names in snake_case (``hosts``,
+        ``replica_set``, ``max_pool_size``, ``timeout_ms``, ...). For a ``mongodb+srv://`` URI,
+        ``hosts`` is empty until the client connects and then holds the resolved seed list.
+        PyMongo's ``ClientOptions`` groups the same settings differently (``pool_options``,
+        ``server_selection_timeout``, ...).
+        """
         return self._options
 
     @property
@@ -125,7 +139,7 @@ class AsyncMongoClient:
             return TopologyDescription(TopologyType.UNKNOWN, {}, _placeholder_settings())
         return TopologyDescription.initial(TopologySettings.from_options(self._options))
 
-    async def __aenter__(self) -> AsyncMongoClient:
+    async def __aenter__(self) -> AsyncMongoClient[_DocumentType]:
         await self.aconnect()
         return self
 
@@ -351,6 +365,13 @@ class AsyncMongoClient:
 
     @property
     def codec_options(self) -> CodecOptions:
+        """How documents are decoded and encoded (document class, tz awareness, UUID
+        representation...).
+
+        Set by the ``document_class``, ``tz_aware``, ``uuidRepresentation``, ... keywords (or the
+        URI's ``uuidRepresentation``); every database and collection inherits them unless given
+        their own, as in PyMongo.
+        """
         return self._codec_options
 
     @property
@@ -360,10 +381,15 @@ class AsyncMongoClient:
 
     @property
     def read_concern(self) -> ReadConcern:
+        """The read concern from the connection string (``readConcernLevel``), inherited by every
+        database and collection; the empty ReadConcern (the server's default) when none is set."""
         return self._options.read_concern
 
     @property
     def write_concern(self) -> WriteConcern:
+        """The write concern from the connection string (``w``, ``wTimeoutMS``, ``journal``),
+        inherited by every database and collection; the empty WriteConcern (the server's default)
+        when none is set."""
         return self._options.write_concern
 
     # -- the deployment as seen now (PyMongo's properties; never blocking) ------------------
@@ -389,10 +415,18 @@ class AsyncMongoClient:
 
     @property
     def secondaries(self) -> frozenset[Address]:
+        """The addresses of the replica set secondaries currently known (empty if none, or before
+        the first check).
+
+        Read from the current topology description, without blocking; a frozenset of
+        ``(host, port)`` pairs where PyMongo returns a set.
+        """
         return self._servers_of(ServerType.RS_SECONDARY)
 
     @property
     def arbiters(self) -> frozenset[Address]:
+        """The addresses of the replica set arbiters currently known (empty if none, or before the
+        first check); read from the current topology description, without blocking."""
         return self._servers_of(ServerType.RS_ARBITER)
 
     @property
@@ -402,6 +436,12 @@ class AsyncMongoClient:
 
     @property
     def is_mongos(self) -> bool:
+        """True when the client knows a mongos router now (a sharded cluster).
+
+        Read from the current topology description, so it is False until the first server check has
+        finished (await an operation or ``aconnect()`` first); PyMongo selects a server (blocking)
+        to answer.
+        """
         return bool(self._servers_of(ServerType.MONGOS))
 
     @property
@@ -426,10 +466,10 @@ class AsyncMongoClient:
 
     # -- databases --------------------------------------------------------------------------
 
-    def __getitem__(self, name: str) -> AsyncDatabase:
+    def __getitem__(self, name: str) -> AsyncDatabase[_DocumentType]:
         return AsyncDatabase(self, name)
 
-    def __getattr__(self, name: str) -> AsyncDatabase:
+    def __getattr__(self, name: str) -> AsyncDatabase[_DocumentType]:
         if name.startswith("_"):
             raise AttributeError(
                 f"AsyncMongoClient has no attribute {name!r}; use client[{name!r}] for a database"
@@ -443,7 +483,7 @@ class AsyncMongoClient:
         read_preference: ReadPreference | None = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
-    ) -> AsyncDatabase:
+    ) -> AsyncDatabase[_DocumentType]:
         """A database; without a name, the connection string's default database."""
         if name is None:
             name = self._options.database
@@ -458,7 +498,9 @@ class AsyncMongoClient:
             read_concern,
         )
 
-    def get_default_database(self, default: str | None = None, **kwargs: Any) -> AsyncDatabase:
+    def get_default_database(
+        self, default: str | None = None, **kwargs: Any
+    ) -> AsyncDatabase[_DocumentType]:
         """The connection string's database, else ``default``."""
         name = self._options.database or default
         if name is None:
@@ -467,7 +509,7 @@ class AsyncMongoClient:
 
     async def list_databases(
         self, session: Any = None, comment: Any = None, **kwargs: Any
-    ) -> AsyncCommandCursor:
+    ) -> AsyncCommandCursor[dict[str, Any]]:
         """A cursor of ``{name, sizeOnDisk, empty}`` documents (listDatabases)."""
         filter = kwargs.pop("filter", None)
         name_only = kwargs.pop("nameOnly", kwargs.pop("name_only", None))
@@ -500,7 +542,7 @@ class AsyncMongoClient:
         comment: Any = None,
         full_document_before_change: str | None = None,
         show_expanded_events: bool | None = None,
-    ) -> AsyncChangeStream:
+    ) -> AsyncChangeStream[_DocumentType]:
         """A change stream of every database's changes (asyncmongo.change_stream;
         PyMongo's signature)."""
         from asyncmongo.change_stream import watch
@@ -512,6 +554,12 @@ class AsyncMongoClient:
         )
 
     async def list_database_names(self, session: Any = None, comment: Any = None) -> list[str]:
+        """The names of the databases on the deployment (listDatabases with ``nameOnly``).
+
+        ``session`` runs it in an explicit session; ``comment`` is attached to the command. Only the
+        databases the user may list are returned when the server restricts them
+        (``authorizedDatabases``). Raises OperationFailure if the server refuses the command.
+        """
         cursor = await self.list_databases(session, comment, nameOnly=True)
         return [info["name"] for info in await cursor.to_list()]
 

@@ -29,9 +29,10 @@ import asyncio
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from types import TracebackType
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.bson.typings import _DocumentType
 from asyncmongo.core.address import Address
 from asyncmongo.core.operations.base import Operation
 from asyncmongo.core.operations.command import Explain
@@ -57,7 +58,7 @@ class Runner(Protocol):
     ) -> Awaitable[T]: ...
 
 
-class _Cursor:
+class _Cursor(Generic[_DocumentType]):
     """Batches, getMore and killCursors, shared by both cursor kinds."""
 
     __slots__ = (
@@ -96,7 +97,7 @@ class _Cursor:
         self._batch_size = batch_size
         self._comment = comment
         self._max_await_time_ms = max_await_time_ms
-        self._buffer: deque[Any] = deque()
+        self._buffer: deque[_DocumentType] = deque()
         self._id: int | None = None
         self._address: Address | None = None
         self._killed = False
@@ -187,7 +188,7 @@ class _Cursor:
 
     # -- reading ---------------------------------------------------------------------------
 
-    async def next(self) -> Any:
+    async def next(self) -> _DocumentType:
         """The next document; StopAsyncIteration when there is none. A tailable cursor
         instead waits for one while its server cursor is open (:meth:`try_next` does not)."""
         if self._buffer or await self._refresh() or (self._tailable and await self._tail()):
@@ -210,21 +211,21 @@ class _Cursor:
                 raise
         return False
 
-    async def try_next(self) -> Any:
+    async def try_next(self) -> _DocumentType | None:
         """The next document, or None when none is available now (at most one getMore):
         for tailable cursors, which stay alive while empty."""
         if self._buffer or await self._refresh():
             return self._buffer.popleft()
         return None
 
-    async def __anext__(self) -> Any:
+    async def __anext__(self) -> _DocumentType:
         """``anext(cursor)``: :meth:`next`, sharing its buffer with ``async for``."""
         return await self.next()
 
-    def __aiter__(self) -> AsyncIterator[Any]:
+    def __aiter__(self) -> AsyncIterator[_DocumentType]:
         return self._iterate()
 
-    async def _iterate(self) -> AsyncIterator[Any]:
+    async def _iterate(self) -> AsyncIterator[_DocumentType]:
         finished = False
         try:
             while (self._buffer or await self._refresh()
@@ -236,13 +237,13 @@ class _Cursor:
             if not finished:
                 await self.close()  # early exit of ``async for`` (break, error, cancel)
 
-    async def to_list(self, length: int | None = None) -> list[Any]:
+    async def to_list(self, length: int | None = None) -> list[_DocumentType]:
         """Up to ``length`` documents (all when None), fetching batches as needed."""
         if length is not None and (isinstance(length, bool) or not isinstance(length, int)):
             raise InvalidArgument(f"length must be an int or None, not {length!r}")
         if length is not None and length < 1:
             raise InvalidArgument(f"length must be at least 1, not {length}")
-        result: list[Any] = []
+        result: list[_DocumentType] = []
         while length is None or len(result) < length:
             if not self._buffer and not await self._refresh():
                 break
@@ -287,10 +288,10 @@ class _Cursor:
         await self.close()
 
 
-_C = TypeVar("_C", bound=_Cursor)
+_C = TypeVar("_C", bound=_Cursor[Any])
 
 
-class AsyncCommandCursor(_Cursor):
+class AsyncCommandCursor(_Cursor[_DocumentType]):
     """A cursor over a command's results (its first batch came with the command's reply)."""
 
     __slots__ = ("_first",)
@@ -326,7 +327,7 @@ class AsyncCommandCursor(_Cursor):
     async def _first_page(self) -> CursorPage:
         return self._first
 
-    def batch_size(self, batch_size: int) -> AsyncCommandCursor:
+    def batch_size(self, batch_size: int) -> AsyncCommandCursor[_DocumentType]:
         """The batchSize of the following getMores (0: the server's default)."""
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 0:
             raise InvalidArgument(f"batch_size must be a non-negative int, not {batch_size!r}")
@@ -334,7 +335,7 @@ class AsyncCommandCursor(_Cursor):
         return self
 
 
-class AsyncCursor(_Cursor):
+class AsyncCursor(_Cursor[_DocumentType]):
     """A ``find`` cursor: lazily runs the command on the first read; the chainable
     modifiers (``sort``, ``skip``, ``limit``, ...) may be used only before that."""
 
@@ -357,6 +358,7 @@ class AsyncCursor(_Cursor):
 
     @property
     def collection(self) -> Any:
+        """The AsyncCollection this cursor reads from."""
         return self._collection
 
     def _find(self) -> Find:
@@ -369,7 +371,7 @@ class AsyncCursor(_Cursor):
     async def _first_page(self) -> CursorPage:
         return await self._runner._run(self._find(), self._session)
 
-    def _change(self, **changes: Any) -> AsyncCursor:
+    def _change(self, **changes: Any) -> AsyncCursor[_DocumentType]:
         if self._started:
             raise InvalidOperation("cannot set options after the cursor was used")
         self._options = self._options.with_changes(**changes)
@@ -378,59 +380,107 @@ class AsyncCursor(_Cursor):
         self._comment = self._options.comment
         return self
 
-    def sort(self, key_or_list: Any, direction: int | None = None) -> AsyncCursor:
+    def sort(self, key_or_list: Any, direction: int | None = None) -> AsyncCursor[_DocumentType]:
         """``sort("a", -1)`` or ``sort([("a", 1), ("b", -1)])`` (PyMongo's forms); a bad or
         empty sort raises here, as in PyMongo (``find(sort=[])`` instead means no sort)."""
         if direction is not None:
             key_or_list = [(key_or_list, direction)]
         return self._change(sort=sort_document(key_or_list))
 
-    def skip(self, skip: int) -> AsyncCursor:
+    def skip(self, skip: int) -> AsyncCursor[_DocumentType]:
+        """Skip the first ``skip`` matching documents (``skip`` >= 0, else InvalidArgument); returns
+        this cursor, for chaining. Raises InvalidOperation once the cursor has been read from (see
+        ``rewind()``)."""
         return self._change(skip=skip)
 
-    def limit(self, limit: int) -> AsyncCursor:
+    def limit(self, limit: int) -> AsyncCursor[_DocumentType]:
+        """Return at most ``limit`` documents; 0 means no limit. Returns this cursor, for chaining.
+
+        A negative limit asks for a single batch of at most ``abs(limit)`` documents, the server
+        cursor closed after it (CRUD: a negative limit means singleBatch). Once the limit is reached
+        the server cursor is killed. Raises InvalidOperation once the cursor has been read from (see
+        ``rewind()``).
+        """
         return self._change(limit=limit)
 
-    def batch_size(self, batch_size: int) -> AsyncCursor:
+    def batch_size(self, batch_size: int) -> AsyncCursor[_DocumentType]:
+        """The number of documents per batch the server returns (``find`` and each getMore); 0 (the
+        default) leaves it to the server. It changes the number of round trips, not the results.
+        Returns this cursor; a negative size raises InvalidArgument. Raises InvalidOperation once
+        the cursor has been read from (see ``rewind()``)."""
         return self._change(batch_size=batch_size)
 
-    def hint(self, index: Any) -> AsyncCursor:
+    def hint(self, index: Any) -> AsyncCursor[_DocumentType]:
+        """Make the server use the index ``index``: its name (a str), or its keys as PyMongo takes
+        them (a list of ``(key, direction)`` pairs, or a mapping); None removes the hint. An index
+        that does not exist fails the query with OperationFailure. Returns this cursor. Raises
+        InvalidOperation once the cursor has been read from (see ``rewind()``)."""
         return self._change(hint=index)
 
-    def comment(self, comment: Any) -> AsyncCursor:
+    def comment(self, comment: Any) -> AsyncCursor[_DocumentType]:
+        """Attach ``comment`` (any BSON value) to the ``find`` and its getMores, where it shows in
+        the server's logs, profiler and currentOp. Returns this cursor. Raises InvalidOperation once
+        the cursor has been read from (see ``rewind()``)."""
         return self._change(comment=comment)
 
-    def max_time_ms(self, max_time_ms: int | None) -> AsyncCursor:
+    def max_time_ms(self, max_time_ms: int | None) -> AsyncCursor[_DocumentType]:
+        """The server-side time limit of the ``find``, in milliseconds (None: no limit); past it the
+        server fails the query with ExecutionTimeout. It does not cover the getMores (see
+        ``max_await_time_ms()``). Returns this cursor. Raises InvalidOperation once the cursor has
+        been read from (see ``rewind()``)."""
         return self._change(max_time_ms=max_time_ms)
 
-    def max_await_time_ms(self, max_await_time_ms: int | None) -> AsyncCursor:
+    def max_await_time_ms(self, max_await_time_ms: int | None) -> AsyncCursor[_DocumentType]:
+        """How long each getMore of a ``CursorType.TAILABLE_AWAIT`` cursor waits on the server for
+        new documents, in milliseconds (None: the server's default, one second). Ignored by other
+        cursors. Returns this cursor. Raises InvalidOperation once the cursor has been read from
+        (see ``rewind()``)."""
         self._change(max_await_time_ms=max_await_time_ms)
         if self._options.await_data:
             self._max_await_time_ms = max_await_time_ms
         return self
 
-    def collation(self, collation: Mapping[str, Any] | None) -> AsyncCursor:
+    def collation(self, collation: Mapping[str, Any] | None) -> AsyncCursor[_DocumentType]:
+        """Compare strings with ``collation`` (a collation document such as ``{"locale": "fr"}``),
+        for the filter and the sort; None removes it. Returns this cursor. Raises InvalidOperation
+        once the cursor has been read from (see ``rewind()``)."""
         return self._change(collation=collation)
 
-    def allow_disk_use(self, allow_disk_use: bool) -> AsyncCursor:
+    def allow_disk_use(self, allow_disk_use: bool) -> AsyncCursor[_DocumentType]:
+        """Let the server write temporary files for a sort larger than its memory limit (the
+        ``allowDiskUse`` option of ``find``). Returns this cursor. Raises InvalidOperation once the
+        cursor has been read from (see ``rewind()``)."""
         return self._change(allow_disk_use=allow_disk_use)
 
-    def max(self, spec: Any) -> AsyncCursor:
+    def max(self, spec: Any) -> AsyncCursor[_DocumentType]:
+        """The exclusive upper bound of the index keys to scan: a mapping, or a list of ``(key,
+        value)`` pairs, over the keys of the index named by ``hint()`` (which the server requires
+        with it). Returns this cursor. Raises InvalidOperation once the cursor has been read from
+        (see ``rewind()``)."""
         return self._change(max=dict(spec) if not isinstance(spec, Mapping) else spec)
 
-    def min(self, spec: Any) -> AsyncCursor:
+    def min(self, spec: Any) -> AsyncCursor[_DocumentType]:
+        """The inclusive lower bound of the index keys to scan: a mapping, or a list of ``(key,
+        value)`` pairs, over the keys of the index named by ``hint()`` (which the server requires
+        with it). Returns this cursor. Raises InvalidOperation once the cursor has been read from
+        (see ``rewind()``)."""
         return self._change(min=dict(spec) if not isinstance(spec, Mapping) else spec)
 
-    def where(self, code: str) -> AsyncCursor:
+    def where(self, code: str) -> AsyncCursor[_DocumentType]:
+        """Add a ``$where`` clause to the filter: only documents for which the JavaScript expression
+        or function ``code`` is true are returned (replacing an earlier ``$where``). The server
+        evaluates it for every document, so it is slow and cannot use an index; prefer query
+        operators (or ``$expr``). Returns this cursor. Raises InvalidOperation once the cursor has
+        been read from (see ``rewind()``)."""
         base = dict(self._options.filter or {})
         base["$where"] = code
         return self._change(filter=base)
 
-    def clone(self) -> AsyncCursor:
+    def clone(self) -> AsyncCursor[_DocumentType]:
         """A new, unstarted cursor with the same options, in the same session."""
         return AsyncCursor(self._collection, self._options, self._session)
 
-    def rewind(self) -> AsyncCursor:
+    def rewind(self) -> AsyncCursor[_DocumentType]:
         """Forget the results: the next read runs ``find`` again (the old cursor is dropped;
         close it first to kill it on the server)."""
         self._buffer.clear()

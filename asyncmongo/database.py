@@ -6,11 +6,12 @@ read and write concern) are inherited from the client unless given.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 from asyncmongo._scope import ClientScope, NamedScope
 from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.bson.typings import _DocumentType, _DocumentTypeArg
 from asyncmongo.collection import AsyncCollection
 from asyncmongo.collection.aggregate import aggregate_cursor
 from asyncmongo.core.concern import ReadConcern, WriteConcern
@@ -38,12 +39,49 @@ __all__ = ["AsyncDatabase"]
 NAMESPACE_EXISTS = 48
 
 
-class AsyncDatabase(NamedScope[ClientScope]):
+class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
     """One database; ``client["name"]`` or ``client.get_database("name", ...)``."""
 
     __slots__ = ()
 
     _ITEM_HINT = "db[{name}] for a collection"
+
+    if TYPE_CHECKING:  # PyMongo's overloads: new codec options may bring a document type
+
+        @overload
+        def with_options(
+            self,
+            codec_options: None = None,
+            read_preference: ReadPreference | None = None,
+            write_concern: WriteConcern | None = None,
+            read_concern: ReadConcern | None = None,
+        ) -> AsyncDatabase[_DocumentType]: ...
+
+        @overload
+        def with_options(
+            self,
+            codec_options: CodecOptions[_DocumentTypeArg],
+            read_preference: ReadPreference | None = None,
+            write_concern: WriteConcern | None = None,
+            read_concern: ReadConcern | None = None,
+        ) -> AsyncDatabase[_DocumentTypeArg]: ...
+
+        @overload
+        def with_options(
+            self,
+            codec_options: CodecOptions[_DocumentTypeArg] | None = None,
+            read_preference: ReadPreference | None = None,
+            write_concern: WriteConcern | None = None,
+            read_concern: ReadConcern | None = None,
+        ) -> AsyncDatabase[_DocumentType] | AsyncDatabase[_DocumentTypeArg]: ...
+
+        def with_options(
+            self,
+            codec_options: CodecOptions[Any] | None = None,
+            read_preference: ReadPreference | None = None,
+            write_concern: WriteConcern | None = None,
+            read_concern: ReadConcern | None = None,
+        ) -> AsyncDatabase[Any]: ...
 
     def __init__(
         self,
@@ -63,12 +101,12 @@ class AsyncDatabase(NamedScope[ClientScope]):
             read_concern,
         )
 
-    def __getattr__(self, name: str) -> AsyncCollection:
+    def __getattr__(self, name: str) -> AsyncCollection[_DocumentType]:
         if name.startswith("_"):
             raise self._private_attribute(name)
         return self[name]
 
-    def __getitem__(self, name: str) -> AsyncCollection:
+    def __getitem__(self, name: str) -> AsyncCollection[_DocumentType]:
         return AsyncCollection(self, name)
 
     @property
@@ -81,7 +119,7 @@ class AsyncDatabase(NamedScope[ClientScope]):
         return self._parent
 
     @property
-    def database(self) -> AsyncDatabase:
+    def database(self) -> AsyncDatabase[_DocumentType]:
         """Itself (so database- and collection-level helpers share code)."""
         return self
 
@@ -92,7 +130,14 @@ class AsyncDatabase(NamedScope[ClientScope]):
         read_preference: ReadPreference | None = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
-    ) -> AsyncCollection:
+    ) -> AsyncCollection[_DocumentType]:
+        """The collection ``name`` of this database, with some settings replaced.
+
+        Settings left as None (codec options, read preference, write and read concerns) are
+        inherited from this database. Nothing is sent to the server: the collection is created on
+        its first write (or by ``create_collection``). ``db.get_collection("x")`` is ``db["x"]``
+        (and ``db.x``); an invalid name raises InvalidName.
+        """
         return AsyncCollection(
             self, name, codec_options, read_preference, write_concern, read_concern
         )
@@ -140,7 +185,7 @@ class AsyncDatabase(NamedScope[ClientScope]):
         max_await_time_ms: int | None = None,
         batch_size: int = 0,
         **kwargs: Any,
-    ) -> AsyncCommandCursor:
+    ) -> AsyncCommandCursor[_DocumentType]:
         """Run a command that returns a cursor (run-command: runCursorCommand) and iterate it.
 
         ``kwargs`` go into the command as in :meth:`command`; ``comment``, ``batch_size`` and
@@ -174,12 +219,12 @@ class AsyncDatabase(NamedScope[ClientScope]):
 
     async def aggregate(
         self,
-        pipeline: list[Mapping[str, Any]],
+        pipeline: Sequence[Mapping[str, Any]],
         session: Any = None,
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
         **kwargs: Any,
-    ) -> AsyncCommandCursor:
+    ) -> AsyncCommandCursor[_DocumentType]:
         """Database-level aggregate (``$currentOp``, ``$documents``, ...)."""
         namespace = Namespace(self._name, "$cmd.aggregate")
         return await aggregate_cursor(
@@ -200,7 +245,7 @@ class AsyncDatabase(NamedScope[ClientScope]):
         comment: Any = None,
         full_document_before_change: str | None = None,
         show_expanded_events: bool | None = None,
-    ) -> AsyncChangeStream:
+    ) -> AsyncChangeStream[_DocumentType]:
         """A change stream of the changes to every collection of this database
         (asyncmongo.change_stream; PyMongo's signature)."""
         from asyncmongo.change_stream import watch
@@ -219,7 +264,7 @@ class AsyncDatabase(NamedScope[ClientScope]):
         filter: Mapping[str, Any] | None = None,
         comment: Any = None,
         **kwargs: Any,
-    ) -> AsyncCommandCursor:
+    ) -> AsyncCommandCursor[MutableMapping[str, Any]]:
         """A cursor of collection information documents."""
         name_only = kwargs.pop("nameOnly", kwargs.pop("name_only", None))
         authorized = kwargs.pop(
@@ -273,7 +318,7 @@ class AsyncDatabase(NamedScope[ClientScope]):
         session: Any = None,
         check_exists: bool | None = True,
         **kwargs: Any,
-    ) -> AsyncCollection:
+    ) -> AsyncCollection[_DocumentType]:
         """Create a collection (server option names in ``kwargs``: capped, size, validator,
         timeseries, ...).
 

@@ -85,6 +85,9 @@ class MongoError(Exception):
         return self._error_labels
 
     def has_error_label(self, label: str) -> bool:
+        """True if the error carries ``label`` (``TransientTransactionError``,
+        ``UnknownTransactionCommitResult``, ``RetryableWriteError``, ...): how an application
+        decides to retry a transaction or a commit, as in PyMongo."""
         return label in self._error_labels
 
     def _add_error_label(self, label: str) -> None:
@@ -238,10 +241,14 @@ class OperationFailure(MongoError):
 
     @property
     def code(self) -> int | None:
+        """The server's numeric error code (11000 for a duplicate key, 50 for a maxTimeMS expiry,
+        ...), or None when the reply had none."""
         return self._code
 
     @property
     def code_name(self) -> str | None:
+        """The server's name for the error code (``"DuplicateKey"``, ``"MaxTimeMSExpired"``, ...),
+        or None when the reply had none."""
         if self._details is None:
             return None
         name = self._details.get("codeName")

@@ -8,9 +8,11 @@ validated when the bulk write is built. ``namespace`` ("db.coll") is only for
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Generic, TypeAlias
 
 from asyncmongo.bson.objectid import ObjectId
+from asyncmongo.bson.raw import RawBSONDocument
+from asyncmongo.bson.typings import _DocumentType
 from asyncmongo.core.operations.indexes import index_document
 from asyncmongo.core.operations.search_indexes import search_index_document
 from asyncmongo.core.operations.statements import (
@@ -70,17 +72,19 @@ class WriteModel:
     __hash__ = None  # type: ignore[assignment]  # mutable documents: unhashable like PyMongo's
 
 
-class InsertOne(WriteModel):
+class InsertOne(WriteModel, Generic[_DocumentType]):
     """Insert ``document`` (an ``_id`` is added to it if missing)."""
 
     __slots__ = ("_document",)
 
-    def __init__(self, document: Any, namespace: str | None = None) -> None:
+    def __init__(self, document: _DocumentType, namespace: str | None = None) -> None:
         super().__init__(namespace)
         self._document = document
 
     @property
-    def document(self) -> Any:
+    def document(self) -> _DocumentType:
+        """The document to insert; the ``_id`` added when the write runs is set on it, as in
+        PyMongo."""
         return self._document
 
     def _statement(self, new_id: Callable[[], Any] = ObjectId) -> WriteStatement:
@@ -128,7 +132,7 @@ class DeleteMany(_Delete):
     _multi = True
 
 
-class ReplaceOne(WriteModel):
+class ReplaceOne(WriteModel, Generic[_DocumentType]):
     """Replace the first document matching ``filter`` with ``replacement``."""
 
     __slots__ = ("_collation", "_filter", "_hint", "_replacement", "_sort", "_upsert")
@@ -136,7 +140,7 @@ class ReplaceOne(WriteModel):
     def __init__(
         self,
         filter: Mapping[str, Any],
-        replacement: Mapping[str, Any],
+        replacement: _DocumentType | RawBSONDocument,
         upsert: bool | None = None,
         collation: Mapping[str, Any] | None = None,
         hint: Any = None,
@@ -247,6 +251,18 @@ class UpdateMany(_Update):
         super().__init__(filter, update, upsert, collation, array_filters, hint, namespace)
 
 
+#: What ``AsyncCollection[T].bulk_write`` takes: the models of documents of type T (PyMongo's
+#: ``_WriteOp``).
+_WriteOp: TypeAlias = (
+    InsertOne[_DocumentType]
+    | DeleteOne
+    | DeleteMany
+    | ReplaceOne[_DocumentType]
+    | UpdateOne
+    | UpdateMany
+)
+
+
 class IndexModel:
     """One index for ``create_indexes``: keys plus server options (``name``, ``unique``, ...).
 
@@ -260,6 +276,8 @@ class IndexModel:
 
     @property
     def document(self) -> dict[str, Any]:
+        """The index as sent in createIndexes' ``indexes`` list: ``key``, ``name`` (generated from
+        the keys, as ``a_1_b_-1``, when none was given) and the options."""
         return self._document
 
     def __repr__(self) -> str:
@@ -284,6 +302,8 @@ class SearchIndexModel:
 
     @property
     def document(self) -> dict[str, Any]:
+        """The search index as sent in createSearchIndexes' ``indexes`` list: ``definition``, and
+        ``name`` and ``type`` when given."""
         return self._document
 
     def __repr__(self) -> str:

@@ -51,6 +51,8 @@ class InsertOneResult(_WriteResult):
 
     @property
     def inserted_id(self) -> Any:
+        """The ``_id`` of the inserted document (the one it had, or the ObjectId added to it). Known
+        even for an unacknowledged write, since the driver sets it."""
         return self._inserted_id
 
     def __repr__(self) -> str:
@@ -68,6 +70,9 @@ class InsertManyResult(_WriteResult):
 
     @property
     def inserted_ids(self) -> list[Any]:
+        """The ``_id`` of every document given, in the order given (those it had, or the ObjectIds
+        added to them). A failed insert_many raises instead of returning a result; the error's
+        ``partial_result`` counts what was inserted."""
         return self._inserted_ids
 
     def __repr__(self) -> str:
@@ -117,6 +122,9 @@ class UpdateResult(_WriteResult):
 
     @property
     def matched_count(self) -> int:
+        """The number of documents the filter matched (0 when the write upserted, as in PyMongo,
+        except in a client bulk write's per-operation result, which reports the server's ``n``).
+        Raises InvalidOperation if the write was unacknowledged (w:0)."""
         self._require_ack("matched_count")
         assert self._raw_result is not None
         # A client bulkWrite per-operation result reports the server's n as is, an upsert
@@ -127,12 +135,17 @@ class UpdateResult(_WriteResult):
 
     @property
     def modified_count(self) -> int:
+        """The number of documents actually changed (an update that sets a field to its current
+        value matches without modifying). Raises InvalidOperation if the write was unacknowledged
+        (w:0)."""
         self._require_ack("modified_count")
         assert self._raw_result is not None
         return int(self._raw_result.get("nModified", 0))
 
     @property
     def upserted_id(self) -> Any:
+        """The ``_id`` of the document inserted by an upsert, or None if none was. Raises
+        InvalidOperation if the write was unacknowledged (w:0)."""
         self._require_ack("upserted_id")
         assert self._raw_result is not None
         upserted = self._raw_result.get("upserted")
@@ -142,6 +155,8 @@ class UpdateResult(_WriteResult):
 
     @property
     def did_upsert(self) -> bool:
+        """True if the write inserted a document (an upsert whose filter matched nothing). Raises
+        InvalidOperation if the write was unacknowledged (w:0)."""
         self._require_ack("did_upsert")
         assert self._raw_result is not None
         return "upserted" in self._raw_result
@@ -161,10 +176,13 @@ class DeleteResult(_WriteResult):
 
     @property
     def raw_result(self) -> Mapping[str, Any] | None:
+        """The server's reply to the delete command (None when unacknowledged)."""
         return self._raw_result
 
     @property
     def deleted_count(self) -> int:
+        """The number of documents deleted. Raises InvalidOperation if the write was unacknowledged
+        (w:0)."""
         self._require_ack("deleted_count")
         assert self._raw_result is not None
         return int(self._raw_result.get("n", 0))
@@ -194,22 +212,32 @@ class _BulkTotals(_WriteResult):
 
     @property
     def inserted_count(self) -> int:
+        """The number of documents inserted by InsertOne models. Raises InvalidOperation if the
+        write was unacknowledged (w:0)."""
         return self._count("nInserted", "inserted_count")
 
     @property
     def matched_count(self) -> int:
+        """The number of documents matched by the update and replace models. Raises InvalidOperation
+        if the write was unacknowledged (w:0)."""
         return self._count("nMatched", "matched_count")
 
     @property
     def modified_count(self) -> int:
+        """The number of documents the update and replace models actually changed. Raises
+        InvalidOperation if the write was unacknowledged (w:0)."""
         return self._count("nModified", "modified_count")
 
     @property
     def deleted_count(self) -> int:
+        """The number of documents deleted by the delete models. Raises InvalidOperation if the
+        write was unacknowledged (w:0)."""
         return self._count(self._deleted_key, "deleted_count")
 
     @property
     def upserted_count(self) -> int:
+        """The number of documents inserted by upserts. Raises InvalidOperation if the write was
+        unacknowledged (w:0)."""
         return self._count("nUpserted", "upserted_count")
 
 
@@ -224,6 +252,8 @@ class BulkWriteResult(_BulkTotals):
 
     @property
     def upserted_ids(self) -> dict[int, Any]:
+        """The ``_id`` of each upserted document, keyed by the index of its model in the list given
+        to ``bulk_write``. Raises InvalidOperation if the write was unacknowledged (w:0)."""
         self._require_ack("upserted_ids")
         upserted: Sequence[Mapping[str, Any]] = self._bulk_api_result.get("upserted", [])
         return {int(item["index"]): item.get("_id") for item in upserted}
@@ -254,6 +284,8 @@ class ClientBulkWriteResult(_BulkTotals):
 
     @property
     def has_verbose_results(self) -> bool:
+        """True if the write was run with ``verbose_results=True``, so that the per-operation
+        ``insert_results``, ``update_results`` and ``delete_results`` are available."""
         return self._has_verbose_results
 
     def _verbose(self, key: str, name: str) -> dict[int, Any]:
@@ -265,12 +297,21 @@ class ClientBulkWriteResult(_BulkTotals):
 
     @property
     def insert_results(self) -> dict[int, InsertOneResult]:
+        """An InsertOneResult per InsertOne model, keyed by the model's index in the list given to
+        ``client.bulk_write``. Raises InvalidOperation without ``verbose_results=True``. Raises
+        InvalidOperation if the write was unacknowledged (w:0)."""
         return self._verbose("insertResults", "insert_results")
 
     @property
     def update_results(self) -> dict[int, UpdateResult]:
+        """An UpdateResult per update or replace model, keyed by the model's index in the list given
+        to ``client.bulk_write``. Raises InvalidOperation without ``verbose_results=True``. Raises
+        InvalidOperation if the write was unacknowledged (w:0)."""
         return self._verbose("updateResults", "update_results")
 
     @property
     def delete_results(self) -> dict[int, DeleteResult]:
+        """A DeleteResult per delete model, keyed by the model's index in the list given to
+        ``client.bulk_write``. Raises InvalidOperation without ``verbose_results=True``. Raises
+        InvalidOperation if the write was unacknowledged (w:0)."""
         return self._verbose("deleteResults", "delete_results")

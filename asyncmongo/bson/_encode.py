@@ -150,8 +150,12 @@ def encode_document(
         elif t is int:
             try:
                 packed = pack_i32(value)
-            except struct.error:  # beyond int32: int64 (or the fallback encoder, or an error)
-                _enc_int(buf, key, value, opts, depth)
+            except struct.error:  # beyond int32: int64, else the fallback encoder or an error
+                if _INT64_MIN <= value <= _INT64_MAX or not opts.type_registry._fallback_encoder:
+                    buf += _INT64_KEYS.get(key) or _typed_key(_INT64_KEYS, b"\x12", key)
+                    buf += _pack_int64(key, value)
+                else:
+                    _enc_big_int(buf, key, value, opts, depth, value)
             else:
                 buf += int32_keys(key) or _typed_key(_INT32_KEYS, b"\x10", key)
                 buf += packed
@@ -201,6 +205,13 @@ def encode_document(
             encoder(buf, key, value, opts, depth)
     buf += b"\x00"
     _PACK_INTO_I32(buf, start, len(buf) - start)
+
+
+def _pack_int64(key: str, value: int) -> bytes:
+    """``value`` as int64 bytes, or InvalidDocument naming the key if it does not fit."""
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise InvalidDocument(f"key {key!r}: int {value} does not fit in a BSON int64")
+    return _PACK_I64(value)
 
 
 # -- the other types: (buf, key, value, opts, depth) -> None --

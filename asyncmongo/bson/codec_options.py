@@ -13,9 +13,11 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from datetime import tzinfo as _tzinfo
 from enum import IntEnum
-from typing import Any, Final, Protocol, TypeGuard
+from types import GenericAlias
+from typing import Any, Final, Generic, Protocol, TypeGuard
 
 from asyncmongo.bson.type_codecs import EMPTY_TYPE_REGISTRY, TypeRegistry, as_type_registry
+from asyncmongo.bson.typings import _CodecDocumentType
 
 __all__ = [
     "DEFAULT_CODEC_OPTIONS",
@@ -52,6 +54,10 @@ class DatetimeConversion(IntEnum):
     DATETIME_CLAMP = 2
     DATETIME_MS = 3
     DATETIME_AUTO = 4
+
+
+#: dict, as the default of a field typed by the class's type variable.
+_DICT: Any = dict
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,13 +107,13 @@ class ValueClasses:
     code_slot: str | None = None
     """When set, ``code`` is a str subclass built by ``str.__new__`` with the scope (or
     None) stored in this slot."""
-    raw_codec_options: Callable[[CodecOptions], Any] | None = None
+    raw_codec_options: Callable[[CodecOptions[Any]], Any] | None = None
     """The options object handed to a document_class with RawBSONDocument's marker that is
     not asyncmongo's (PyMongo's RawBSONDocument takes only PyMongo's CodecOptions)."""
 
 
 @dataclass(frozen=True, slots=True)
-class CodecOptions:
+class CodecOptions(Generic[_CodecDocumentType]):
     """Options of the BSON codec.
 
     - ``document_class``: the mapping type decoded documents become (dict, an OrderedDict, a
@@ -121,7 +127,7 @@ class CodecOptions:
     - ``value_classes``: the classes BSON values decode to; None for asyncmongo's own.
     """
 
-    document_class: type[Mapping[Any, Any]] = dict
+    document_class: type[_CodecDocumentType] = _DICT
     tz_aware: bool = False
     uuid_representation: UuidRepresentation = UuidRepresentation.UNSPECIFIED
     unicode_decode_error_handler: str = "strict"
@@ -171,7 +177,12 @@ class CodecOptions:
         if classes is not None and not isinstance(classes, ValueClasses):
             raise TypeError(f"value_classes must be ValueClasses or None, not {classes!r}")
 
-    def with_options(self, **kwargs: Any) -> CodecOptions:
+    # CodecOptions[Movie](...) at run time: types.GenericAlias, which tolerates the frozen
+    # slotted instance refusing ``__orig_class__`` (typing's alias does not, before 3.12).
+    def __class_getitem__(cls, item: Any) -> GenericAlias:
+        return GenericAlias(cls, item)
+
+    def with_options(self, **kwargs: Any) -> CodecOptions[Any]:
         """A copy with the given fields changed (validated like the constructor)."""
         return dataclasses.replace(self, **kwargs)
 

@@ -54,7 +54,7 @@ async def aggregate_cursor(
     comment: Any,
     kwargs: Mapping[str, Any],
     session: Any = None,
-) -> AsyncCommandCursor:
+) -> AsyncCommandCursor[Any]:
     """Run ``aggregate`` for a collection or a database (``owner``'s settings) and wrap the
     first page in a command cursor; collection and database aggregate share this."""
     options, raw_data = command_options(kwargs, AGGREGATE_OPTIONS, "aggregate")

@@ -7,10 +7,11 @@ class, so each module keeps one job and all of them see the same namespace, sett
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from asyncmongo._scope import ClientScope, DatabaseScope, NamedScope
 from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.bson.typings import _DocumentType
 from asyncmongo.collection.arguments import with_raw_data
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.command import CommandOperation
@@ -22,7 +23,7 @@ __all__ = ["CollectionBase"]
 _T = TypeVar("_T")
 
 
-class CollectionBase(NamedScope[DatabaseScope]):
+class CollectionBase(NamedScope[DatabaseScope], Generic[_DocumentType]):
     """A collection's database, name, namespace and settings (AsyncCollection's base)."""
 
     __slots__ = ("_namespace",)
@@ -50,6 +51,7 @@ class CollectionBase(NamedScope[DatabaseScope]):
 
     @property
     def full_name(self) -> str:
+        """The collection's namespace, ``"<database>.<collection>"``."""
         return self._namespace.full_name
 
     @property

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 from asyncmongo._adopt import adopt_index_model, adopt_search_index_model
+from asyncmongo.bson.typings import _DocumentType
 from asyncmongo.collection.aggregate import aggregate_cursor
 from asyncmongo.collection.arguments import (
     MAX_TIME,
@@ -29,7 +30,7 @@ from asyncmongo.operations import IndexModel, SearchIndexModel
 __all__ = ["CollectionIndexes"]
 
 
-class CollectionIndexes(CollectionBase):
+class CollectionIndexes(CollectionBase[_DocumentType]):
     """The index methods of :class:`~asyncmongo.collection.AsyncCollection`."""
 
     __slots__ = ()
@@ -59,6 +60,17 @@ class CollectionIndexes(CollectionBase):
     async def create_indexes(
         self, indexes: Sequence[IndexModel], session: Any = None, comment: Any = None, **kwargs: Any
     ) -> list[str]:
+        """Create several indexes in one createIndexes command; returns their names in the order
+        given.
+
+        Each entry is an IndexModel (keys plus options such as ``name``, ``unique``,
+        ``partialFilterExpression``; a name is generated from the keys when none is given).
+        ``commit_quorum`` (also ``commitQuorum``) and ``max_time_ms`` are the command's options, any
+        other keyword raises InvalidArgument, as do an empty list or an entry that is not an
+        IndexModel. Creating an index that exists with the same keys and options does nothing; one
+        with the same name or keys and other options raises OperationFailure. Uses the collection's
+        write concern.
+        """
         allowed = MAX_TIME | {"commit_quorum"}
         options, raw_data = command_options(kwargs, allowed, "create_indexes")
         documents = []
@@ -80,7 +92,7 @@ class CollectionIndexes(CollectionBase):
         batch_size: int | None = None,
         *,
         raw_data: bool | None = None,
-    ) -> AsyncCommandCursor:
+    ) -> AsyncCommandCursor[MutableMapping[str, Any]]:
         """A cursor over the collection's index documents (none if it does not exist).
 
         ``batch_size`` is sent as listIndexes' ``cursor.batchSize`` and on every getMore
@@ -213,7 +225,7 @@ class CollectionIndexes(CollectionBase):
 
     async def list_search_indexes(
         self, name: str | None = None, session: Any = None, comment: Any = None, **kwargs: Any
-    ) -> AsyncCommandCursor:
+    ) -> AsyncCommandCursor[Mapping[str, Any]]:
         """A cursor over the search indexes (all, or the one named ``name``): an aggregate
         with ``$listSearchIndexes``, on the primary as in PyMongo. ``kwargs`` are aggregate's
         options (``batch_size``, ``max_time_ms``, ...), also accepted grouped as

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from asyncmongo.bson.typings import _DocumentType
 from asyncmongo.collection.base import CollectionBase
 from asyncmongo.core.operations import management
 from asyncmongo.core.operations.common import (
@@ -20,7 +21,7 @@ __all__ = ["CollectionManagement"]
 
 
 
-class CollectionManagement(CollectionBase):
+class CollectionManagement(CollectionBase[_DocumentType]):
     """drop, rename and options of :class:`~asyncmongo.collection.AsyncCollection`."""
 
     __slots__ = ()

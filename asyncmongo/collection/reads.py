@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from asyncmongo._scope import check_session
+from asyncmongo.bson.typings import _DocumentType
 from asyncmongo.collection.aggregate import aggregate_cursor
 from asyncmongo.collection.arguments import (
     COUNT_OPTIONS,
@@ -30,12 +31,14 @@ __all__ = ["CollectionReads"]
 
 
 
-class CollectionReads(CollectionBase):
+class CollectionReads(CollectionBase[_DocumentType]):
     """The read methods of :class:`~asyncmongo.collection.AsyncCollection`."""
 
     __slots__ = ()
 
-    def find(self, filter: Any = None, projection: Any = None, **kwargs: Any) -> AsyncCursor:
+    def find(
+        self, filter: Any = None, projection: Any = None, **kwargs: Any
+    ) -> AsyncCursor[_DocumentType]:
         """A cursor over the matching documents (the command runs on the first read).
 
         Keywords: skip, limit, sort, batch_size, hint, collation, comment, let, max_time_ms,
@@ -48,7 +51,9 @@ class CollectionReads(CollectionBase):
             check_document(filter, "filter")
         return AsyncCursor(self, find_options(filter, projection, **kwargs), session)
 
-    async def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
+    async def find_one(
+        self, filter: Any = None, *args: Any, **kwargs: Any
+    ) -> _DocumentType | None:
         """The first matching document or None; a non-mapping filter means ``{_id: filter}``."""
         if filter is not None and type(filter) is not dict and not isinstance(filter, Mapping):
             filter = {"_id": filter}
@@ -78,9 +83,16 @@ class CollectionReads(CollectionBase):
             await AsyncCommandCursor(
                 self._client, page, self._codec_options, session=session
             ).close()
-        return page.documents[0] if page.documents else None
+        document: _DocumentType | None = page.documents[0] if page.documents else None
+        return document
 
     async def find_raw_batches(self, *args: Any, **kwargs: Any) -> Any:
+        """Not implemented: raises InvalidOperation when awaited.
+
+        PyMongo's ``find_raw_batches`` returns undecoded BSON batches; asyncmongo has no raw-batch
+        cursor. Use ``find()`` with ``CodecOptions(document_class=RawBSONDocument)`` (via
+        ``with_options``) to get documents left as BSON bytes.
+        """
         raise InvalidOperation("find_raw_batches is not implemented by asyncmongo")
 
     async def count_documents(
@@ -112,6 +124,15 @@ class CollectionReads(CollectionBase):
         hint: Any = None,
         **kwargs: Any,
     ) -> list[Any]:
+        """The distinct values of ``key`` (a field name, dotted for embedded fields) among the
+        documents matching ``filter`` (all when None), in the server's order (CRUD distinct).
+
+        An array field contributes each of its elements. ``hint`` (MongoDB 7.1+), ``collation`` and
+        ``max_time_ms`` (also ``maxTimeMS``) are the command's options, any other keyword raises
+        InvalidArgument; ``session`` runs it in an explicit session. Uses the collection's read
+        preference and read concern. The whole result comes in one reply, so it is bounded by the 16
+        MB document limit (use an aggregation with ``$group`` for more).
+        """
         options, raw_data = command_options(kwargs, MAX_TIME | {"collation"}, "distinct")
         settings = self._read_settings()
         op = distinct_op(
@@ -121,12 +142,12 @@ class CollectionReads(CollectionBase):
 
     async def aggregate(
         self,
-        pipeline: list[Mapping[str, Any]],
+        pipeline: Sequence[Mapping[str, Any]],
         session: Any = None,
         let: Mapping[str, Any] | None = None,
         comment: Any = None,
         **kwargs: Any,
-    ) -> AsyncCommandCursor:
+    ) -> AsyncCommandCursor[_DocumentType]:
         """Run the pipeline; a cursor over its results ($out/$merge: usually empty)."""
         return await aggregate_cursor(
             self, self._namespace, False, pipeline, let, comment, kwargs, session
@@ -146,7 +167,7 @@ class CollectionReads(CollectionBase):
         comment: Any = None,
         full_document_before_change: str | None = None,
         show_expanded_events: bool | None = None,
-    ) -> AsyncChangeStream:
+    ) -> AsyncChangeStream[_DocumentType]:
         """A change stream of this collection's changes (asyncmongo.change_stream;
         PyMongo's signature)."""
         from asyncmongo.change_stream import watch

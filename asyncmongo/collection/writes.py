@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 from asyncmongo._adopt import adopt_write_model
 from asyncmongo._bulk import run_bulk, run_writes
 from asyncmongo._scope import new_id_class
+from asyncmongo.bson.raw import RawBSONDocument
+from asyncmongo.bson.typings import _DocumentType
 from asyncmongo.collection.base import CollectionBase
 from asyncmongo.core.concern import WriteConcern
 from asyncmongo.core.operations.bulk import BulkResult
@@ -25,7 +27,7 @@ from asyncmongo.core.operations.statements import (
 )
 from asyncmongo.core.operations.write import WriteCommand, WriteOptions, write_options
 from asyncmongo.errors import InvalidArgument
-from asyncmongo.operations import WriteModel
+from asyncmongo.operations import WriteModel, _WriteOp
 from asyncmongo.results import (
     BulkWriteResult,
     DeleteResult,
@@ -39,7 +41,7 @@ __all__ = ["CollectionWrites"]
 _R = TypeVar("_R", UpdateResult, DeleteResult)
 
 
-class CollectionWrites(CollectionBase):
+class CollectionWrites(CollectionBase[_DocumentType]):
     """The write methods of :class:`~asyncmongo.collection.AsyncCollection`."""
 
     __slots__ = ()
@@ -70,7 +72,7 @@ class CollectionWrites(CollectionBase):
 
     async def insert_one(
         self,
-        document: Any,
+        document: _DocumentType | RawBSONDocument,
         bypass_document_validation: bool | None = None,
         session: Any = None,
         comment: Any = None,
@@ -97,7 +99,7 @@ class CollectionWrites(CollectionBase):
 
     async def insert_many(
         self,
-        documents: Any,
+        documents: Iterable[_DocumentType | RawBSONDocument],
         ordered: bool = True,
         bypass_document_validation: bool | None = None,
         session: Any = None,
@@ -126,7 +128,7 @@ class CollectionWrites(CollectionBase):
     async def replace_one(
         self,
         filter: Mapping[str, Any],
-        replacement: Mapping[str, Any],
+        replacement: _DocumentType | RawBSONDocument,
         upsert: bool = False,
         bypass_document_validation: bool | None = None,
         collation: Mapping[str, Any] | None = None,
@@ -137,6 +139,19 @@ class CollectionWrites(CollectionBase):
         comment: Any = None,
         raw_data: bool | None = None,
     ) -> UpdateResult:
+        """Replace the first document matching ``filter`` with ``replacement`` (CRUD replaceOne).
+
+        ``replacement`` is a whole document without ``$`` operators (InvalidArgument otherwise; to
+        change fields use ``update_one()``); the ``_id`` of the matched document is kept. With
+        ``upsert=True`` the replacement is inserted when nothing matches. ``sort`` picks which
+        document is replaced when several match (MongoDB 8.0+); ``hint``, ``collation`` and ``let``
+        are the update command's options; ``session`` runs it in an explicit session.
+
+        Returns an UpdateResult (``matched_count``, ``modified_count``, ``upserted_id``; only
+        ``acknowledged`` under w:0). Raises WriteError (DuplicateKeyError for a unique index) or
+        WriteConcernError. A retryable write: retried once on a retryable error when ``retryWrites``
+        is on (the default).
+        """
         statement = update_statement(
             filter, replacement, multi=False, replace=True, upsert=upsert or None,
             collation=collation, hint=hint, sort=sort,
@@ -159,6 +174,21 @@ class CollectionWrites(CollectionBase):
         comment: Any = None,
         raw_data: bool | None = None,
     ) -> UpdateResult:
+        """Apply ``update`` to the first document matching ``filter`` (CRUD updateOne).
+
+        ``update`` is an update document of ``$`` operators (``{"$set": {...}}``) or an aggregation
+        pipeline (a list of stages); a plain document or an empty one raises InvalidArgument (to
+        replace a document use ``replace_one()``). With ``upsert=True`` a document built from the
+        filter and the update is inserted when nothing matches. ``array_filters`` selects the array
+        elements ``$[<identifier>]`` updates; ``sort`` picks which document is updated when several
+        match (MongoDB 8.0+); ``hint``, ``collation`` and ``let`` are the update command's options;
+        ``session`` runs it in an explicit session.
+
+        Returns an UpdateResult (``matched_count``, ``modified_count``, ``upserted_id``; only
+        ``acknowledged`` under w:0). Raises WriteError (DuplicateKeyError for a unique index) or
+        WriteConcernError. A retryable write: retried once on a retryable error when ``retryWrites``
+        is on (the default).
+        """
         statement = update_statement(
             filter, update, multi=False, upsert=upsert or None, collation=collation,
             array_filters=array_filters, hint=hint, sort=sort,
@@ -180,6 +210,18 @@ class CollectionWrites(CollectionBase):
         comment: Any = None,
         raw_data: bool | None = None,
     ) -> UpdateResult:
+        """Apply ``update`` to every document matching ``filter`` (CRUD updateMany).
+
+        ``update`` is an update document of ``$`` operators or an aggregation pipeline, as for
+        ``update_one()`` (InvalidArgument otherwise). With ``upsert=True`` one document is inserted
+        when nothing matches. ``array_filters``, ``hint``, ``collation`` and ``let`` are the update
+        command's options; ``session`` runs it in an explicit session.
+
+        Returns an UpdateResult with the counts over all the matched documents (only
+        ``acknowledged`` under w:0). Raises WriteError or WriteConcernError; documents updated
+        before a write error stay updated. Not retried (a multi-document write is not a retryable
+        write).
+        """
         statement = update_statement(
             filter, update, multi=True, upsert=upsert or None, collation=collation,
             array_filters=array_filters, hint=hint,
@@ -212,6 +254,13 @@ class CollectionWrites(CollectionBase):
         comment: Any = None,
         raw_data: bool | None = None,
     ) -> DeleteResult:
+        """Delete the first document matching ``filter`` (CRUD deleteOne; ``{}`` matches any).
+
+        ``hint``, ``collation`` and ``let`` are the delete command's options; ``session`` runs it in
+        an explicit session. Returns a DeleteResult whose ``deleted_count`` is 0 or 1 (only
+        ``acknowledged`` under w:0). Raises WriteError or WriteConcernError. A retryable write:
+        retried once on a retryable error when ``retryWrites`` is on (the default).
+        """
         return await self._delete(filter, False, collation, hint, let, comment, raw_data, session)
 
     async def delete_many(
@@ -224,11 +273,19 @@ class CollectionWrites(CollectionBase):
         comment: Any = None,
         raw_data: bool | None = None,
     ) -> DeleteResult:
+        """Delete every document matching ``filter`` (CRUD deleteMany; ``{}`` deletes them all but
+        keeps the collection and its indexes, unlike ``drop``).
+
+        ``hint``, ``collation`` and ``let`` are the delete command's options; ``session`` runs it in
+        an explicit session. Returns a DeleteResult with ``deleted_count`` (only ``acknowledged``
+        under w:0). Raises WriteError or WriteConcernError. Not retried (a multi-document write is
+        not a retryable write).
+        """
         return await self._delete(filter, True, collation, hint, let, comment, raw_data, session)
 
     async def bulk_write(
         self,
-        requests: Iterable[WriteModel],
+        requests: Iterable[_WriteOp[_DocumentType]],
         ordered: bool = True,
         bypass_document_validation: bool | None = None,
         session: Any = None,

@@ -39,6 +39,7 @@ class ReadConcern:
 
     @property
     def is_server_default(self) -> bool:
+        """True when no level is set: no ``readConcern`` is sent, the server's default applies."""
         return self.level is None
 
 
@@ -96,6 +97,7 @@ class WriteConcern:
 
     @property
     def is_server_default(self) -> bool:
+        """True when no field is set: no ``writeConcern`` is sent, the server's default applies."""
         return self.w is None and self.wtimeout_ms is None and self.journal is None
 
 

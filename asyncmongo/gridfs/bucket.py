@@ -55,7 +55,7 @@ class AsyncGridFSBucket:
 
     def __init__(
         self,
-        database: AsyncDatabase,
+        database: AsyncDatabase[Any],
         bucket_name: str = "fs",
         chunk_size_bytes: int = DEFAULT_CHUNK_SIZE,
         write_concern: WriteConcern | None = None,
@@ -85,10 +85,14 @@ class AsyncGridFSBucket:
 
     @property
     def bucket_name(self) -> str:
+        """The bucket's name: its files live in the ``<bucket_name>.files`` and
+        ``<bucket_name>.chunks`` collections (``"fs"`` by default)."""
         return self._bucket_name
 
     @property
     def chunk_size_bytes(self) -> int:
+        """The chunk size of new uploads, in bytes (255 KiB by default); an upload stream may be
+        given its own. Stored files keep the size they were written with."""
         return self._chunk_size
 
     # -- indexes ----------------------------------------------------------------------------

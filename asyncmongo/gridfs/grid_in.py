@@ -101,10 +101,13 @@ class AsyncGridIn:
 
     @property
     def filename(self) -> str:
+        """The name of the file being uploaded (the files document's ``filename``)."""
         return self._filename
 
     @property
     def chunk_size(self) -> int:
+        """The size of this file's chunks in bytes (the files document's ``chunkSize``); every chunk
+        but the last has exactly this size."""
         return self._chunk_size
 
     @property
@@ -114,6 +117,7 @@ class AsyncGridIn:
 
     @property
     def metadata(self) -> Mapping[str, Any] | None:
+        """The application's ``metadata`` document stored with the file, or None."""
         return self._metadata
 
     @property
@@ -123,6 +127,8 @@ class AsyncGridIn:
 
     @property
     def closed(self) -> bool:
+        """True once the upload was closed (the file is stored) or aborted; writing then raises
+        InvalidOperation."""
         return self._closed
 
     # -- writing ----------------------------------------------------------------------------

@@ -95,10 +95,13 @@ class AsyncGridOut:
 
     @property
     def upload_date(self) -> datetime.datetime | None:
+        """When the file was stored (the files document's ``uploadDate``, a UTC datetime, naive
+        unless the codec options are tz_aware), or None if the document has none."""
         return self._document.get("uploadDate")
 
     @property
     def metadata(self) -> Mapping[str, Any] | None:
+        """The application's ``metadata`` document stored with the file, or None."""
         return self._document.get("metadata")
 
     @property
@@ -144,9 +147,11 @@ class AsyncGridOut:
         return new
 
     def seekable(self) -> bool:
+        """Always True: ``seek`` moves anywhere in the file (io's protocol, as in PyMongo)."""
         return True
 
     def readable(self) -> bool:
+        """Always True: the stream is for reading (io's protocol, as in PyMongo)."""
         return True
 
     # -- reading ----------------------------------------------------------------------------

@@ -6,7 +6,7 @@ No I/O here, so every rule is tested without a server.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from asyncmongo.errors import InvalidArgument
@@ -96,7 +96,7 @@ def _number(value: Any) -> Any:
     return value
 
 
-def has_index(indexes: list[Mapping[str, Any]], keys: tuple[tuple[str, int], ...]) -> bool:
+def has_index(indexes: Sequence[Mapping[str, Any]], keys: tuple[tuple[str, int], ...]) -> bool:
     """Whether ``indexes`` (listIndexes documents) hold one on exactly ``keys``, comparing
     numeric values by value (an index made by the shell has double 1.0)."""
     want = [(name, _number(value)) for name, value in keys]

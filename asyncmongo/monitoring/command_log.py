@@ -2,7 +2,8 @@
 
 "Command started/succeeded/failed" at DEBUG on the ``asyncmongo.command`` logger, one per
 command event: the structured fields under the spec's names plus the unstructured text, with
-documents as relaxed extended JSON cut at the logging spec's default length.
+documents as relaxed extended JSON cut at the configured length
+(:func:`~asyncmongo.monitoring.log_config.max_document_length`, 1000 by default).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from asyncmongo.monitoring.command import (
     CommandStartedEvent,
     CommandSucceededEvent,
 )
+from asyncmongo.monitoring.log_config import DEFAULT_MAX_DOCUMENT_LENGTH, truncate
 
 __all__ = [
     "DEFAULT_MAX_DOCUMENT_LENGTH",
@@ -31,13 +33,6 @@ __all__ = [
 ]
 
 LOGGER = logging.getLogger("asyncmongo.command")
-#: specs/logging: the default maximum length of a document in a log message.
-DEFAULT_MAX_DOCUMENT_LENGTH = 1000
-
-
-def truncate(text: str, limit: int = DEFAULT_MAX_DOCUMENT_LENGTH) -> str:
-    """specs/logging: documents longer than the limit are cut and end with ``...``."""
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _common(event: CommandEvent) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from asyncmongo.core.sdam.events import (
     TopologyDescriptionChangedEvent,
     TopologyOpeningEvent,
 )
+from asyncmongo.monitoring.log_config import truncate
 
 __all__ = [
     "SDAM_LOGGER",
@@ -114,8 +115,7 @@ def heartbeat_message(
 
 def _relaxed(reply: Mapping[str, Any]) -> str:
     from asyncmongo.bson import json_util
-
     try:
-        return json_util.dumps(dict(reply))
+        return truncate(json_util.dumps(dict(reply)))
     except Exception:  # a log line must never fail the heartbeat
-        return repr(dict(reply))
+        return truncate(repr(dict(reply)))

@@ -66,6 +66,7 @@ class ClientRuntime:
     ) -> None:
         self.options = options
         self.listeners = listeners
+        listeners.on_observed = self._observe_pools
         self._scram_cache = scram_cache
         #: Each server's connection factory, so append_metadata reaches new connections.
         self._establishers: dict[Address, Establisher] = {}
@@ -135,6 +136,12 @@ class ClientRuntime:
             await self.topology.close()
         finally:
             await self.tasks.close()
+
+    def _observe_pools(self, observed: bool) -> None:
+        """``events()`` subscribers came or went: the pools build CMAP events or not."""
+        listener = self.listeners.publish if observed else None
+        for server in self.topology.servers.values():
+            server.pool.observe(listener)
 
     def append_metadata(self, driver_info: tuple[DriverInfo, ...]) -> None:
         """New connections (pooled and monitoring) send ``driver_info`` in their handshake."""

@@ -180,6 +180,10 @@ class Pool(Generic[C]):
         """A frozen snapshot of the counters."""
         return self._book.statistics()
 
+    def observe(self, listener: Listener | None) -> None:
+        """Publish CMAP events to ``listener`` from now on (None: build none)."""
+        self._listener = listener
+
     def __repr__(self) -> str:
         return f"Pool({self._book.statistics().summary()})"
 

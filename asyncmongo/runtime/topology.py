@@ -87,7 +87,7 @@ class Topology:
         self.topology_id = ObjectId()
         self._server_factory = server_factory
         self._spawn = spawn
-        self._listeners = listeners or Listeners()
+        self._listeners = listeners if listeners is not None else Listeners()
         self._rng = rng or random.Random()
         self._servers: dict[Address, Server] = {}
         self._condition = asyncio.Condition()

@@ -148,6 +148,8 @@ class AsyncClientSession:
 
     @property
     def options(self) -> SessionOptions:
+        """The SessionOptions the session was started with (causal consistency, snapshot, default
+        transaction options, default timeout); immutable for the session's life."""
         return self._options
 
     @property
@@ -162,18 +164,30 @@ class AsyncClientSession:
 
     @property
     def cluster_time(self) -> Mapping[str, Any] | None:
+        """The greatest ``$clusterTime`` document this session has seen (from its replies, or given
+        to ``advance_cluster_time``), or None before any; sent with the session's commands (sessions
+        spec, gossipping the cluster time). Pass it to another session's ``advance_cluster_time`` to
+        order that session after this one."""
         return self._cluster_time
 
     @property
     def operation_time(self) -> Timestamp | None:
+        """The ``operationTime`` of the latest operation in this session (a Timestamp), or None
+        before any reply carried one; a causally consistent session reads after it
+        (``afterClusterTime``). Pass it to another session's ``advance_operation_time`` to order
+        that session's reads after this one's writes."""
         return self._operation_time
 
     @property
     def has_ended(self) -> bool:
+        """True once ``end_session()`` has run (or the ``async with`` block was left); an ended
+        session raises InvalidOperation when used."""
         return self._ended
 
     @property
     def in_transaction(self) -> bool:
+        """True between ``start_transaction()`` and the commit or abort: operations given this
+        session run in the transaction, with its read and write concerns."""
         return self._txn_state.in_transaction
 
     @property

@@ -18,6 +18,7 @@ from asyncmongo import (
     WriteConcern,
 )
 from asyncmongo.errors import AutoReconnect, BulkWriteError, OperationFailure
+from asyncmongo.monitoring import ConnectionCheckedInEvent
 from asyncmongo.monitoring.command import failure_document, is_sensitive, redacted_failure
 from asyncmongo.monitoring.command_log import CommandLogMessage, truncate
 from asyncmongo.testing import Standalone
@@ -204,16 +205,17 @@ async def test_events_iterator_and_coroutine_listeners() -> None:
     assert any(type(e).__name__ == "TopologyOpeningEvent" for e in seen_by_coroutine)
 
 
-async def test_events_sees_sdam_events_with_observe_events() -> None:
+@pytest.mark.parametrize("observe_events", [False, True])
+async def test_events_yields_sdam_heartbeat_and_cmap_events(observe_events: bool) -> None:
     async with Standalone() as server:
-        client = AsyncMongoClient(server.uri, observe_events=True)
+        client = AsyncMongoClient(server.uri, observe_events=observe_events)
         kinds: set[str] = set()
         stream = client.events()
 
         async def consume() -> None:
             async for event in stream:
                 kinds.add(type(event).__name__)
-                if "CommandSucceededEvent" in kinds:
+                if "CommandSucceededEvent" in kinds and "ConnectionCheckedInEvent" in kinds:
                     return
 
         consumer = asyncio.create_task(consume())
@@ -222,7 +224,27 @@ async def test_events_sees_sdam_events_with_observe_events() -> None:
             await asyncio.wait_for(consumer, 5)
         finally:
             await client.close()
-    assert {"TopologyOpeningEvent", "ConnectionCheckedOutEvent"} <= kinds
+    assert {
+        "TopologyOpeningEvent",
+        "ServerHeartbeatStartedEvent",
+        "ConnectionCheckedOutEvent",
+        "CommandStartedEvent",
+    } <= kinds
+
+
+async def test_pools_build_cmap_events_only_while_subscribed() -> None:
+    async with Standalone() as server:
+        async with AsyncMongoClient(server.uri) as client:
+            await client.db.command("ping")
+            (pool,) = [s.pool for s in client._topology_runtime.servers.values()]
+            assert pool._listener is None
+            stream = client.events()
+            assert pool._listener is not None
+            await client.db.command("ping")
+            seen = [type(await stream.__anext__()).__name__ for _ in range(2)]
+            assert seen == ["ConnectionCheckOutStartedEvent", "ConnectionCheckedOutEvent"]
+            await stream.aclose()  # type: ignore[attr-defined]
+            assert pool._listener is None
 
 
 async def test_no_listener_builds_no_event() -> None:
@@ -236,12 +258,13 @@ async def test_no_listener_builds_no_event() -> None:
 async def test_events_backlog_drops_the_oldest_and_unsubscribes_on_close() -> None:
     async with Standalone() as server:
         async with AsyncMongoClient(server.uri) as client:
-            stream = client.events(backlog=2)
+            stream = client.events(backlog=3)
             for _ in range(3):
                 await client.db.command("ping")
             first = await stream.__anext__()
-            assert isinstance(first, CommandStartedEvent)  # the last ping's pair is kept
+            assert isinstance(first, CommandStartedEvent)  # the last ping's events are kept
             assert isinstance(await stream.__anext__(), CommandSucceededEvent)
+            assert isinstance(await stream.__anext__(), ConnectionCheckedInEvent)
             await stream.aclose()  # type: ignore[attr-defined]
             assert client._events.subscribers == 0
             executor = client._executor
