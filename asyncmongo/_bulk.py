@@ -8,11 +8,14 @@ call sharing one operation id (command monitoring: "Bulk Writes").
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
+from asyncmongo._adopt import adopt_write_model
+from asyncmongo._scope import new_id_class
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.errors import BSONError
+from asyncmongo.bson.objectid import ObjectId
 from asyncmongo.core.concern import WriteConcern
 from asyncmongo.core.operations.base import Operation
 from asyncmongo.core.operations.bulk import BulkResult, plan_runs
@@ -114,10 +117,13 @@ async def run_bulk(
     return result
 
 
-def namespaced(models: Iterable[WriteModel]) -> list[tuple[str, WriteStatement]]:
+def namespaced(
+    models: Iterable[WriteModel], new_id: Callable[[], Any] = ObjectId
+) -> list[tuple[str, WriteStatement]]:
     """(namespace, statement) of every model; client.bulk_write needs a namespace on each."""
     statements = []
     for model in models:
+        model = adopt_write_model(model)
         if not isinstance(model, WriteModel):
             raise InvalidArgument(f"{model!r} is not a write model")
         namespace = model.namespace
@@ -125,7 +131,7 @@ def namespaced(models: Iterable[WriteModel]) -> list[tuple[str, WriteStatement]]
             raise InvalidArgument(
                 "client.bulk_write needs a namespace ('db.collection') on every write model"
             )
-        statements.append((namespace, model._statement()))
+        statements.append((namespace, model._statement(new_id)))
     return statements
 
 
@@ -139,7 +145,7 @@ async def run_client_bulk(
 ) -> ClientBulkWriteResult:
     """client.bulk_write: bulkWrite batches, each results cursor drained; errors collected
     into ClientBulkWriteException (a top-level error alone is raised as it is)."""
-    statements = namespaced(models)
+    statements = namespaced(models, new_id_class(codec_options))
     command: ClientBulkWrite | None = ClientBulkWrite(
         statements, options, write_concern, codec_options
     )

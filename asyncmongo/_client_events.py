@@ -1,7 +1,9 @@
 """A client's event plumbing: its listeners and ``client.events()`` subscribers.
 
 Listeners (``event_listeners=``) may be plain callables or coroutine functions; a coroutine
-listener runs as a task owned by the client (closed with it). ``client.events()`` is an async
+listener runs as a task owned by the client (closed with it). PyMongo's listener objects
+(CommandListener, ConnectionPoolListener, ... subclasses) are taken too, each event going to
+the method PyMongo calls for it. ``client.events()`` is an async
 iterator over every event (command events always; SDAM and CMAP events when the client was
 created with ``event_listeners`` or ``observe_events=True``, because pools and monitors decide
 at creation whether to build events at all, which keeps the unobserved hot path free).
@@ -17,6 +19,7 @@ from typing import Any
 
 from asyncmongo.errors import ConfigurationError
 from asyncmongo.monitoring import Listeners
+from asyncmongo.monitoring.listener_objects import is_listener_object, listener_object_callable
 from asyncmongo.monitoring.listeners import LOGGER
 from asyncmongo.runtime.command_events import CommandEvents
 
@@ -71,6 +74,8 @@ class ClientEvents:
             self._update_publisher()
 
     def _wrap(self, listener: EventListener) -> EventListener:
+        if is_listener_object(listener):  # PyMongo's monitoring API: one method per event
+            return listener_object_callable(listener)
         if not callable(listener):
             raise ConfigurationError(f"an event listener must be callable, not {listener!r}")
         if not inspect.iscoroutinefunction(listener):

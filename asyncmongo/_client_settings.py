@@ -26,6 +26,7 @@ _CODEC_KEYWORDS = {
     "uuid_representation": "uuid_representation",
     "unicode_decode_error_handler": "unicode_decode_error_handler",
     "datetime_conversion": "datetime_conversion",
+    "type_registry": "type_registry",
 }
 
 

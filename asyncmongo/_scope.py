@@ -8,18 +8,28 @@ class holds that, so the two API classes only add what is theirs.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, Generic, Protocol, TypeVar
 
-from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.bson.codec_options import CodecOptions, as_codec_options
+from asyncmongo.bson.objectid import ObjectId
+from asyncmongo.core.adopt import adopt_read_concern, adopt_write_concern
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.base import Operation
 from asyncmongo.core.sdam.topology_description import TopologyDescription
 from asyncmongo.core.selection import ReadPreference
+from asyncmongo.core.selection.read_preference import adopt_read_preference
 from asyncmongo.errors import InvalidArgument
 from asyncmongo.sessions import AsyncClientSession
 
-__all__ = ["ClientScope", "DatabaseScope", "NamedScope", "SettingsSource", "check_session"]
+__all__ = [
+    "ClientScope",
+    "DatabaseScope",
+    "NamedScope",
+    "SettingsSource",
+    "check_session",
+    "new_id_class",
+]
 
 T = TypeVar("T")
 
@@ -133,10 +143,14 @@ class NamedScope(Generic[P]):
     ) -> None:
         self._parent = parent
         self._name = name
-        self._codec_options = codec_options or parent.codec_options
-        self._read_preference = read_preference or parent.read_preference
-        self._write_concern = write_concern or parent.write_concern
-        self._read_concern = read_concern or parent.read_concern
+        self._codec_options = (
+            parent.codec_options
+            if codec_options is None
+            else _adopt_codec_options(codec_options, parent.codec_options)
+        )
+        self._read_preference = adopt_read_preference(read_preference) or parent.read_preference
+        self._write_concern = adopt_write_concern(write_concern) or parent.write_concern
+        self._read_concern = adopt_read_concern(read_concern) or parent.read_concern
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._parent!r}, {self._name!r})"
@@ -234,3 +248,25 @@ class NamedScope(Generic[P]):
             "write_concern": self._write_concern_for(session),
             "codec_options": self._codec_options,
         }
+
+
+def _adopt_codec_options(given: Any, inherited: CodecOptions) -> CodecOptions:
+    """``given`` (asyncmongo's or PyMongo's CodecOptions) for a child scope: PyMongo's is
+    converted, and options that say nothing of the value classes keep the parent's, so a
+    database or collection of the PyMongo-compatible client still decodes to PyMongo's
+    classes when code hands it PyMongo's ``CodecOptions(tz_aware=True)``."""
+    try:
+        options = as_codec_options(given)
+    except TypeError as exc:
+        raise InvalidArgument(str(exc)) from None
+    if options.value_classes is None and inherited.value_classes is not None:
+        options = options.with_options(value_classes=inherited.value_classes)
+    return options
+
+
+def new_id_class(codec_options: CodecOptions) -> Callable[[], Any]:
+    """What makes an ``_id`` the driver adds (inserts, GridFS files): the ObjectId class
+    documents decode to, so ids made here and ids read back are of one class (PyMongo's
+    under the PyMongo-compatible client)."""
+    classes = codec_options.value_classes
+    return ObjectId if classes is None else classes.object_id

@@ -38,6 +38,7 @@ from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.types import Timestamp
 from asyncmongo.bson.typings import _DocumentType
 from asyncmongo.core.address import Address
+from asyncmongo.core.adopt import adopt_driver_info
 from asyncmongo.core.auth.scram import ScramCache
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations import management
@@ -194,6 +195,7 @@ class AsyncMongoClient(Generic[_DocumentType]):
         self._runtime = runtime
         self._options = runtime.options  # a mongodb+srv URI's resolved seed list
         runtime.open()  # its first events may start listener tasks: runtime is set
+        await runtime.guard.arm()  # never closed by the application: closed with the loop
         connecting.set_result(None)
 
     async def close(self) -> None:
@@ -264,6 +266,7 @@ class AsyncMongoClient(Generic[_DocumentType]):
         closed for it. Appending info equal to info already given (empty string = unset)
         changes nothing.
         """
+        driver_info = adopt_driver_info(driver_info)
         if not isinstance(driver_info, DriverInfo):
             raise ConfigurationError(
                 f"append_metadata takes a DriverInfo, not {type(driver_info).__name__}"

@@ -499,7 +499,9 @@ class AsyncCursor(_Cursor[_DocumentType]):
 
     async def distinct(self, key: str) -> list[Any]:
         """The distinct values of ``key`` among the documents this cursor would return."""
-        result: list[Any] = await self._collection.distinct(key, self._options.filter or {})
+        result: list[Any] = await self._collection.distinct(
+            key, self._options.filter or {}, session=self._session, comment=self._options.comment
+        )
         return result
 
 

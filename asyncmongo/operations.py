@@ -7,9 +7,10 @@ validated when the bulk write is built. ``namespace`` ("db.coll") is only for
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeAlias
 
+from asyncmongo.bson.objectid import ObjectId
 from asyncmongo.bson.raw import RawBSONDocument
 from asyncmongo.bson.typings import _DocumentType
 from asyncmongo.core.operations.indexes import index_document
@@ -47,7 +48,8 @@ class WriteModel:
         """``"db.collection"`` for ``client.bulk_write`` (None for ``Collection.bulk_write``)."""
         return self._namespace
 
-    def _statement(self) -> WriteStatement:
+    def _statement(self, new_id: Callable[[], Any] = ObjectId) -> WriteStatement:
+        """The write statement; ``new_id`` makes an insert's missing ``_id``."""
         raise NotImplementedError
 
     def _fields(self) -> dict[str, Any]:
@@ -85,8 +87,8 @@ class InsertOne(WriteModel, Generic[_DocumentType]):
         PyMongo."""
         return self._document
 
-    def _statement(self) -> WriteStatement:
-        return insert_statement(self._document)
+    def _statement(self, new_id: Callable[[], Any] = ObjectId) -> WriteStatement:
+        return insert_statement(self._document, new_id)
 
     def _fields(self) -> dict[str, Any]:
         return {"document": self._document}
@@ -108,7 +110,7 @@ class _Delete(WriteModel):
         self._collation = collation
         self._hint = hint
 
-    def _statement(self) -> WriteStatement:
+    def _statement(self, new_id: Callable[[], Any] = ObjectId) -> WriteStatement:
         return delete_statement(
             self._filter, multi=self._multi, collation=self._collation, hint=self._hint
         )
@@ -153,7 +155,7 @@ class ReplaceOne(WriteModel, Generic[_DocumentType]):
         self._hint = hint
         self._sort = sort
 
-    def _statement(self) -> WriteStatement:
+    def _statement(self, new_id: Callable[[], Any] = ObjectId) -> WriteStatement:
         return update_statement(
             self._filter,
             self._replacement,
@@ -200,7 +202,7 @@ class _Update(WriteModel):
         self._hint = hint
         self._sort = sort
 
-    def _statement(self) -> WriteStatement:
+    def _statement(self, new_id: Callable[[], Any] = ObjectId) -> WriteStatement:
         return update_statement(
             self._filter,
             self._update,

@@ -25,6 +25,10 @@ PURE_FILES = sorted(
     p for ring in ("bson", "core") for p in (PACKAGE / ring).rglob("*.py")
 )
 ALL_FILES = sorted(PACKAGE.rglob("*.py"))
+#: asyncmongo.compat, the PyMongo-compatible client, exists to hand back PyMongo's classes:
+#: it alone imports PyMongo, and nothing else in the package imports it (checked below).
+COMPAT = PACKAGE / "compat"
+NON_COMPAT_FILES = [p for p in ALL_FILES if COMPAT not in p.parents]
 MONITORING_FILES = sorted((PACKAGE / "monitoring").rglob("*.py"))
 RUNTIME_FILES = sorted((PACKAGE / "runtime").rglob("*.py"))
 #: What each ring may import from the package (module prefixes).
@@ -112,10 +116,16 @@ def test_runtime_imports_only_what_lies_below_it(path: Path) -> None:
     assert not bad, f"{path} reaches above the runtime to {bad}"
 
 
-@pytest.mark.parametrize("path", ALL_FILES, ids=_rel)
+@pytest.mark.parametrize("path", NON_COMPAT_FILES, ids=_rel)
 def test_package_never_imports_pymongo(path: Path) -> None:
     bad = imported_roots(path.read_text()) & PEER_PACKAGES
     assert not bad, f"{path} imports {sorted(bad)} (PyMongo is a test/benchmark peer only)"
+
+
+@pytest.mark.parametrize("path", NON_COMPAT_FILES, ids=_rel)
+def test_only_compat_imports_compat(path: Path) -> None:
+    bad = {m for m in imported_modules(path.read_text()) if m.startswith("asyncmongo.compat")}
+    assert not bad, f"{path} imports {sorted(bad)}: only PyMongo-compatible users import it"
 
 
 def test_the_checker_sees_imports() -> None:

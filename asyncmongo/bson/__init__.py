@@ -25,7 +25,12 @@ from asyncmongo.bson.codec import (
     decode_iter,
     encode,
 )
-from asyncmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS, CodecOptions
+from asyncmongo.bson.codec_options import (
+    DEFAULT_CODEC_OPTIONS,
+    CodecOptions,
+    ValueClasses,
+    as_codec_options,
+)
 from asyncmongo.bson.dbref import DBRef
 from asyncmongo.bson.decimal128 import Decimal128
 from asyncmongo.bson.errors import (
@@ -49,6 +54,7 @@ from asyncmongo.bson.json_util import (
 )
 from asyncmongo.bson.objectid import ObjectId
 from asyncmongo.bson.raw import RawBSONDocument
+from asyncmongo.bson.type_codecs import TypeCodec, TypeDecoder, TypeEncoder, TypeRegistry
 from asyncmongo.bson.types import (
     Code,
     DatetimeConversion,
@@ -105,8 +111,14 @@ __all__ = [
     "Regex",
     "Symbol",
     "Timestamp",
+    "TypeCodec",
+    "TypeDecoder",
+    "TypeEncoder",
+    "TypeRegistry",
     "Undefined",
     "UuidRepresentation",
+    "ValueClasses",
+    "as_codec_options",
     "decode",
     "decode_all",
     "decode_iter",

@@ -17,6 +17,14 @@
  *   OrderedDict, ...), options that are not exactly a CodecOptions, data that is not exactly
  *   bytes or a position that is not a plain non-negative int in decode_document_at.
  *
+ * CodecOptions.value_classes (a table of foreign classes, PyMongo's for the compatible
+ * client): ObjectId and Int64 are built natively from the table's classes, Timestamp and
+ * Decimal128 too when the table names their slots, MinKey/MaxKey/undefined are its values;
+ * every other type goes to the pure readers, which consult the table. A table this module
+ * cannot build from (no slot descriptor, a custom allocator) sends the call to the pure code.
+ * CodecOptions.type_registry's decoders run per element after the value is built, through
+ * _decode.apply_decoder; what they raise passes unchanged (unwrapped at the entry).
+ *
  * Bounds follow the reference exactly: where the pure code reads through Python's bounds
  * (IndexError / struct.error, turned into InvalidBSON) this code checks against the whole
  * buffer; where it checks against the enclosing document's end, so does this. An element
@@ -49,6 +57,8 @@ static PyObject *UndefinedValue;
 static PyObject *PyDecodeDocumentAt;   /* _decode.decode_document_at */
 static PyObject *PyDbrefOrDocument;    /* _decode._dbref_or_document */
 static PyObject *PyDatetimeFromMs;     /* _decode._datetime_from_ms */
+static PyObject *PyApplyDecoder;       /* _decode.apply_decoder(decoder, value) */
+static PyObject *UserCodeError;        /* _decode._UserCodeError, unwrapped at the entry */
 static PyObject *RareReaders[256];     /* _decode._RARE by type byte, NULL when absent */
 static long MaxNestingDepth;
 static int Int64IsPlainInt;          /* Int64 adds nothing to int's layout */
@@ -59,6 +69,15 @@ static PyObject *str_tz_aware;
 static PyObject *str_tzinfo;
 static PyObject *str_datetime_conversion;
 static PyObject *str_unicode_decode_error_handler;
+static PyObject *str_type_registry;
+static PyObject *str_decoder_map;
+static PyObject *str_value_classes;
+static PyObject *str_object_id;
+static PyObject *str_object_id_slot;
+static PyObject *str_int64;
+static PyObject *str_timestamp, *str_timestamp_slots, *str_decimal128, *str_decimal128_slots;
+static PyObject *str_min_key, *str_max_key, *str_undefined;
+static PyObject *str_error;
 
 /* DatetimeConversion values (asyncmongo.bson.types). */
 #define DATETIME_MS 3
@@ -67,6 +86,21 @@ static PyObject *str_unicode_decode_error_handler;
 
 enum dt_mode { DT_PURE, DT_NAIVE, DT_AWARE_UTC };
 
+/* The classes values are built of: asyncmongo's, or those of CodecOptions.value_classes
+ * (then `foreign` is set and the types without a native builder go to the pure readers). */
+typedef struct {
+    int foreign;
+    PyTypeObject *oid_type;       /* borrowed: the options keep them alive */
+    PyObject *oid_slot;           /* the slot descriptor holding the 12 bytes */
+    PyTypeObject *int64_type;
+    int int64_plain;              /* int64_type adds nothing to int's layout */
+    PyTypeObject *ts_type;        /* NULL: timestamps go to the pure reader */
+    PyObject *ts_time, *ts_inc;   /* slot descriptors */
+    PyTypeObject *dec_type;       /* NULL: decimal128 goes to the pure reader */
+    PyObject *dec_high, *dec_low;
+    PyObject *min_key, *max_key, *undefined;
+} Classes;
+
 typedef struct {
     PyObject *data;               /* the bytes object (the pure readers take it) */
     const unsigned char *buf;
@@ -74,6 +108,8 @@ typedef struct {
     PyObject *opts;
     const char *errors;           /* the unicode_decode_error_handler; NULL for "strict" */
     enum dt_mode dt_mode;
+    PyObject *decoders;           /* type_registry._decoder_map when not empty, else NULL */
+    const Classes *classes;
 } Ctx;
 
 /* The options this module decodes natively, or 0 when the call goes to the pure code. */
@@ -81,6 +117,8 @@ typedef struct {
     int native;
     const char *errors;
     enum dt_mode dt_mode;
+    PyObject *decoders;
+    Classes classes;
 } Opts;
 
 static inline int32_t read_i32(const unsigned char *p)
@@ -181,37 +219,58 @@ static int set_slot(PyObject *obj, PyObject *descr, PyObject *value)
     return rc;
 }
 
-static PyObject *new_object_id(const unsigned char *p)
+static PyObject *new_object_id(const Classes *classes, const unsigned char *p)
 {
+    PyTypeObject *type = classes->foreign ? classes->oid_type : ObjectIdType;
     PyObject *raw = PyBytes_FromStringAndSize((const char *)p, 12);
     if (raw == NULL)
         return NULL;
-    PyObject *oid = ObjectIdType->tp_alloc(ObjectIdType, 0);
+    PyObject *oid = type->tp_alloc(type, 0);
     if (oid == NULL) {
         Py_DECREF(raw);
         return NULL;
     }
-    if (set_slot(oid, ObjectIdBinary, raw) < 0) {
+    if (set_slot(oid, classes->foreign ? classes->oid_slot : ObjectIdBinary, raw) < 0) {
         Py_DECREF(oid);
         return NULL;
     }
     return oid;
 }
 
-static PyObject *new_timestamp(uint32_t time, uint32_t inc)
+static PyObject *new_timestamp(const Classes *classes, uint32_t time, uint32_t inc)
 {
-    PyObject *ts = TimestampType->tp_alloc(TimestampType, 0);
+    PyTypeObject *type = classes->foreign ? classes->ts_type : TimestampType;
+    PyObject *ts = type->tp_alloc(type, 0);
     if (ts == NULL)
         return NULL;
     PyObject *t = PyLong_FromUnsignedLong(time);
-    if (t == NULL || set_slot(ts, TimestampTime, t) < 0)
+    if (t == NULL || set_slot(ts, classes->foreign ? classes->ts_time : TimestampTime, t) < 0)
         goto fail;
     PyObject *i = PyLong_FromUnsignedLong(inc);
-    if (i == NULL || set_slot(ts, TimestampInc, i) < 0)
+    if (i == NULL || set_slot(ts, classes->foreign ? classes->ts_inc : TimestampInc, i) < 0)
         goto fail;
     return ts;
 fail:
     Py_DECREF(ts);
+    return NULL;
+}
+
+/* A foreign Decimal128 keeps the high and low 64 bits of the BID encoding in two slots. */
+static PyObject *new_foreign_decimal128(const Classes *classes, const unsigned char *p)
+{
+    PyTypeObject *type = classes->dec_type;
+    PyObject *dec = type->tp_alloc(type, 0);
+    if (dec == NULL)
+        return NULL;
+    PyObject *high = PyLong_FromUnsignedLongLong(read_u64(p + 8));
+    if (high == NULL || set_slot(dec, classes->dec_high, high) < 0)
+        goto fail;
+    PyObject *low = PyLong_FromUnsignedLongLong(read_u64(p));
+    if (low == NULL || set_slot(dec, classes->dec_low, low) < 0)
+        goto fail;
+    return dec;
+fail:
+    Py_DECREF(dec);
     return NULL;
 }
 
@@ -238,14 +297,16 @@ static PyObject *new_decimal128(const unsigned char *p)
     return dec;
 }
 
-static PyObject *new_int64(int64_t value)
+static PyObject *new_int64(const Classes *classes, int64_t value)
 {
+    PyTypeObject *type = classes->foreign ? classes->int64_type : Int64Type;
+    int plain = classes->foreign ? classes->int64_plain : Int64IsPlainInt;
     PyObject *n = PyLong_FromLongLong(value);
     if (n == NULL)
         return NULL;
 #if PY_VERSION_HEX < 0x030C0000
-    if (!Int64IsPlainInt) {
-        PyObject *called = PyObject_CallOneArg((PyObject *)Int64Type, n);
+    if (!plain) {
+        PyObject *called = PyObject_CallOneArg((PyObject *)type, n);
         Py_DECREF(n);
         return called;
     }
@@ -254,13 +315,14 @@ static PyObject *new_int64(int64_t value)
     PyLongObject *src = (PyLongObject *)n;
     Py_ssize_t size = Py_SIZE(src);
     Py_ssize_t ndigits = size < 0 ? -size : size;
-    PyLongObject *result = (PyLongObject *)Int64Type->tp_alloc(Int64Type, ndigits);
+    PyLongObject *result = (PyLongObject *)type->tp_alloc(type, ndigits);
     if (result != NULL) {
         Py_SET_SIZE(result, size);
         memcpy(result->ob_digit, src->ob_digit, (size_t)ndigits * sizeof(digit));
     }
 #else
-    PyObject *result = PyObject_CallOneArg((PyObject *)Int64Type, n);
+    (void)plain;
+    PyObject *result = PyObject_CallOneArg((PyObject *)type, n);
 #endif
     Py_DECREF(n);
     /* An Int64 holds no references (int payload, empty __slots__), so it can never be part
@@ -365,7 +427,8 @@ static PyObject *read_container(Ctx *ctx, int is_array, Py_ssize_t *pos, long de
     int has_ref = PyDict_Contains(sub, str_ref);
     if (has_ref == 0)
         return sub;
-    PyObject *result = has_ref < 0 ? NULL : PyObject_CallOneArg(PyDbrefOrDocument, sub);
+    PyObject *args[2] = {sub, ctx->opts};
+    PyObject *result = has_ref < 0 ? NULL : PyObject_Vectorcall(PyDbrefOrDocument, args, 2, NULL);
     Py_DECREF(sub);
     return result;
 }
@@ -417,7 +480,7 @@ static inline PyObject *read_value(Ctx *ctx, unsigned char t, Py_ssize_t *pos, P
         if (p + 8 > len)
             return bad("truncated int64");
         *pos = p + 8;
-        return new_int64((int64_t)read_u64(buf + p));
+        return new_int64(ctx->classes, (int64_t)read_u64(buf + p));
     case 0x03:
         return read_container(ctx, 0, pos, depth);
     case 0x04:
@@ -431,7 +494,7 @@ static inline PyObject *read_value(Ctx *ctx, unsigned char t, Py_ssize_t *pos, P
         if (p + 12 > len)
             return bad("truncated ObjectId");
         *pos = p + 12;
-        return new_object_id(buf + p);
+        return new_object_id(ctx->classes, buf + p);
     case 0x0A: /* null */
         return Py_NewRef(Py_None);
     case 0x05: /* binary: subtype 0 natively, the others (UUIDs, legacy) by the reference */
@@ -447,21 +510,27 @@ static inline PyObject *read_value(Ctx *ctx, unsigned char t, Py_ssize_t *pos, P
         }
         break;
     case 0x11: /* timestamp: increment, then seconds */
+        if (ctx->classes->foreign && ctx->classes->ts_type == NULL)
+            break;
         if (p + 8 > len)
             return bad("truncated timestamp");
         *pos = p + 8;
-        return new_timestamp(read_u32(buf + p + 4), read_u32(buf + p));
+        return new_timestamp(ctx->classes, read_u32(buf + p + 4), read_u32(buf + p));
     case 0x13: /* decimal128 */
+        if (ctx->classes->foreign && ctx->classes->dec_type == NULL)
+            break;
         if (p + 16 > end)
             return bad("truncated decimal128");
         *pos = p + 16;
+        if (ctx->classes->foreign)
+            return new_foreign_decimal128(ctx->classes, buf + p);
         return new_decimal128(buf + p);
     case 0x06:
-        return Py_NewRef(UndefinedValue);
+        return Py_NewRef(ctx->classes->foreign ? ctx->classes->undefined : UndefinedValue);
     case 0xFF:
-        return Py_NewRef(MinKeyValue);
+        return Py_NewRef(ctx->classes->foreign ? ctx->classes->min_key : MinKeyValue);
     case 0x7F:
-        return Py_NewRef(MaxKeyValue);
+        return Py_NewRef(ctx->classes->foreign ? ctx->classes->max_key : MaxKeyValue);
     default:
         break;
     }
@@ -541,6 +610,21 @@ static PyObject *new_dict(Ctx *ctx, Py_ssize_t pos, Py_ssize_t end)
     return PyDict_New();
 }
 
+/* The custom decoder of the value's exact type (TypeRegistry), if any; steals `value`. */
+static PyObject *apply_decoder(Ctx *ctx, PyObject *value)
+{
+    PyObject *decoder = PyDict_GetItemWithError(ctx->decoders, (PyObject *)Py_TYPE(value));
+    if (decoder == NULL) {
+        if (PyErr_Occurred())
+            Py_CLEAR(value);
+        return value;
+    }
+    PyObject *args[2] = {decoder, value};
+    PyObject *result = PyObject_Vectorcall(PyApplyDecoder, args, 2, NULL);
+    Py_DECREF(value);
+    return result;
+}
+
 static int check_depth(long depth)
 {
     if (depth > MaxNestingDepth) {
@@ -565,6 +649,8 @@ static PyObject *decode_document(Ctx *ctx, Py_ssize_t pos, Py_ssize_t end, long 
         if (key == NULL)
             goto fail;
         PyObject *value = read_value(ctx, t, &pos, end, depth);
+        if (value != NULL && ctx->decoders != NULL)
+            value = apply_decoder(ctx, value);
         if (value == NULL) {
             Py_DECREF(key);
             goto fail;
@@ -606,6 +692,8 @@ static PyObject *decode_array(Ctx *ctx, Py_ssize_t pos, Py_ssize_t end, long dep
         }
         pos = k + 1;
         PyObject *value = read_value(ctx, t, &pos, end, depth);
+        if (value != NULL && ctx->decoders != NULL)
+            value = apply_decoder(ctx, value);
         if (value == NULL)
             goto fail;
         int rc = PyList_Append(out, value);
@@ -629,6 +717,19 @@ fail:
  * called from here raise it raw, so the same translation happens at this module's entry. */
 static void translate_error(void)
 {
+    if (PyErr_ExceptionMatches(UserCodeError)) {
+        /* What a custom type decoder raised, passed on unchanged. */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        PyObject *error = value == NULL ? NULL : PyObject_GetAttr(value, str_error);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        if (error != NULL)
+            PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(error)), error, NULL);
+        return;
+    }
     if (PyErr_ExceptionMatches(InvalidBSON))
         return;
     int recursion = PyErr_ExceptionMatches(PyExc_RecursionError);
@@ -661,6 +762,109 @@ static void translate_error(void)
 /* -- options -------------------------------------------------------------------------------- */
 
 static int read_options_uncached(PyObject *opts, Opts *out);
+
+/* type_registry._decoder_map, when not empty (borrowed: the frozen options keep the
+ * registry, the registry its map). 0, or -1 with an error. */
+static int read_decoders(PyObject *opts, Opts *out)
+{
+    out->decoders = NULL;
+    PyObject *registry = PyObject_GetAttr(opts, str_type_registry);
+    if (registry == NULL)
+        return -1;
+    PyObject *map = PyObject_GetAttr(registry, str_decoder_map);
+    Py_DECREF(registry);
+    if (map == NULL)
+        return -1;
+    Py_DECREF(map);
+    if (!PyDict_Check(map))
+        return 1;
+    if (PyDict_GET_SIZE(map) > 0)
+        out->decoders = map;
+    return 0;
+}
+
+/* A class of the value-class table built through two slots (ValueClasses.<name>_slots):
+ * its type and slot descriptors, or *type = NULL when not so built. 0, or -1 with an error. */
+static int read_slot_built(PyObject *vc, PyObject *name, PyObject *slots_name,
+                           PyTypeObject **type, PyObject **first, PyObject **second)
+{
+    *type = NULL;
+    PyObject *cls = PyObject_GetAttr(vc, name);
+    if (cls == NULL)
+        return -1;
+    Py_DECREF(cls); /* the frozen table keeps it alive */
+    PyObject *slots = PyObject_GetAttr(vc, slots_name);
+    if (slots == NULL)
+        return -1;
+    Py_DECREF(slots);
+    if (!PyType_Check(cls) || !PyTuple_CheckExact(slots) || PyTuple_GET_SIZE(slots) != 2 ||
+        ((PyTypeObject *)cls)->tp_alloc != PyType_GenericAlloc)
+        return 0;
+    PyObject *a = PyTuple_GET_ITEM(slots, 0), *b = PyTuple_GET_ITEM(slots, 1);
+    if (!PyUnicode_Check(a) || !PyUnicode_Check(b))
+        return 0;
+    PyObject *da = _PyType_Lookup((PyTypeObject *)cls, a);
+    PyObject *db = _PyType_Lookup((PyTypeObject *)cls, b);
+    if (da == NULL || db == NULL || Py_TYPE(da)->tp_descr_set == NULL ||
+        Py_TYPE(db)->tp_descr_set == NULL)
+        return 0;
+    *type = (PyTypeObject *)cls;
+    *first = da;
+    *second = db;
+    return 0;
+}
+
+/* CodecOptions.value_classes: 0 when natively built (none, or classes this module can
+ * build), 1 when the call goes to the pure code, -1 with an error. */
+static int read_classes(PyObject *opts, Opts *out)
+{
+    memset(&out->classes, 0, sizeof out->classes);
+    PyObject *vc = PyObject_GetAttr(opts, str_value_classes);
+    if (vc == NULL)
+        return -1;
+    Py_DECREF(vc); /* the frozen options keep it alive */
+    if (vc == Py_None)
+        return 0;
+    PyObject *oid_type = PyObject_GetAttr(vc, str_object_id);
+    PyObject *slot_name = oid_type == NULL ? NULL : PyObject_GetAttr(vc, str_object_id_slot);
+    PyObject *int64_type = slot_name == NULL ? NULL : PyObject_GetAttr(vc, str_int64);
+    Py_XDECREF(oid_type);
+    Py_XDECREF(slot_name);
+    Py_XDECREF(int64_type);
+    if (int64_type == NULL)
+        return -1;
+    if (!PyType_Check(oid_type) || !PyUnicode_Check(slot_name) || !PyType_Check(int64_type))
+        return 1;
+    PyTypeObject *it = (PyTypeObject *)int64_type;
+    PyObject *slot = _PyType_Lookup((PyTypeObject *)oid_type, slot_name);
+    if (slot == NULL || Py_TYPE(slot)->tp_descr_set == NULL ||
+        ((PyTypeObject *)oid_type)->tp_alloc != PyType_GenericAlloc ||
+        !PyType_IsSubtype(it, &PyLong_Type))
+        return 1;
+    if (read_slot_built(vc, str_timestamp, str_timestamp_slots, &out->classes.ts_type,
+                        &out->classes.ts_time, &out->classes.ts_inc) < 0 ||
+        read_slot_built(vc, str_decimal128, str_decimal128_slots, &out->classes.dec_type,
+                        &out->classes.dec_high, &out->classes.dec_low) < 0)
+        return -1;
+    PyObject **values[3] = {&out->classes.min_key, &out->classes.max_key,
+                            &out->classes.undefined};
+    PyObject *names[3] = {str_min_key, str_max_key, str_undefined};
+    for (int i = 0; i < 3; i++) {
+        PyObject *value = PyObject_GetAttr(vc, names[i]);
+        if (value == NULL)
+            return -1;
+        Py_DECREF(value); /* the frozen table keeps it alive */
+        *values[i] = value;
+    }
+    out->classes.foreign = 1;
+    out->classes.oid_type = (PyTypeObject *)oid_type;
+    out->classes.oid_slot = slot;
+    out->classes.int64_type = it;
+    out->classes.int64_plain = it->tp_basicsize == PyLong_Type.tp_basicsize &&
+                               it->tp_itemsize == PyLong_Type.tp_itemsize &&
+                               it->tp_alloc == PyType_GenericAlloc;
+    return 0;
+}
 
 /* The options of the last call, kept by identity: CodecOptions is frozen, and most calls
  * pass the same instance (DEFAULT_CODEC_OPTIONS, a collection's options). */
@@ -734,7 +938,12 @@ static int read_options_uncached(PyObject *opts, Opts *out)
         out->dt_mode = DT_PURE;
     else
         out->dt_mode = aware ? DT_AWARE_UTC : DT_NAIVE;
-    out->native = 1;
+    int rc = read_decoders(opts, out);
+    if (rc == 0)
+        rc = read_classes(opts, out);
+    if (rc < 0)
+        return -1;
+    out->native = rc == 0;
     return 0;
 }
 
@@ -767,7 +976,7 @@ static PyObject *decode_at(PyObject *data, Py_ssize_t pos, PyObject *opts, const
         return doc;
     }
     Ctx ctx = {data, (const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data),
-               opts, o->errors, o->dt_mode};
+               opts, o->errors, o->dt_mode, o->decoders, &o->classes};
     if (ctx.len - pos < 5) {
         PyErr_Format(InvalidBSON, "not enough bytes for a BSON document (%zd)", ctx.len - pos);
         return NULL;
@@ -869,7 +1078,7 @@ static PyObject *cdecode_decode_document_at(PyObject *self, PyObject *const *arg
         if (pos == -1 && PyErr_Occurred())
             PyErr_Clear();
     }
-    Opts o = {0, NULL, DT_PURE};
+    Opts o = {0};
     /* Anything but exact bytes and a plain non-negative int: the reference decides. */
     if (PyBytes_CheckExact(data) && pos >= 0) {
         if (read_options(args[2], &o) < 0)
@@ -1024,6 +1233,8 @@ static PyObject *init_module(void)
         (PyDecodeDocumentAt = import_attr(decode_mod, "decode_document_at")) == NULL ||
         (PyDbrefOrDocument = import_attr(decode_mod, "_dbref_or_document")) == NULL ||
         (PyDatetimeFromMs = import_attr(decode_mod, "_datetime_from_ms")) == NULL ||
+        (PyApplyDecoder = import_attr(decode_mod, "apply_decoder")) == NULL ||
+        (UserCodeError = import_attr(decode_mod, "_UserCodeError")) == NULL ||
         init_rare_readers() < 0)
         return NULL;
     Int64IsPlainInt = PyType_IsSubtype(Int64Type, &PyLong_Type) &&
@@ -1043,5 +1254,19 @@ static PyObject *init_module(void)
     INTERN(str_tzinfo, "tzinfo");
     INTERN(str_datetime_conversion, "datetime_conversion");
     INTERN(str_unicode_decode_error_handler, "unicode_decode_error_handler");
+    INTERN(str_type_registry, "type_registry");
+    INTERN(str_decoder_map, "_decoder_map");
+    INTERN(str_value_classes, "value_classes");
+    INTERN(str_object_id, "object_id");
+    INTERN(str_object_id_slot, "object_id_slot");
+    INTERN(str_int64, "int64");
+    INTERN(str_timestamp, "timestamp");
+    INTERN(str_timestamp_slots, "timestamp_slots");
+    INTERN(str_decimal128, "decimal128");
+    INTERN(str_decimal128_slots, "decimal128_slots");
+    INTERN(str_min_key, "min_key");
+    INTERN(str_max_key, "max_key");
+    INTERN(str_undefined, "undefined");
+    INTERN(str_error, "error");
     return PyModule_Create(&cdecode_module);
 }

@@ -66,11 +66,14 @@ static PyObject *EncCode, *EncRegex, *EncSymbol, *EncDatetimeMS, *EncUuid;
 static PyObject *UuidStandard, *UuidPythonLegacy; /* UuidRepresentation members */
 static PyObject *UnpackPair;        /* def unpack_pair(item): key, value = item; ... */
 static PyObject *IsRawDocumentClass; /* codec_options.is_raw_document_class (by _type_marker) */
+static PyObject *AsCodecOptions;     /* codec_options.as_codec_options (PyMongo's converted) */
+static PyObject *CodecOptionsType;
 static long MaxNestingDepth;
 static PyObject *EmptyStr;
 static PyObject *StrItems, *StrRaw, *StrBinaryAttr, *StrSubtype, *StrBits, *StrInc, *StrTime;
 static PyObject *StrUtcoffset, *StrStartswith, *StrDollar, *StrDot;
 static PyObject *StrScope, *StrPattern, *StrFlags, *StrInt, *StrUuidRepresentation;
+static PyObject *StrTypeRegistry, *StrFallbackEncoder, *EncInt64;
 
 /* Per BSON type: the reference's prefix cache (key -> type byte + key + NUL) and the type
  * byte as bytes, used for keys that are not exact str (see write_key). */
@@ -554,6 +557,36 @@ static PyObject *key_object(PyObject *key, Py_ssize_t index) {
     return PyUnicode_FromFormat("%zd", index);
 }
 
+static int call_encoder(Buffer *b, PyObject *encoder, PyObject *key, Py_ssize_t index,
+                        PyObject *value, const Ctx *ctx, long depth);
+
+/* Whether the options' type registry has a fallback encoder (which gets ints beyond int64,
+ * as in PyMongo): 1, 0, or -1 with an error. */
+static int has_fallback(const Ctx *ctx) {
+    PyObject *registry = PyObject_GetAttr(ctx->opts, StrTypeRegistry);
+    if (registry == NULL) {
+        return -1;
+    }
+    PyObject *fallback = PyObject_GetAttr(registry, StrFallbackEncoder);
+    Py_DECREF(registry);
+    if (fallback == NULL) {
+        return -1;
+    }
+    Py_DECREF(fallback);
+    return fallback != Py_None;
+}
+
+/* An int beyond int64 with a fallback encoder: the reference's _enc_int64 hands it over. */
+static __attribute__((noinline)) int write_big_int(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value,
+                         const Ctx *ctx, long depth, int *handled) {
+    int fallback = has_fallback(ctx);
+    *handled = fallback != 0;
+    if (fallback <= 0) {
+        return fallback;
+    }
+    return call_encoder(b, EncInt64, key, index, value, ctx, depth);
+}
+
 /* ``f"key {key!r}: int {value} does not fit in a BSON int64"`` */
 static int int64_overflow(PyObject *key, Py_ssize_t index, PyObject *value) {
     PyObject *k = key_object(key, index);
@@ -658,11 +691,19 @@ static int write_str(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value
     return 0;
 }
 
-static int write_int(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value) {
+static int write_int(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value,
+                     const Ctx *ctx, long depth) {
     int overflow;
     long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
     if (v == -1 && PyErr_Occurred()) {
         return -1;
+    }
+    if (__builtin_expect(overflow, 0)) {
+        int handled;
+        int rc = write_big_int(b, key, index, value, ctx, depth, &handled);
+        if (handled) {
+            return rc;
+        }
     }
     if (!overflow && v >= INT32_MIN && v <= INT32_MAX) {
         if (prefix(b, K_INT32, key, index) < 0 || buffer_reserve(b, 4) < 0) {
@@ -684,13 +725,19 @@ static int write_int(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value
     return 0;
 }
 
-static int write_int64(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value) {
+static int write_int64(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *value,
+                       const Ctx *ctx, long depth) {
     int overflow;
     long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
     if (v == -1 && PyErr_Occurred()) {
         return -1;
     }
-    if (overflow) { /* the range check comes before the key for Int64 */
+    if (__builtin_expect(overflow, 0)) { /* the range check comes before the key for Int64 */
+        int handled;
+        int rc = write_big_int(b, key, index, value, ctx, depth, &handled);
+        if (handled) {
+            return rc;
+        }
         return int64_overflow(key, index, value);
     }
     if (prefix(b, K_INT64, key, index) < 0 || buffer_reserve(b, 8) < 0) {
@@ -1028,7 +1075,7 @@ static int write_other(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *val
         if (k == NULL) {
             return -1;
         }
-        encoder = PyObject_CallFunctionObjArgs(FallbackEncoder, k, value, NULL);
+        encoder = PyObject_CallFunctionObjArgs(FallbackEncoder, k, value, ctx->opts, NULL);
         Py_DECREF(k);
         if (encoder == NULL) {
             return -1;
@@ -1086,7 +1133,7 @@ static int write_value(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *val
         return write_str(b, key, index, value);
     }
     if (t == &PyLong_Type) {
-        return write_int(b, key, index, value);
+        return write_int(b, key, index, value, ctx, depth);
     }
     if (t == &PyFloat_Type) {
         return write_double(b, key, index, value);
@@ -1099,7 +1146,7 @@ static int write_value(Buffer *b, PyObject *key, Py_ssize_t index, PyObject *val
         return 0;
     }
     if (t == Int64Type) {
-        return write_int64(b, key, index, value);
+        return write_int64(b, key, index, value, ctx, depth);
     }
     if (t == &PyDict_Type) {
         if (prefix(b, K_DOC, key, index) < 0) {
@@ -1233,6 +1280,8 @@ static int call_predicate(PyObject *predicate, PyObject *arg) {
     return rc;
 }
 
+static PyObject *encode_with(PyObject *document, PyObject *check_keys_arg, PyObject *opts);
+
 static PyObject *encode(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3) {
         PyErr_Format(PyExc_TypeError,
@@ -1242,7 +1291,21 @@ static PyObject *encode(PyObject *module, PyObject *const *args, Py_ssize_t narg
         return NULL;
     }
     PyObject *document = args[0];
-    Ctx ctx = {args[2]};
+    PyObject *converted = NULL;
+    if ((PyObject *)Py_TYPE(args[2]) != CodecOptionsType) {
+        converted = PyObject_CallOneArg(AsCodecOptions, args[2]);
+        if (converted == NULL) {
+            return NULL;
+        }
+    }
+    PyObject *result = encode_with(document, args[1], converted ? converted : args[2]);
+    Py_XDECREF(converted);
+    return result;
+}
+
+/* encode() once the options are asyncmongo's. */
+static PyObject *encode_with(PyObject *document, PyObject *check_keys_arg, PyObject *opts) {
+    Ctx ctx = {opts};
     int is_dict = PyDict_CheckExact(document);
     if (!is_dict) {
         int is_raw = Py_TYPE(document) == RawType ||
@@ -1260,7 +1323,7 @@ static PyObject *encode(PyObject *module, PyObject *const *args, Py_ssize_t narg
             return NULL;
         }
     }
-    int check_keys = PyObject_IsTrue(args[1]);
+    int check_keys = PyObject_IsTrue(check_keys_arg);
     if (check_keys < 0 || (check_keys && check_top_level_keys(document) < 0)) {
         return NULL;
     }
@@ -1323,7 +1386,9 @@ static int load_strings(void) {
         intern(&StrDollar, "$") < 0 || intern(&StrDot, ".") < 0 ||
         intern(&StrScope, "scope") < 0 || intern(&StrPattern, "pattern") < 0 ||
         intern(&StrFlags, "flags") < 0 || intern(&StrInt, "int") < 0 ||
-        intern(&StrUuidRepresentation, "uuid_representation") < 0) {
+        intern(&StrUuidRepresentation, "uuid_representation") < 0 ||
+        intern(&StrTypeRegistry, "type_registry") < 0 ||
+        intern(&StrFallbackEncoder, "_fallback_encoder") < 0) {
         return -1;
     }
     return 0;
@@ -1344,7 +1409,8 @@ static int load_reference(PyObject *enc) {
         (EncCode = attr(enc, "_enc_code")) == NULL || (EncRegex = attr(enc, "_enc_regex")) == NULL ||
         (EncSymbol = attr(enc, "_enc_symbol")) == NULL ||
         (EncDatetimeMS = attr(enc, "_enc_datetime_ms")) == NULL ||
-        (EncUuid = attr(enc, "_enc_uuid")) == NULL) {
+        (EncUuid = attr(enc, "_enc_uuid")) == NULL ||
+        (EncInt64 = attr(enc, "_enc_int64")) == NULL) {
         return -1;
     }
     if (!PyDict_CheckExact(Encoders)) {
@@ -1448,8 +1514,10 @@ static int load_modules(void) {
         return -1;
     }
     IsRawDocumentClass = attr(options, "is_raw_document_class");
+    AsCodecOptions = attr(options, "as_codec_options");
+    CodecOptionsType = attr(options, "CodecOptions");
     Py_DECREF(options);
-    if (IsRawDocumentClass == NULL) {
+    if (IsRawDocumentClass == NULL || AsCodecOptions == NULL || CodecOptionsType == NULL) {
         return -1;
     }
     ListOrTuple = PyTuple_Pack(2, (PyObject *)&PyList_Type, (PyObject *)&PyTuple_Type);

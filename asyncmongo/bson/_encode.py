@@ -10,6 +10,7 @@ precomputed.
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
 import uuid
@@ -149,9 +150,12 @@ def encode_document(
         elif t is int:
             try:
                 packed = pack_i32(value)
-            except struct.error:  # beyond int32: int64 (or InvalidDocument)
-                buf += _INT64_KEYS.get(key) or _typed_key(_INT64_KEYS, b"\x12", key)
-                buf += _pack_int64(key, value)
+            except struct.error:  # beyond int32: int64, else the fallback encoder or an error
+                if _INT64_MIN <= value <= _INT64_MAX or not opts.type_registry._fallback_encoder:
+                    buf += _INT64_KEYS.get(key) or _typed_key(_INT64_KEYS, b"\x12", key)
+                    buf += _pack_int64(key, value)
+                else:
+                    _enc_big_int(buf, key, value, opts, depth, value)
             else:
                 buf += int32_keys(key) or _typed_key(_INT32_KEYS, b"\x10", key)
                 buf += packed
@@ -165,9 +169,8 @@ def encode_document(
             try:
                 packed = _PACK_I64(value)
             except struct.error:
-                raise InvalidDocument(
-                    f"key {key!r}: int {value} does not fit in a BSON int64"
-                ) from None
+                _enc_big_int(buf, key, value, opts, depth, value)
+                continue
             buf += _INT64_KEYS.get(key) or _typed_key(_INT64_KEYS, b"\x12", key)
             buf += packed
         elif t is dict:
@@ -198,7 +201,7 @@ def encode_document(
             buf += b"\x00"
             buf += value
         else:
-            encoder = _ENCODERS.get(t) or _fallback_encoder(key, value)
+            encoder = _ENCODERS.get(t) or _fallback_encoder(key, value, opts)
             encoder(buf, key, value, opts, depth)
     buf += b"\x00"
     _PACK_INTO_I32(buf, start, len(buf) - start)
@@ -241,18 +244,32 @@ def _enc_datetime_ms(buf: bytearray, key: Any, value: Any, opts: CodecOptions, d
 
 
 def _enc_int64(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
-    packed = _pack_int64(key, int(value))
+    number = int(value)
+    if not _INT64_MIN <= number <= _INT64_MAX:
+        _enc_big_int(buf, key, value, opts, depth, number)
+        return
     buf += _INT64_KEYS.get(key) or _typed_key(_INT64_KEYS, b"\x12", key)
-    buf += packed
+    buf += _PACK_I64(number)
 
 
 def _enc_int(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
-    value = int(value)
-    if _INT32_MIN <= value <= _INT32_MAX:
+    number = int(value)
+    if _INT32_MIN <= number <= _INT32_MAX:
         buf += _INT32_KEYS.get(key) or _typed_key(_INT32_KEYS, b"\x10", key)
-        buf += _PACK_I32(value)
+        buf += _PACK_I32(number)
     else:
         _enc_int64(buf, key, value, opts, depth)
+
+
+def _enc_big_int(
+    buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int, shown: Any
+) -> None:
+    """An int beyond int64: the fallback encoder's value (as PyMongo), else InvalidDocument
+    (showing ``shown``)."""
+    fallback = opts.type_registry._fallback_encoder
+    if fallback is None:
+        raise InvalidDocument(f"key {key!r}: int {shown} does not fit in a BSON int64")
+    _encode_element(buf, key, fallback(value), opts, depth, False, True)
 
 
 def _enc_float(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
@@ -470,7 +487,10 @@ def _enc_marked_regex(
 def _enc_marked_datetime_ms(
     buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int
 ) -> None:
-    packed = _pack_int64(key, int(value))
+    ms = int(value)
+    if not _INT64_MIN <= ms <= _INT64_MAX:
+        raise InvalidDocument(f"key {key!r}: int {ms} does not fit in a BSON int64")
+    packed = _PACK_I64(ms)
     buf += _DATE_KEYS.get(key) or _typed_key(_DATE_KEYS, b"\x09", key)
     buf += packed
 
@@ -544,17 +564,98 @@ _FALLBACKS: Final[tuple[tuple[type, _Encoder], ...]] = (
 )
 
 
-def _fallback_encoder(key: Any, value: Any) -> _Encoder:
+def _fallback_encoder(key: Any, value: Any, opts: CodecOptions) -> _Encoder:
     """The encoder for a type that is not in the exact-type table (a type with a
-    ``_type_marker``, a subclass), or InvalidDocument naming the key."""
+    ``_type_marker``, a custom type of the type registry, a subclass, a value for the
+    registry's fallback encoder), or InvalidDocument naming the key."""
+    return _lookup_encoder(key, value, opts, False, False)
+
+
+def _lookup_encoder(
+    key: Any, value: Any, opts: CodecOptions, in_custom: bool, in_fallback: bool
+) -> _Encoder:
+    """PyMongo's order: the _type_marker; the registry's encoder of the exact type (not
+    for a value a custom encoder returned); the built-in types by isinstance; the
+    registry's fallback encoder (not for a value it returned). Only built-in answers are
+    cached, as the registry belongs to the call."""
     marker = getattr(value, "_type_marker", None)
     encoder = _MARKED_ENCODERS.get(marker) if type(marker) is int else None
+    registry = opts.type_registry
+    if encoder is None and not in_custom and registry._encoder_map:
+        transform = registry._encoder_map.get(type(value))
+        if transform is not None:
+            return functools.partial(_enc_transformed, transform, True, False)
     if encoder is None:
         encoder = next((enc for base, enc in _FALLBACKS if isinstance(value, base)), None)
     if encoder is not None:
         if len(_ENCODERS) < _ENCODER_CACHE_LIMIT:
             _ENCODERS[type(value)] = encoder  # next time: one dict lookup
         return encoder
+    fallback = registry._fallback_encoder
+    if not in_fallback and fallback is not None:
+        return functools.partial(_enc_transformed, fallback, False, True)
     raise InvalidDocument(
         f"key {key!r}: cannot encode object {value!r} of type {type(value).__name__}"
     )
+
+
+def _enc_transformed(
+    transform: Callable[[Any], Any],
+    in_custom: bool,
+    in_fallback: bool,
+    buf: bytearray,
+    key: Any,
+    value: Any,
+    opts: CodecOptions,
+    depth: int,
+) -> None:
+    """The element for ``transform(value)`` (a TypeEncoder's or the fallback encoder)."""
+    _encode_element(buf, key, transform(value), opts, depth, in_custom, in_fallback)
+
+
+def _enc_none(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
+    buf += _NULL_KEYS.get(key) or _typed_key(_NULL_KEYS, b"\x0a", key)
+
+
+def _enc_datetime_naive_or_aware(
+    buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int
+) -> None:
+    buf += _DATE_KEYS.get(key) or _typed_key(_DATE_KEYS, b"\x09", key)
+    if value.tzinfo is None:
+        delta = value - _EPOCH_NAIVE
+        buf += _PACK_I64((delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000)
+    else:
+        buf += _PACK_I64(datetime_to_ms(value))
+
+
+# The types encode_document inlines, for elements encoded one at a time.
+_INLINED: Final[dict[type, _Encoder]] = {
+    str: _enc_str,
+    int: _enc_int,
+    float: _enc_float,
+    bool: _enc_bool,
+    Int64: _enc_int64,
+    dict: _enc_document,
+    list: _enc_array,
+    type(None): _enc_none,
+    ObjectId: _enc_object_id,
+    datetime: _enc_datetime_naive_or_aware,
+    bytes: _enc_bytes,
+}
+
+
+def _encode_element(
+    buf: bytearray,
+    key: Any,
+    value: Any,
+    opts: CodecOptions,
+    depth: int,
+    in_custom: bool,
+    in_fallback: bool,
+) -> None:
+    """One element, as the loop of encode_document writes it, for a transformed value."""
+    t = type(value)
+    encoder = _INLINED.get(t) or _ENCODERS.get(t)
+    if encoder is None:
+        encoder = _lookup_encoder(key, value, opts, in_custom, in_fallback)
+    encoder(buf, key, value, opts, depth)

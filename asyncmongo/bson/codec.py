@@ -21,6 +21,11 @@ int -> int32 if it fits else int64, float, bool, None, datetime (naive = UTC), u
 PyMongo's bson values (known by their ``_type_marker``, without importing PyMongo) are
 written as PyMongo writes them: ``bson.Int64`` as int64, ``bson.Binary`` with its subtype, a
 ``bson.RawBSONDocument`` as its bytes, and so on.
+
+Two options change the classes involved, in both implementations alike:
+``CodecOptions.type_registry`` (custom type codecs and a fallback encoder, as PyMongo's
+TypeRegistry) and ``CodecOptions.value_classes`` (the classes BSON values decode to, e.g.
+PyMongo's for the compatible client). Left at their defaults they cost nothing.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from asyncmongo.bson._encode import encode_document
 from asyncmongo.bson.codec_options import (
     DEFAULT_CODEC_OPTIONS,
     CodecOptions,
+    as_codec_options,
     is_raw_document_class,
 )
 from asyncmongo.bson.errors import InvalidBSON, InvalidDocument, InvalidStringData
@@ -67,6 +73,8 @@ def _check_top_level_keys(document: Mapping[str, Any]) -> None:
 
 
 def _py_encode(document: Any, check_keys: bool, codec_options: CodecOptions) -> bytes:
+    if type(codec_options) is not CodecOptions:
+        codec_options = as_codec_options(codec_options)  # PyMongo's, converted
     if type(document) is not dict:
         if is_raw_document_class(type(document)):
             raw: bytes = document.raw

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
 
+from asyncmongo._adopt import adopt_index_model, adopt_search_index_model
 from asyncmongo.bson.typings import _DocumentType
 from asyncmongo.collection.aggregate import aggregate_cursor
 from asyncmongo.collection.arguments import (
@@ -74,6 +75,7 @@ class CollectionIndexes(CollectionBase[_DocumentType]):
         options, raw_data = command_options(kwargs, allowed, "create_indexes")
         documents = []
         for index in indexes:
+            index = adopt_index_model(index)
             if not isinstance(index, IndexModel):
                 raise InvalidArgument(f"{index!r} is not an IndexModel")
             documents.append(index.document)
@@ -138,7 +140,7 @@ class CollectionIndexes(CollectionBase[_DocumentType]):
         self, index_or_name: Any, session: Any = None, comment: Any = None, **kwargs: Any
     ) -> None:
         """Drop one index, by name or by its keys (``"*"`` is refused: use drop_indexes)."""
-        name = index_or_name
+        name = index_or_name = adopt_index_model(index_or_name)
         if isinstance(index_or_name, IndexModel):
             name = index_or_name.document["name"]
         elif not isinstance(index_or_name, str):
@@ -241,7 +243,9 @@ class CollectionIndexes(CollectionBase[_DocumentType]):
 
 
 def _search_model(model: Any) -> SearchIndexModel:
-    """A SearchIndexModel, or one made from a mapping of its arguments (as PyMongo does)."""
+    """A SearchIndexModel (PyMongo's too), or one made from a mapping of its arguments (as
+    PyMongo does)."""
+    model = adopt_search_index_model(model)
     if isinstance(model, SearchIndexModel):
         return model
     if isinstance(model, Mapping) and "definition" in model:

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from asyncmongo._adopt import adopt_write_model
 from asyncmongo._bulk import run_bulk, run_writes
+from asyncmongo._scope import new_id_class
 from asyncmongo.bson.raw import RawBSONDocument
 from asyncmongo.bson.typings import _DocumentType
 from asyncmongo.collection.base import CollectionBase
@@ -77,7 +79,7 @@ class CollectionWrites(CollectionBase[_DocumentType]):
         raw_data: bool | None = None,
     ) -> InsertOneResult:
         """Insert one document (an ``_id`` is added to it when missing)."""
-        statement = insert_statement(document)
+        statement = insert_statement(document, new_id_class(self._codec_options))
         concern = self._write_concern_for(session)
         options = write_options(True, bypass_document_validation, comment, raw_data=raw_data)
         # run_writes' loop, unrolled: one statement always goes in one command (or raises
@@ -114,7 +116,8 @@ class CollectionWrites(CollectionBase[_DocumentType]):
             documents = list(documents) if not isinstance(documents, Mapping) else documents
         if isinstance(documents, Mapping) or not documents:
             raise InvalidArgument("documents must be a non-empty list of documents")
-        statements = [insert_statement(document) for document in documents]
+        new_id = new_id_class(self._codec_options)
+        statements = [insert_statement(document, new_id) for document in documents]
         options = write_options(ordered, bypass_document_validation, comment, None, raw_data)
         concern = self._write_concern_for(session)
         await self._bulk(statements, options, session, concern)
@@ -303,10 +306,12 @@ class CollectionWrites(CollectionBase[_DocumentType]):
         if isinstance(requests, str | bytes | Mapping) or not isinstance(requests, Iterable):
             raise InvalidArgument("requests must be a list of write models")
         statements = []
+        new_id = new_id_class(self._codec_options)
         for request in requests:
+            request = adopt_write_model(request)
             if not isinstance(request, WriteModel):
                 raise InvalidArgument(f"{request!r} is not a valid request (a write model)")
-            statements.append(request._statement())
+            statements.append(request._statement(new_id))
         options = write_options(ordered, bypass_document_validation, comment, let, raw_data)
         concern = self._write_concern_for(session)
         result = await self._bulk(statements, options, session, concern)

@@ -16,7 +16,7 @@ import contextlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from asyncmongo.bson.objectid import ObjectId
+from asyncmongo._scope import new_id_class
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.selection.read_preference import PRIMARY, ReadPreference
 from asyncmongo.errors import ConfigurationError, InvalidArgument
@@ -44,7 +44,14 @@ __all__ = ["AsyncGridFSBucket"]
 class AsyncGridFSBucket:
     """A GridFS bucket in ``database``: upload, download, find, rename and delete files."""
 
-    __slots__ = ("_bucket_name", "_chunk_size", "_chunks", "_files", "_indexes_checked")
+    __slots__ = (
+        "_bucket_name",
+        "_chunk_size",
+        "_chunks",
+        "_files",
+        "_indexes_checked",
+        "_new_id",
+    )
 
     def __init__(
         self,
@@ -69,6 +76,8 @@ class AsyncGridFSBucket:
         if not self._files.write_concern.acknowledged:
             raise ConfigurationError("GridFS needs an acknowledged write concern")
         self._indexes_checked = False
+        #: File ids made here are of the class the database's documents decode to.
+        self._new_id = new_id_class(self._files.codec_options)
 
     def __repr__(self) -> str:
         return (f"<AsyncGridFSBucket {self._files.database.name}.{self._bucket_name}, "
@@ -121,7 +130,7 @@ class AsyncGridFSBucket:
     ) -> AsyncGridIn:
         """An upload stream for a new file with a generated ObjectId (``grid_in._id``)."""
         return self.open_upload_stream_with_id(
-            ObjectId(), filename, chunk_size_bytes, metadata, session)
+            self._new_id(), filename, chunk_size_bytes, metadata, session)
 
     def open_upload_stream_with_id(
         self,
@@ -148,14 +157,15 @@ class AsyncGridFSBucket:
         chunk_size_bytes: int | None = None,
         metadata: Mapping[str, Any] | None = None,
         session: Any = None,
-    ) -> ObjectId:
-        """Store ``source`` as a new file; its generated id.
+    ) -> Any:
+        """Store ``source`` as a new file; its generated id (an ObjectId of the class the
+        database's documents decode to: PyMongo's under the PyMongo-compatible client).
 
         ``source`` is bytes-like, or has ``read(size)`` (sync or async) read until it
         returns nothing; it is not closed. If reading or storing fails, or the task is
         cancelled, the chunks stored so far are deleted and no files document is written.
         """
-        file_id = ObjectId()
+        file_id = self._new_id()
         await self.upload_from_stream_with_id(
             file_id, filename, source, chunk_size_bytes, metadata, session)
         return file_id

@@ -32,6 +32,7 @@ from asyncmongo.runtime.executor import Executor
 from asyncmongo.runtime.monitor import Monitor, MonitorSettings, streaming_enabled
 from asyncmongo.runtime.pool import Pool
 from asyncmongo.runtime.server import Server
+from asyncmongo.runtime.shutdown_guard import ShutdownGuard
 from asyncmongo.runtime.srv import DnspythonResolver, SrvPoller, resolve_srv_options
 from asyncmongo.runtime.tasks import TaskSet
 from asyncmongo.runtime.topology import Topology
@@ -46,6 +47,7 @@ class ClientRuntime:
         "_establishers",
         "_scram_cache",
         "executor",
+        "guard",
         "listeners",
         "options",
         "poller",
@@ -81,6 +83,8 @@ class ClientRuntime:
             events=events,
         )
         self.poller: SrvPoller | None = None
+        #: Closes this runtime if the loop ends with the client never closed.
+        self.guard = ShutdownGuard(self._close_at_loop_shutdown)
 
     @classmethod
     async def create(
@@ -117,6 +121,15 @@ class ClientRuntime:
 
     async def close(self) -> None:
         """End every task and close every socket, and wait for them."""
+        await self.guard.disarm()
+        await self._close()
+
+    async def _close_at_loop_shutdown(self) -> None:
+        """The loop is ending and the application never closed the client: its tasks are
+        already cancelled; close the sockets so none is left to the garbage collector."""
+        await self._close()
+
+    async def _close(self) -> None:
         try:
             if self.poller is not None:
                 await self.poller.close()

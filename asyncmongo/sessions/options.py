@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from asyncmongo.bson.types import Timestamp
+from asyncmongo.core.adopt import adopt_read_concern, adopt_write_concern
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.selection import ReadPreference
+from asyncmongo.core.selection.read_preference import adopt_read_preference
 from asyncmongo.errors import ConfigurationError
 
 __all__ = ["SessionOptions", "TransactionOptions"]
@@ -28,6 +30,12 @@ class TransactionOptions:
     max_commit_time_ms: int | None = None
 
     def __post_init__(self) -> None:
+        # PyMongo's concerns and read preference are taken as asyncmongo's.
+        object.__setattr__(self, "read_concern", adopt_read_concern(self.read_concern))
+        object.__setattr__(self, "write_concern", adopt_write_concern(self.write_concern))
+        object.__setattr__(
+            self, "read_preference", adopt_read_preference(self.read_preference)
+        )
         if self.write_concern is not None and not self.write_concern.acknowledged:
             raise ConfigurationError(
                 f"transactions do not support unacknowledged write concern: {self.write_concern!r}"

@@ -7,7 +7,7 @@ have them, ``_id`` is added before insert) hold everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -55,17 +55,18 @@ class WriteStatement:
     multi: bool = False
 
 
-def insert_statement(document: Any) -> WriteStatement:
-    """The document to insert, with an ``_id`` added (in place, as PyMongo does) if missing."""
+def insert_statement(document: Any, new_id: Callable[[], Any] = ObjectId) -> WriteStatement:
+    """The document to insert, with an ``_id`` added (in place, as PyMongo does) if missing;
+    ``new_id`` makes it (the ObjectId class the client's documents decode to)."""
     if type(document) is dict:  # the common case, without the ABC checks
         if "_id" not in document:
-            document["_id"] = ObjectId()
+            document["_id"] = new_id()
         return WriteStatement(StatementKind.INSERT, document)
     check_document(document, "document")
     if "_id" not in document and not isinstance(document, RawBSONDocument):
         if not isinstance(document, MutableMapping):
             raise InvalidArgument("a document without _id must be mutable to receive one")
-        document["_id"] = ObjectId()
+        document["_id"] = new_id()
     return WriteStatement(StatementKind.INSERT, document)
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from asyncmongo.core.adopt import is_pymongo_object
 from asyncmongo.errors import ConfigurationError
 
 
@@ -133,3 +134,12 @@ def _tag_sets(tag_sets: Any) -> tuple[TagSet, ...]:
 
 #: The default read preference: mode primary.
 PRIMARY = ReadPreference()
+
+
+def adopt_read_preference(value: Any) -> Any:
+    """PyMongo's read preference (Primary(), Secondary(tag_sets=...), ...) as asyncmongo's."""
+    if value is None or type(value) is ReadPreference:
+        return value
+    if is_pymongo_object(value, "pymongo.read_preferences"):
+        return ReadPreference.from_document(value.document)
+    return value

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from asyncmongo.core.address import Address, format_address
+from asyncmongo.core.adopt import adopt_driver_info, adopt_server_api
 from asyncmongo.core.auth.credential import MongoCredential, build_credential
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.uri.rules import check_combination
@@ -231,7 +232,7 @@ def build_client_options(
         server_monitoring_mode=o.get("serverMonitoringMode", "auto"),
         max_adaptive_retries=o.get("maxAdaptiveRetries", 2),
         enable_overload_retargeting=o.get("enableOverloadRetargeting", False),
-        server_api=extras.get("server_api"),
+        server_api=adopt_server_api(extras.get("server_api")),
         driver_info=_driver_info(extras.get("driver_info")),
         uuid_representation=o.get("uuidRepresentation", "unspecified"),
         options=MappingProxyType({name: _frozen(value) for name, value in o.items()}),
@@ -242,7 +243,11 @@ def _driver_info(value: Any) -> tuple[DriverInfo, ...]:
     """``driver_info=`` takes one DriverInfo or a sequence of them (None: none)."""
     if value is None:
         return ()
-    infos = tuple(value) if isinstance(value, (list, tuple)) else (value,)
+    value = adopt_driver_info(value)  # PyMongo's is a namedtuple: one, not a sequence
+    infos = tuple(
+        adopt_driver_info(info)
+        for info in (value if isinstance(value, (list, tuple)) else (value,))
+    )
     for info in infos:
         if not isinstance(info, DriverInfo):
             raise ConfigurationError(f"driver_info must be a DriverInfo, not {type(info).__name__}")
