@@ -284,7 +284,9 @@ def _enc_bool(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: i
 
 def _enc_str(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:
     buf += _STR_KEYS.get(key) or _typed_key(_STR_KEYS, b"\x02", key)
-    buf += _string_body(str(value))
+    # The string's own characters, as PyMongo writes them: a str subclass's __str__ (a
+    # str-mixin Enum's "Color.RED") is not what it holds.
+    buf += _string_body(value)
 
 
 def _enc_bytes(buf: bytearray, key: Any, value: Any, opts: CodecOptions, depth: int) -> None:

@@ -317,3 +317,20 @@ _values = st.recursive(
 @given(st.dictionaries(_keys, _values, max_size=5))
 def test_generated_documents(document: dict[str, Any]) -> None:
     assert_same(document)
+
+
+def test_str_subclasses_are_written_as_the_characters_they_hold() -> None:
+    """A str-mixin Enum's __str__ is "Color.RED"; PyMongo writes "red", as keys and values."""
+    import enum
+
+    class Color(str, enum.Enum):
+        RED = "red"
+        FIELD = "a.b"
+
+    document = {Color.FIELD: {"$gt": 1}, "c": Color.RED, "list": [Color.RED]}
+    assert codec.encode(document) == bson.encode(document)
+    assert codec.decode(codec.encode(document)) == {
+        "a.b": {"$gt": 1},
+        "c": "red",
+        "list": ["red"],
+    }
