@@ -28,7 +28,7 @@ first on ``PYTHONPATH`` so the asyncmongo measured is this checkout's (the heade
 path imported):
 
     PYTHONPATH=. python benchmarks/driver_bench.py [--quick] [--server replay|jongodb|both]
-        [--task NAME ...] [--driver asyncmongo|floor|pymongo-async|pymongo-sync ...]
+        [--task NAME ...] [--driver asyncmongo|asyncmongo-compat|floor|pymongo-async|...]
         [--loop asyncio|uvloop|threads ...] [--repeats N] [--scale X]
 """
 
@@ -64,6 +64,7 @@ from bench_support import (
 from floor_client import FloorClient
 
 import asyncmongo
+import asyncmongo.compat as asyncmongo_compat
 
 CONCURRENCY = 100
 #: A fresh target collection per run (jongodb has no drop, and slows as a collection grows).
@@ -86,6 +87,9 @@ class Combo:
 COMBOS = (
     Combo("floor", "asyncio"),
     Combo("asyncmongo", "asyncio"),
+    # The PyMongo-compatible client (asyncmongo.compat): the same engine handing back
+    # PyMongo's types; its row shows what the compatibility costs.
+    Combo("asyncmongo-compat", "asyncio"),
     Combo("pymongo-async", "asyncio"),
     Combo("floor", "uvloop"),
     Combo("asyncmongo", "uvloop"),
@@ -230,6 +234,8 @@ async def _insert_lane(target: Any, docs: list[dict[str, Any]]) -> None:
 async def with_client(combo: Combo, cell: Cell) -> None:
     if combo.driver == "asyncmongo":
         client: Any = asyncmongo.AsyncMongoClient(cell.uri)
+    elif combo.driver == "asyncmongo-compat":
+        client = asyncmongo_compat.AsyncMongoClient(cell.uri)
     else:
         client = pymongo.AsyncMongoClient(cell.uri)
     try:
@@ -396,7 +402,7 @@ def table(name: str, results: dict[tuple[str, Combo], Result], tasks: Sequence[T
             mine = results[task.name, combo]
             peer = results.get((task.name, Combo("pymongo-async", combo.loop)))
             cells = ["-"] * 4
-            if combo.driver == "asyncmongo":
+            if combo.driver.startswith("asyncmongo"):
                 cells = [
                     ratio(mine.cpu_us_per_op, peer.cpu_us_per_op if peer else None),
                     ratio(mine.cpu_us_per_op, sync.cpu_us_per_op if sync else None),
