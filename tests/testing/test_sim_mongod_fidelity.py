@@ -1,0 +1,48 @@
+"""Behaviours an application's own tests rely on, checked through PyMongo as mongod answers.
+
+Each test pins one documented mongod behaviour (results, error codes and messages) that an
+ODM's test suite exercised against the simulated standalone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from bson import DBRef, ObjectId
+from pymongo import AsyncMongoClient
+
+from asyncmongo.testing.deployment import Standalone
+from tests.support.pymongo_peer import PYMONGO_PEER_MARKS, collect_pymongo_leaks  # noqa: F401
+
+pytestmark = [pytest.mark.timeout(60), *PYMONGO_PEER_MARKS]
+
+
+@pytest.fixture
+async def db() -> AsyncIterator[Any]:
+    async with Standalone() as server:
+        client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
+            server.uri, serverSelectionTimeoutMS=5000)
+        try:
+            yield client.fidelity
+        finally:
+            await client.close()
+
+
+async def test_dbref_is_a_document_paths_walk_into(db: Any) -> None:
+    target = ObjectId()
+    await db.doors.insert_one({"_id": target, "t": 10})
+    await db.houses.insert_one({"_id": 1, "door": DBRef("doors", target),
+                                "windows": [DBRef("doors", target)]})
+    assert [d["_id"] for d in await db.houses.find({"door.$id": target}).to_list()] == [1]
+    by_field = await (await db.houses.aggregate([{"$lookup": {
+        "from": "doors", "localField": "door.$id", "foreignField": "_id", "as": "L"}}])).to_list()
+    assert by_field[0]["L"] == [{"_id": target, "t": 10}]
+    assert by_field[0]["door"] == DBRef("doors", target)
+    by_let = await (await db.houses.aggregate([{"$lookup": {
+        "from": "doors", "let": {"ids": "$windows.$id"},
+        "pipeline": [{"$match": {"$expr": {"$in": ["$_id", "$$ids"]}}}],
+        "as": "L"}}])).to_list()
+    assert by_let[0]["L"] == [{"_id": target, "t": 10}]
+    assert await db.houses.distinct("door.$ref") == ["doors"]
