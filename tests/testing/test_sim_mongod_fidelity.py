@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from bson import DBRef, ObjectId
 from pymongo import AsyncMongoClient
+from pymongo.errors import OperationFailure
 
 from asyncmongo.testing.deployment import Standalone
 from tests.support.pymongo_peer import PYMONGO_PEER_MARKS, collect_pymongo_leaks  # noqa: F401
@@ -46,3 +47,28 @@ async def test_dbref_is_a_document_paths_walk_into(db: Any) -> None:
         "as": "L"}}])).to_list()
     assert by_let[0]["L"] == [{"_id": target, "t": 10}]
     assert await db.houses.distinct("door.$ref") == ["doors"]
+
+
+async def test_regex_option_u_is_accepted(db: Any) -> None:
+    await db.c.insert_many([{"_id": 1, "s": "Ünïcode"}, {"_id": 2, "s": "ascii"}])
+    found = await db.c.find({"s": {"$regex": "^ü", "$options": "iu"}}).to_list()
+    assert [d["_id"] for d in found] == [1]
+    with pytest.raises(OperationFailure) as refused:
+        await db.c.find_one({"s": {"$regex": "a", "$options": "q"}})
+    assert refused.value.code == 2 and "invalid flag in regex options: q" in str(refused.value)
+
+
+async def test_create_index_rules(db: Any) -> None:
+    await db.c.insert_one({"_id": 1, "a": 1})
+    assert await db.c.create_index("_id") == "_id_1"  # the _id index exists: nothing to do
+    assert list(await db.c.index_information()) == ["_id_"]
+    await db.c.create_index("a", name="first")
+    with pytest.raises(OperationFailure) as same_key:
+        await db.c.create_index("a", name="second")
+    assert same_key.value.code == 85
+    assert "Index already exists with a different name: first" in str(same_key.value)
+    with pytest.raises(OperationFailure) as same_name:
+        await db.c.create_index("b", name="first")
+    assert same_name.value.code == 86
+    assert await db.c.create_index("a", name="first") == "first"
+    assert sorted(await db.c.index_information()) == ["_id_", "first"]

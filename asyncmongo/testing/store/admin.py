@@ -188,6 +188,9 @@ def create_indexes(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
                                      f"index. Requested index: {index.spec}, existing index: "
                                      f"{current.spec}")
             continue
+        if same_key is not None and same_key is collection.id_index and _options(
+                index.spec) == _options(same_key.spec):
+            continue  # the _id index under another name: mongod reports it as existing
         if same_key is not None:
             if same_key.unique != index.unique:
                 raise StoreError(86, "An existing index has the same key pattern as the "
@@ -199,6 +202,10 @@ def create_indexes(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     if before == len(collection.indexes):
         reply["note"] = "all indexes already exist"
     return _reply(**reply)
+
+
+def _options(spec: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in spec.items() if k not in ("v", "key", "name", "ns")}
 
 
 def list_indexes(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:

@@ -241,11 +241,17 @@ def _regex_operator(argument: Any, condition: Mapping[str, Any]) -> CandidatesTe
     return _any_value(_regex_test(Regex(argument, options)))
 
 
+_REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE,
+                "u": 0}
+
+
 def compile_regex(pattern: str, flags: str) -> re.Pattern[str]:
-    """A Python pattern for a MongoDB (PCRE) regex; invalid ones give code 51091."""
+    """A Python pattern for a MongoDB (PCRE) regex; invalid ones give code 51091. mongod's
+    PCRE always matches UTF-8, so "u" (PyMongo's re.UNICODE) is accepted and changes nothing:
+    Python's str patterns are Unicode-aware already."""
     bits = 0
     for letter in flags:
-        bit = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}.get(letter)
+        bit = _REGEX_FLAGS.get(letter)
         if bit is None:
             raise bad_value(f"invalid flag in regex options: {letter}")
         bits |= bit
