@@ -72,3 +72,14 @@ async def test_create_index_rules(db: Any) -> None:
     assert same_name.value.code == 86
     assert await db.c.create_index("a", name="first") == "first"
     assert sorted(await db.c.index_information()) == ["_id_", "first"]
+
+
+async def test_aggregate_refuses_unknown_fields(db: Any) -> None:
+    await db.c.insert_one({"_id": 1})
+    with pytest.raises(OperationFailure) as refused:
+        await db.c.aggregate([{"$match": {}}], wrong=True)
+    assert refused.value.code == 40415
+    assert "BSON field 'aggregate.wrong' is an unknown field." in str(refused.value)
+    cursor = await db.c.aggregate([{"$match": {}}], allowDiskUse=True, maxTimeMS=5000,
+                                  comment="c", let={"x": 1}, hint="_id_", batchSize=1)
+    assert await cursor.to_list() == [{"_id": 1}]

@@ -14,6 +14,7 @@ from asyncmongo.testing.store import (
     change_events,
     coll_stats,
     expressions,
+    known_fields,
     local_sessions,
     plan,
     tailable,
@@ -499,6 +500,7 @@ def _check_read_concern(command: Mapping[str, Any], pipeline: Any) -> None:
 
 
 def aggregate(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
+    known_fields.check_fields(command, known_fields.AGGREGATE_FIELDS)
     target = command["aggregate"]
     pipeline: Any = command.get("pipeline")
     if "cursor" not in command and not command.get("explain"):
