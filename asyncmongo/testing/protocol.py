@@ -145,7 +145,8 @@ def _decode_document(data: bytes) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise ProtocolError("a request document did not decode to a dict")
     if b"$ref\x00" in data:
-        return _plain_dbrefs(document)
+        plain: dict[str, Any] = _plain_dbrefs(document)
+        return plain
     return document
 
 

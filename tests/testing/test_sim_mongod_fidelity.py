@@ -83,3 +83,77 @@ async def test_aggregate_refuses_unknown_fields(db: Any) -> None:
     cursor = await db.c.aggregate([{"$match": {}}], allowDiskUse=True, maxTimeMS=5000,
                                   comment="c", let={"x": 1}, hint="_id_", batchSize=1)
     assert await cursor.to_list() == [{"_id": 1}]
+
+
+async def test_text_index_listed_in_mongods_form(db: Any) -> None:
+    await db.c.create_index([("title", "text"), ("body", "text")], weights={"title": 10})
+    info = await db.c.index_information()
+    assert info["title_text_body_text"] == {
+        "v": 2, "key": [("_fts", "text"), ("_ftsx", 1)],
+        "weights": {"body": 1, "title": 10}, "default_language": "english",
+        "language_override": "language", "textIndexVersion": 3}
+    assert await db.c.create_index([("title", "text"), ("body", "text")],
+                                   weights={"title": 10}) == "title_text_body_text"
+    with pytest.raises(OperationFailure) as second:
+        await db.c.create_index([("a", 1), ("other", "text")])
+    assert second.value.code == 67
+    assert "only one text index per collection allowed" in str(second.value)
+
+
+async def test_compound_text_index_keeps_other_fields_in_place(db: Any) -> None:
+    await db.c.create_index([("a", 1), ("s", "text"), ("z", -1)])
+    spec = (await db.c.index_information())["a_1_s_text_z_-1"]
+    assert spec["key"] == [("a", 1), ("_fts", "text"), ("_ftsx", 1), ("z", -1)]
+    assert spec["weights"] == {"s": 1}
+
+
+async def seed_text(db: Any) -> None:
+    await db.c.create_index([("s", "text")])
+    await db.c.insert_many([
+        {"_id": 1, "s": "The quick brown fox"},
+        {"_id": 2, "s": "fox fox fox, a fox"},
+        {"_id": 3, "s": "lazy dog"},
+        {"_id": 4, "s": "Café au lait for the fox and the dog"},
+    ])
+
+
+async def test_text_search_matches_and_scores_as_mongod(db: Any) -> None:
+    await seed_text(db)
+    found = await db.c.find({"$text": {"$search": "FOX"}}, {"score": {"$meta": "textScore"}}
+                            ).sort([("score", {"$meta": "textScore"})]).to_list()
+    assert [d["_id"] for d in found] == [2, 1, 4]
+    # mongod's formula: each repeat adds half as much; 0.5 * count / tokens + 0.5 per term.
+    assert found[0]["score"] == pytest.approx((1 + .5 + .25 + .125) * (0.5 * 4 / 4 + 0.5))
+    assert found[1] == {"_id": 1, "s": "The quick brown fox",
+                        "score": pytest.approx(0.5 / 3 + 0.5)}
+    assert {d["_id"] for d in await db.c.find({"$text": {"$search": "dog -fox"}}).to_list()
+            } == {3}
+    assert await db.c.find({"$text": {"$search": "-fox"}}).to_list() == []
+    phrase = await db.c.find({"$text": {"$search": '"brown fox"'}}).to_list()
+    assert [d["_id"] for d in phrase] == [1]
+    assert [d["_id"] for d in await db.c.find({"$text": {"$search": "cafe"}}).to_list()] == [4]
+    assert await db.c.count_documents({"$text": {"$search": "dog"}, "_id": {"$gt": 3}}) == 1
+
+
+async def test_text_search_in_aggregation_first_stage_only(db: Any) -> None:
+    await seed_text(db)
+    pipeline = [{"$match": {"$text": {"$search": "dog"}}},
+                {"$addFields": {"score": {"$meta": "textScore"}}},
+                {"$sort": {"score": {"$meta": "textScore"}}},
+                {"$project": {"s": 0}}]
+    found = await (await db.c.aggregate(pipeline)).to_list()
+    assert [d["_id"] for d in found] == [3, 4]
+    assert set(found[0]) == {"_id", "score"} and found[0]["score"] > found[1]["score"]
+    with pytest.raises(OperationFailure) as late:
+        await db.c.aggregate([{"$match": {}}, {"$match": {"$text": {"$search": "dog"}}}])
+    assert late.value.code == 17313
+    with pytest.raises(OperationFailure) as no_score:
+        await db.c.aggregate([{"$project": {"score": {"$meta": "textScore"}}}])
+    assert no_score.value.code == 40218
+
+
+async def test_text_search_needs_a_text_index(db: Any) -> None:
+    await db.c.insert_one({"_id": 1, "s": "fox"})
+    with pytest.raises(OperationFailure) as refused:
+        await db.c.find_one({"$text": {"$search": "fox"}})
+    assert refused.value.code == 27 and "text index required" in str(refused.value)

@@ -188,6 +188,10 @@ def create_indexes(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
                                      f"index. Requested index: {index.spec}, existing index: "
                                      f"{current.spec}")
             continue
+        text = next((i for i in collection.indexes.values() if "_fts" in i.key), None)
+        if text is not None and "_fts" in index.key and same_key is None and current is None:
+            raise StoreError(67, "only one text index per collection allowed, found existing "
+                                 f"text index \"{text.name}\"")
         if same_key is not None and same_key is collection.id_index and _options(
                 index.spec) == _options(same_key.spec):
             continue  # the _id index under another name: mongod reports it as existing

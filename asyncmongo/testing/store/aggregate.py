@@ -10,11 +10,11 @@ An unknown stage fails with 40324 as on the server.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from asyncmongo.bson.types import Int64
-from asyncmongo.testing.store import expressions, search_indexes
+from asyncmongo.testing.store import expressions, metadata, search_indexes, text_search
 from asyncmongo.testing.store.collection import Index, id_key
 from asyncmongo.testing.store.compare import hash_key, integral
 from asyncmongo.testing.store.database import Namespaces
@@ -35,11 +35,14 @@ UPDATE_STAGES = frozenset({"$addFields", "$set", "$project", "$unset", "$replace
 
 @dataclass(frozen=True, slots=True)
 class PipelineContext:
-    """Where a pipeline runs: its database (for $lookup/$out/$merge) and the catalog."""
+    """Where a pipeline runs: its database (for $lookup/$out/$merge) and the catalog;
+    ``collection`` names the collection an aggregate command reads (whose text index a first
+    ``$match`` with ``$text`` searches), None for sub-pipelines and views."""
 
     db_name: str
     namespaces: Namespaces | None = None
     variables: Mapping[str, Any] | None = None
+    collection: str | None = None
 
 
 def run_pipeline(documents: list[Document], pipeline: Any, context: PipelineContext,
@@ -86,8 +89,23 @@ def compile_pipeline(pipeline: Any, context: PipelineContext,
         builder = _STAGES.get(name)
         if builder is None:
             raise StoreError(40324, f"Unrecognized pipeline stage name: '{name}'")
+        if name == "$match" and isinstance(argument, Mapping) and text_search.text_argument(
+                argument) is not None:
+            stages.append(_text_match(argument, context, position))
+            continue
         stages.append(builder(argument, context))
     return stages
+
+
+def _text_match(argument: Mapping[str, Any], context: PipelineContext, position: int) -> Stage:
+    """A first ``$match`` with ``$text``: the matching documents, carrying their scores."""
+    if position != 0 or context.collection is None or context.namespaces is None:
+        raise StoreError(17313, "$match with $text is only allowed as the first pipeline stage")
+    collection = context.namespaces.get(context.db_name, context.collection)
+    predicate, search = text_search.compile_text_filter(text_search.index_specs(collection),
+                                                        argument, context.variables)
+    assert search is not None
+    return lambda docs: text_search.with_scores([d for d in docs if predicate(d)], search)
 
 
 def _match(argument: Any, context: PipelineContext) -> Stage:
@@ -101,7 +119,7 @@ def _project(argument: Any, context: PipelineContext) -> Stage:
     if not isinstance(argument, Mapping):
         raise StoreError(15969, "$project specification must be an object")
     projector = compile_projection(argument, aggregate=True, variables=context.variables)
-    return lambda docs: [projector(d) for d in docs]
+    return lambda docs: [metadata.keep_score(d, projector(d)) for d in docs]
 
 
 def _add_fields(argument: Any, context: PipelineContext) -> Stage:
@@ -335,7 +353,8 @@ def _replace_with(argument: Any, context: PipelineContext) -> Stage:
 def _facet(argument: Any, context: PipelineContext) -> Stage:
     if not isinstance(argument, Mapping) or not argument:
         raise StoreError(40169, "the $facet specification must be a non-empty object")
-    facets = {name: compile_pipeline(pipe, context) for name, pipe in argument.items()}
+    inner = replace(context, collection=None)
+    facets = {name: compile_pipeline(pipe, inner) for name, pipe in argument.items()}
 
     def run(docs: list[Document]) -> list[Document]:
         output: Document = {}
@@ -361,7 +380,7 @@ def _lookup(argument: Any, context: PipelineContext) -> Stage:
         raise StoreError(9, "$lookup argument 'let' must be an object")
     let_expressions = {name: expressions.parse(value) for name, value in let.items()}
     pipeline = argument.get("pipeline", [])
-    compile_pipeline(pipeline, context)
+    compile_pipeline(pipeline, replace(context, collection=None))
 
     def run(docs: list[Document]) -> list[Document]:
         foreign_docs = _documents(context, source)
@@ -428,8 +447,9 @@ def _out(argument: Any, context: PipelineContext) -> Stage:
 
 
 def _with_id(doc: Document) -> Document:
+    doc = metadata.strip_scores(doc)
     if "_id" in doc:
-        return copy_document(doc)
+        return doc
     from asyncmongo.bson.objectid import ObjectId
 
     return {"_id": ObjectId(), **deep_copy(doc)}

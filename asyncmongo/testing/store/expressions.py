@@ -15,6 +15,7 @@ from typing import Any
 
 from asyncmongo.bson.decimal128 import Decimal128
 from asyncmongo.bson.types import Int64
+from asyncmongo.testing.store import metadata
 from asyncmongo.testing.store.compare import (
     RANK_NULL,
     RANK_UNDEFINED,
@@ -41,7 +42,9 @@ def parse(expression: Any) -> Any:
                                         "one field, the name of the expression")
             if keys[0] != "$literal" and keys[0] not in _OPERATORS:
                 raise StoreError(168, f"Unrecognized expression '{keys[0]}'")
-            if keys[0] != "$literal":
+            if keys[0] == "$meta":
+                metadata.check_meta(expression[keys[0]])
+            elif keys[0] != "$literal":
                 parse(expression[keys[0]])
         else:
             for value in expression.values():
@@ -462,6 +465,7 @@ def _rand(argument: Any, scope: dict[str, Any]) -> Any:
 
 _OPERATORS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "$rand": _rand,
+    "$meta": lambda argument, scope: metadata.meta_score(scope["CURRENT"]),
     "$getField": _get_field,
     "$setField": _set_field,
     "$unsetField": _unset_field,

@@ -3,8 +3,9 @@
 ``compile_filter(query)`` validates the whole filter first (so a bad operator fails even on an
 empty collection, as on the server) and returns a predicate. Supported: $eq $ne $gt $gte $lt
 $lte $in $nin $and $or $nor $not $exists $type $regex/$options $elemMatch $size $all $mod $expr
-$comment and ``$where`` (only the sleep/true/false scripts ``where.py`` reads), with dotted
-paths and MongoDB's array semantics (a condition on an array field holds if it holds for the
+$comment, ``$text`` (its predicate comes from the caller, see ``text_search.py``) and
+``$where`` (only the sleep/true/false scripts ``where.py`` reads), with dotted paths and
+MongoDB's array semantics (a condition on an array field holds if it holds for the
 array itself or for one of its elements). Anything else raises a
 ``StoreError`` naming the operator (code 2, BadValue), as the server does.
 """
@@ -39,14 +40,16 @@ ValueTest = Callable[[Any], bool]
 
 
 def compile_filter(query: Mapping[str, Any] | None,
-                   variables: Mapping[str, Any] | None = None) -> Predicate:
+                   variables: Mapping[str, Any] | None = None,
+                   text: Predicate | None = None) -> Predicate:
     """A predicate for ``query`` (None or {} matches everything); ``variables`` are the
-    command's ``let`` values, visible as ``$$name`` inside ``$expr``."""
+    command's ``let`` values, visible as ``$$name`` inside ``$expr``; ``text`` decides a
+    ``$text`` at the top level (or in the top-level ``$and``), where mongod allows it."""
     if query is None:
         return lambda doc: True
     if not isinstance(query, Mapping):
         raise bad_value("filter must be an object")
-    return _compile_document(query, variables)
+    return _compile_document(query, variables, text)
 
 
 def matches(query: Mapping[str, Any] | None, document: Mapping[str, Any]) -> bool:
@@ -55,9 +58,10 @@ def matches(query: Mapping[str, Any] | None, document: Mapping[str, Any]) -> boo
 
 
 def _compile_document(query: Mapping[str, Any],
-                      variables: Mapping[str, Any] | None = None) -> Predicate:
+                      variables: Mapping[str, Any] | None = None,
+                      text: Predicate | None = None) -> Predicate:
     predicates = [
-        _compile_top_level(key, cond, variables) if key.startswith("$")
+        _compile_top_level(key, cond, variables, text) if key.startswith("$")
         else _compile_field(key, cond)
         for key, cond in query.items()
     ]
@@ -66,10 +70,18 @@ def _compile_document(query: Mapping[str, Any],
     return lambda doc: all(p(doc) for p in predicates)
 
 
-def _compile_top_level(operator: str, argument: Any,
-                       variables: Mapping[str, Any] | None) -> Predicate:
-    if operator in ("$and", "$or", "$nor"):
+def _compile_top_level(operator: str, argument: Any, variables: Mapping[str, Any] | None,
+                       text: Predicate | None = None) -> Predicate:
+    if operator == "$and":
+        return _compile_logical(operator, argument, variables, text)
+    if operator in ("$or", "$nor"):
         return _compile_logical(operator, argument, variables)
+    if operator == "$text":
+        if text is None:
+            raise bad_value("$text is supported by asyncmongo.testing only at the top level "
+                            "of a find, count, distinct, update or delete filter, or in the "
+                            "first $match of an aggregation (and needs a text index)")
+        return text
     if operator == "$expr":
         expression = expressions.parse(argument)
         return lambda doc: expressions.truthy(expressions.evaluate(expression, doc, variables))
@@ -80,15 +92,15 @@ def _compile_top_level(operator: str, argument: Any,
     raise bad_value(f"unknown top level operator: {operator}")
 
 
-def _compile_logical(operator: str, argument: Any,
-                     variables: Mapping[str, Any] | None) -> Predicate:
+def _compile_logical(operator: str, argument: Any, variables: Mapping[str, Any] | None,
+                     text: Predicate | None = None) -> Predicate:
     if not isinstance(argument, list) or not argument:
         raise bad_value(f"{operator} must be a nonempty array")
     clauses: list[Predicate] = []
     for clause in argument:
         if not isinstance(clause, Mapping):
             raise bad_value(f"{operator} argument's entries must be objects")
-        clauses.append(_compile_document(clause, variables))
+        clauses.append(_compile_document(clause, variables, text))
     if operator == "$and":
         return lambda doc: all(c(doc) for c in clauses)
     if operator == "$or":
