@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from bson import DBRef, ObjectId
+from bson import DBRef, Int64, ObjectId
 from pymongo import AsyncMongoClient
 from pymongo.errors import OperationFailure
 
@@ -157,3 +157,71 @@ async def test_text_search_needs_a_text_index(db: Any) -> None:
     with pytest.raises(OperationFailure) as refused:
         await db.c.find_one({"$text": {"$search": "fox"}})
     assert refused.value.code == 27 and "text index required" in str(refused.value)
+
+
+async def test_nested_lookups_with_let_and_expr(db: Any) -> None:
+    await db.houses.insert_one({"_id": 1, "door": 10})
+    await db.doors.insert_one({"_id": 10, "lock": 100})
+    await db.locks.insert_one({"_id": 100, "k": "brass"})
+    inner = [{"$match": {"$expr": {"$eq": ["$_id", "$$lock_id"]}}}, {"$project": {"_id": 0}}]
+    pipeline = [{"$lookup": {
+        "from": "doors", "let": {"door_id": "$door"}, "as": "door",
+        "pipeline": [{"$match": {"$expr": {"$eq": ["$_id", "$$door_id"]}}},
+                     {"$lookup": {"from": "locks", "let": {"lock_id": "$lock"},
+                                  "pipeline": inner, "as": "lock"}}]}},
+        {"$unwind": "$door"}]
+    assert await (await db.houses.aggregate(pipeline)).to_list() == [
+        {"_id": 1, "door": {"_id": 10, "lock": [{"k": "brass"}]}}]
+
+
+async def test_union_with_and_facet_sub_pipelines(db: Any) -> None:
+    await db.a.insert_many([{"_id": 1, "n": 1}, {"_id": 2, "n": 2}])
+    await db.b.insert_many([{"_id": 3, "n": 3}, {"_id": 4, "n": 4}])
+    union = await (await db.a.aggregate([
+        {"$unionWith": {"coll": "b", "pipeline": [{"$match": {"n": {"$gt": 3}}}]}},
+        {"$unionWith": "b"},
+        {"$facet": {"total": [{"$group": {"_id": None, "s": {"$sum": "$n"}}}],
+                    "ids": [{"$project": {"_id": 1}}]}}])).to_list()
+    assert union == [{"total": [{"_id": None, "s": 14}],
+                      "ids": [{"_id": 1}, {"_id": 2}, {"_id": 4}, {"_id": 3}, {"_id": 4}]}]
+    with pytest.raises(OperationFailure) as bad:
+        await db.a.aggregate([{"$unionWith": {"coll": "b", "into": 1}}])
+    assert bad.value.code == 40415
+
+
+async def test_graph_lookup_walks_breadth_first_with_depth(db: Any) -> None:
+    await db.people.insert_many([
+        {"_id": 1, "name": "ann", "boss": None},
+        {"_id": 2, "name": "bob", "boss": "ann"},
+        {"_id": 3, "name": "cid", "boss": "bob"},
+        {"_id": 4, "name": "dan", "boss": "cid"},
+    ])
+    found = await (await db.people.aggregate([
+        {"$match": {"_id": 4}},
+        {"$graphLookup": {"from": "people", "startWith": "$boss", "connectFromField": "boss",
+                          "connectToField": "name", "as": "chain", "maxDepth": 1,
+                          "depthField": "level"}},
+        {"$project": {"chain": {"name": 1, "level": 1}}}])).to_list()
+    chain = sorted(found[0]["chain"], key=lambda d: d["level"])  # mongod's order is unset
+    assert chain == [{"name": "cid", "level": 0}, {"name": "bob", "level": 1}]
+    assert type(chain[0]["level"]) is Int64
+    everyone = await (await db.people.aggregate([
+        {"$match": {"_id": 4}},
+        {"$graphLookup": {"from": "people", "startWith": "$boss", "connectFromField": "boss",
+                          "connectToField": "name", "as": "chain"}}])).to_list()
+    assert sorted(d["name"] for d in everyone[0]["chain"]) == ["ann", "bob", "cid"]
+
+
+async def test_views_built_on_lookup_and_lookup_from_a_view(db: Any) -> None:
+    await db.owners.insert_many([{"_id": 1, "pet": 10}, {"_id": 2, "pet": 11}])
+    await db.pets.insert_many([{"_id": 10, "kind": "cat"}, {"_id": 11, "kind": "dog"}])
+    await db.create_collection("owned", viewOn="owners", pipeline=[
+        {"$lookup": {"from": "pets", "localField": "pet", "foreignField": "_id", "as": "p"}},
+        {"$unwind": "$p"}])
+    assert await db.owned.distinct("p.kind") == ["cat", "dog"]
+    assert [d["_id"] for d in await db.owned.find({"p.kind": "dog"}).to_list()] == [2]
+    await db.create_collection("cats", viewOn="pets", pipeline=[{"$match": {"kind": "cat"}}])
+    joined = await (await db.owners.aggregate([
+        {"$lookup": {"from": "cats", "localField": "pet", "foreignField": "_id", "as": "c"}},
+        {"$match": {"c": {"$ne": []}}}])).to_list()
+    assert [d["_id"] for d in joined] == [1]

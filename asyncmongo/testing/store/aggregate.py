@@ -3,7 +3,8 @@
 Stages: $match $project $addFields/$set $unset $sort $skip $limit $group (accumulators $sum
 $avg $min $max $first $last $push $addToSet $count) $count $unwind (preserveNullAndEmptyArrays,
 includeArrayIndex) $sortByCount $replaceRoot/$replaceWith $facet $lookup (localField/
-foreignField, and/or a pipeline with ``let``) and the writing stages $out and $merge (basic).
+foreignField, and/or a pipeline with ``let``; ``from`` may be a view) $unionWith $graphLookup
+(``joins.py``) $documents and the writing stages $out and $merge (basic).
 An unknown stage fails with 40324 as on the server.
 """
 
@@ -14,7 +15,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from asyncmongo.bson.types import Int64
-from asyncmongo.testing.store import expressions, metadata, search_indexes, text_search
+from asyncmongo.testing.store import (
+    expressions,
+    joins,
+    metadata,
+    search_indexes,
+    text_search,
+)
 from asyncmongo.testing.store.collection import Index, id_key
 from asyncmongo.testing.store.compare import hash_key, integral
 from asyncmongo.testing.store.database import Namespaces
@@ -411,10 +418,32 @@ def _join(doc: Document, local: str, foreign: str, candidates: list[Document]) -
 
 
 def _documents(context: PipelineContext, name: str) -> list[Document]:
+    """What a stage reading ``name`` sees: a collection's documents, a view's results."""
     if context.namespaces is None:
         return []
-    collection = context.namespaces.get(context.db_name, name)
-    return list(collection) if collection is not None else []
+    from asyncmongo.testing.store.views import documents_of  # views runs pipelines too
+
+    return documents_of(context.namespaces, context.namespaces.get(context.db_name, name))
+
+
+def _union_with(argument: Any, context: PipelineContext) -> Stage:
+    inner = replace(context, collection=None)
+
+    def compile_sub(pipeline: Any) -> Callable[[list[Document]], list[Document]]:
+        stages = compile_pipeline(pipeline, inner)
+
+        def run(docs: list[Document]) -> list[Document]:
+            for stage in stages:
+                docs = stage(docs)
+            return docs
+
+        return run
+
+    return joins.union_with(argument, lambda name: _documents(context, name), compile_sub)
+
+
+def _graph_lookup(argument: Any, context: PipelineContext) -> Stage:
+    return joins.graph_lookup(argument, lambda name: _documents(context, name))
 
 
 def _target(argument: Any, context: PipelineContext, stage: str) -> tuple[str, str]:
@@ -546,6 +575,8 @@ _STAGES: dict[str, Callable[[Any, PipelineContext], Stage]] = {
     "$replaceWith": _replace_with,
     "$facet": _facet,
     "$lookup": _lookup,
+    "$unionWith": _union_with,
+    "$graphLookup": _graph_lookup,
     "$out": _out,
     "$merge": _merge,
     search_indexes.STAGE: _list_search_indexes,
