@@ -225,3 +225,19 @@ async def test_views_built_on_lookup_and_lookup_from_a_view(db: Any) -> None:
         {"$lookup": {"from": "cats", "localField": "pet", "foreignField": "_id", "as": "c"}},
         {"$match": {"c": {"$ne": []}}}])).to_list()
     assert [d["_id"] for d in joined] == [1]
+
+
+@pytest.mark.parametrize(("pipeline", "code", "name"), [
+    ([{"$sample": {"size": 1}}], 40324, "$sample"),
+    ([{"$project": {"x": {"$map": {"input": [], "in": 1}}}}], 168, "$map"),
+    ([{"$group": {"_id": None, "s": {"$stdDevPop": "$n"}}}], 15952, "$stdDevPop"),
+    ([{"$match": {"loc": {"$near": [0, 0]}}}], 2, "$near"),
+    ([{"$project": {"x": {"$meta": "searchScore"}}}], 17308, "searchScore"),
+])
+async def test_unimplemented_features_are_refused_by_name(db: Any, pipeline: list[Any],
+                                                          code: int, name: str) -> None:
+    await db.c.insert_one({"_id": 1})
+    with pytest.raises(OperationFailure) as refused:
+        await db.c.aggregate(pipeline)
+    assert refused.value.code == code
+    assert name in str(refused.value) and "asyncmongo.testing" in str(refused.value)

@@ -21,6 +21,7 @@ from asyncmongo.testing.store import (
     metadata,
     search_indexes,
     text_search,
+    unsupported,
 )
 from asyncmongo.testing.store.collection import Index, id_key
 from asyncmongo.testing.store.compare import hash_key, integral
@@ -94,6 +95,8 @@ def compile_pipeline(pipeline: Any, context: PipelineContext,
         if name in ("$out", "$merge") and position != len(pipeline) - 1:
             raise StoreError(40601, f"{name} can only be the final stage in the pipeline")
         builder = _STAGES.get(name)
+        if builder is None and name in unsupported.STAGES:
+            raise unsupported.stage(name)
         if builder is None:
             raise StoreError(40324, f"Unrecognized pipeline stage name: '{name}'")
         if name == "$match" and isinstance(argument, Mapping) and text_search.text_argument(
@@ -224,6 +227,9 @@ def _group(argument: Any, context: PipelineContext) -> Stage:
         if not isinstance(spec, Mapping) or len(spec) != 1:
             raise StoreError(40234, f"The field '{field}' must be an accumulator object")
         name, expression = next(iter(spec.items()))
+        if name not in _ACCUMULATORS and name in unsupported.ACCUMULATORS:
+            raise StoreError(15952, f"unknown group operator '{name}' (a MongoDB accumulator "
+                                    f"that {unsupported.STORE} does not implement)")
         if name not in _ACCUMULATORS:
             raise StoreError(15952, f"unknown group operator '{name}'")
         accumulators.append((field, name, expressions.parse(expression)))

@@ -15,7 +15,7 @@ from typing import Any
 
 from asyncmongo.bson.decimal128 import Decimal128
 from asyncmongo.bson.types import Int64
-from asyncmongo.testing.store import metadata
+from asyncmongo.testing.store import metadata, unsupported
 from asyncmongo.testing.store.compare import (
     RANK_NULL,
     RANK_UNDEFINED,
@@ -40,6 +40,8 @@ def parse(expression: Any) -> Any:
             if len(keys) != 1:
                 raise StoreError(15983, "an expression specification must contain exactly "
                                         "one field, the name of the expression")
+            if keys[0] in unsupported.EXPRESSIONS:
+                raise unsupported.expression(keys[0])
             if keys[0] != "$literal" and keys[0] not in _OPERATORS:
                 raise StoreError(168, f"Unrecognized expression '{keys[0]}'")
             if keys[0] == "$meta":

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from asyncmongo.bson.types import Regex
-from asyncmongo.testing.store import expressions
+from asyncmongo.testing.store import expressions, unsupported
 from asyncmongo.testing.store.compare import (
     RANK_NULL,
     RANK_UNDEFINED,
@@ -89,6 +89,8 @@ def _compile_top_level(operator: str, argument: Any, variables: Mapping[str, Any
         return lambda doc: True
     if operator == "$where":
         return compile_where(argument)
+    if operator in unsupported.QUERY_OPERATORS:
+        raise unsupported.query_operator(operator, top_level=True)
     raise bad_value(f"unknown top level operator: {operator}")
 
 
@@ -200,6 +202,8 @@ def _compile_operator(operator: str, argument: Any, condition: Mapping[str, Any]
         return _in(operator, argument)
     compiler = _OPERATORS.get(operator)
     if compiler is None:
+        if operator in unsupported.QUERY_OPERATORS:
+            raise unsupported.query_operator(operator, top_level=False)
         raise bad_value(f"unknown operator: {operator}")
     return compiler(argument, condition)
 
