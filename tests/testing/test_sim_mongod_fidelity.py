@@ -229,7 +229,7 @@ async def test_views_built_on_lookup_and_lookup_from_a_view(db: Any) -> None:
 
 @pytest.mark.parametrize(("pipeline", "code", "name"), [
     ([{"$sample": {"size": 1}}], 40324, "$sample"),
-    ([{"$project": {"x": {"$map": {"input": [], "in": 1}}}}], 168, "$map"),
+    ([{"$project": {"x": {"$split": ["a b", " "]}}}], 168, "$split"),
     ([{"$group": {"_id": None, "s": {"$stdDevPop": "$n"}}}], 15952, "$stdDevPop"),
     ([{"$match": {"loc": {"$near": [0, 0]}}}], 2, "$near"),
     ([{"$project": {"x": {"$meta": "searchScore"}}}], 17308, "searchScore"),
@@ -241,3 +241,33 @@ async def test_unimplemented_features_are_refused_by_name(db: Any, pipeline: lis
         await db.c.aggregate(pipeline)
     assert refused.value.code == code
     assert name in str(refused.value) and "asyncmongo.testing" in str(refused.value)
+
+
+async def test_variable_binding_expressions(db: Any) -> None:
+    await db.c.insert_one({"_id": 1, "items": [{"q": 2, "p": 3}, {"q": 1, "p": 5}],
+                           "tags": {"a": 1, "b": 2}, "none": None})
+    pipeline = [{"$project": {
+        "_id": 0,
+        "totals": {"$map": {"input": "$items", "as": "i",
+                            "in": {"$multiply": ["$$i.q", "$$i.p"]}}},
+        "big": {"$filter": {"input": "$items", "cond": {"$gt": ["$$this.p", 4]}}},
+        "sum": {"$reduce": {"input": "$items", "initialValue": 0,
+                            "in": {"$add": ["$$value", "$$this.q"]}}},
+        "let": {"$let": {"vars": {"n": {"$size": "$items"}}, "in": {"$add": ["$$n", 1]}}},
+        "kind": {"$switch": {"branches": [{"case": {"$eq": ["$_id", 2]}, "then": "two"}],
+                             "default": "other"}},
+        "pairs": {"$objectToArray": "$tags"},
+        "back": {"$arrayToObject": {"$reverseArray": {"$objectToArray": "$tags"}}},
+        "nothing": {"$map": {"input": "$none", "in": 1}},
+    }}]
+    assert await (await db.c.aggregate(pipeline)).to_list() == [{
+        "totals": [6, 5], "big": [{"q": 1, "p": 5}], "sum": 3, "let": 3, "kind": "other",
+        "pairs": [{"k": "a", "v": 1}, {"k": "b", "v": 2}], "back": {"b": 2, "a": 1},
+        "nothing": None}]
+    with pytest.raises(OperationFailure) as no_branch:
+        await db.c.aggregate([{"$project": {"k": {"$switch": {"branches": [
+            {"case": False, "then": 1}]}}}}])
+    assert no_branch.value.code == 40066
+    with pytest.raises(OperationFailure) as not_array:
+        await db.c.aggregate([{"$project": {"k": {"$map": {"input": "$tags", "in": 1}}}}])
+    assert not_array.value.code == 16883

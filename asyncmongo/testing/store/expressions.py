@@ -8,6 +8,7 @@ null). An unknown operator raises code 168 InvalidPipelineOperator.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable, Mapping
 from decimal import Decimal
@@ -15,7 +16,7 @@ from typing import Any
 
 from asyncmongo.bson.decimal128 import Decimal128
 from asyncmongo.bson.types import Int64
-from asyncmongo.testing.store import metadata, unsupported
+from asyncmongo.testing.store import metadata, unsupported, variable_expressions
 from asyncmongo.testing.store.compare import (
     RANK_NULL,
     RANK_UNDEFINED,
@@ -28,6 +29,7 @@ from asyncmongo.testing.store.compare import (
 )
 from asyncmongo.testing.store.errors import StoreError
 from asyncmongo.testing.store.paths import MISSING
+from asyncmongo.testing.store.variable_expressions import truthy as truthy
 
 Variables = Mapping[str, Any]
 
@@ -57,15 +59,9 @@ def parse(expression: Any) -> Any:
     return expression
 
 
-def truthy(value: Any) -> bool:
-    """Aggregation truthiness: false, null, missing, undefined and zero are false."""
-    if value is MISSING or value is False:
-        return False
-    if type_rank(value) in (RANK_NULL, RANK_UNDEFINED):
-        return False
-    if is_number(value):
-        return number_value(value) != 0
-    return True
+def _with_evaluator(operator: variable_expressions.Operator, argument: Any,
+                    scope: dict[str, Any]) -> Any:
+    return operator(argument, scope, _eval)
 
 
 def evaluate(expression: Any, document: Any, variables: Variables | None = None) -> Any:
@@ -506,3 +502,5 @@ _OPERATORS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "$isArray": _is_array,
     "$mergeObjects": _merge_objects,
 }
+_OPERATORS.update({name: functools.partial(_with_evaluator, operator)
+                   for name, operator in variable_expressions.OPERATORS.items()})

@@ -20,17 +20,17 @@ STAGES = frozenset({
     "$vectorSearch", "$scoreFusion", "$listMqlEntities",
 })
 
-EXPRESSIONS = frozenset("""$acos $acosh $allElementsTrue $anyElementTrue $arrayToObject $asin
+EXPRESSIONS = frozenset("""$acos $acosh $allElementsTrue $anyElementTrue $asin
 $asinh $atan $atan2 $atanh $binarySize $bitAnd $bitNot $bitOr $bitXor $bsonSize $ceil $convert
 $cos $cosh $dateAdd $dateDiff $dateFromParts $dateFromString $dateSubtract $dateToParts
-$dateToString $dateTrunc $dayOfMonth $dayOfWeek $dayOfYear $degreesToRadians $exp $filter
+$dateToString $dateTrunc $dayOfMonth $dayOfWeek $dayOfYear $degreesToRadians $exp
 $firstN $floor $function $hour $indexOfArray $indexOfBytes $indexOfCP $isNumber $isoDayOfWeek
-$isoWeek $isoWeekYear $lastN $let $ln $log $log10 $ltrim $map $maxN $median $millisecond
-$minN $minute $month $objectToArray $percentile $pow $radiansToDegrees $range $reduce
-$regexFind $regexFindAll $regexMatch $replaceAll $replaceOne $reverseArray $round $rtrim
+$isoWeek $isoWeekYear $lastN $ln $log $log10 $ltrim $maxN $median $millisecond
+$minN $minute $month $percentile $pow $radiansToDegrees $range
+$regexFind $regexFindAll $regexMatch $replaceAll $replaceOne $round $rtrim
 $second $setDifference $setEquals $setIntersection $setIsSubset $setUnion $sin $sinh $slice
 $sortArray $split $sqrt $stdDevPop $stdDevSamp $strLenBytes $strLenCP $strcasecmp $substr
-$substrBytes $substrCP $switch $tan $tanh $toBool $toDate $toDecimal $toDouble $toHashedIndexKey
+$substrBytes $substrCP $tan $tanh $toBool $toDate $toDecimal $toDouble $toHashedIndexKey
 $toInt $toLong $toObjectId $toString $trim $trunc $tsIncrement $tsSecond $week $year $zip
 $accumulator $covariancePop $covarianceSamp $denseRank $derivative $documentNumber
 $expMovingAvg $integral $linearFill $locf $rank $shift $top $topN $bottom $bottomN""".split())
