@@ -271,3 +271,18 @@ async def test_variable_binding_expressions(db: Any) -> None:
     with pytest.raises(OperationFailure) as not_array:
         await db.c.aggregate([{"$project": {"k": {"$map": {"input": "$tags", "in": 1}}}}])
     assert not_array.value.code == 16883
+
+
+async def test_coll_stats_and_db_stats_commands(db: Any) -> None:
+    await db.c.insert_many([{"_id": i, "pad": "x" * 100} for i in range(3)])
+    await db.c.create_index("pad")
+    stats = await db.command("collStats", "c")
+    assert stats["ns"] == "fidelity.c" and stats["count"] == 3 and stats["nindexes"] == 2
+    assert set(stats["indexSizes"]) == {"_id_", "pad_1"} and stats["size"] > 300
+    with pytest.raises(OperationFailure) as missing:
+        await db.command("collStats", "nope")
+    assert missing.value.code == 26
+    totals = await db.command("dbStats")
+    assert (totals["db"], totals["collections"], totals["objects"], totals["indexes"]) == (
+        "fidelity", 1, 3, 2)
+    assert totals["dataSize"] > 300 and totals["scaleFactor"] == 1
