@@ -23,7 +23,7 @@ from asyncmongo.testing.store import (
     text_search,
     unsupported,
 )
-from asyncmongo.testing.store.collection import Index, id_key
+from asyncmongo.testing.store.collection import Collection, Index, id_key
 from asyncmongo.testing.store.compare import hash_key, integral
 from asyncmongo.testing.store.database import Namespaces
 from asyncmongo.testing.store.errors import StoreError, bad_value
@@ -37,6 +37,7 @@ from asyncmongo.testing.store.values import copy_document, deep_copy
 Document = dict[str, Any]
 Stage = Callable[[list[Document]], list[Document]]
 
+MAX_VIEW_DEPTH = 20
 UPDATE_STAGES = frozenset({"$addFields", "$set", "$project", "$unset", "$replaceRoot",
                            "$replaceWith"})
 
@@ -427,9 +428,24 @@ def _documents(context: PipelineContext, name: str) -> list[Document]:
     """What a stage reading ``name`` sees: a collection's documents, a view's results."""
     if context.namespaces is None:
         return []
-    from asyncmongo.testing.store.views import documents_of  # views runs pipelines too
+    return read_namespace(context.namespaces, context.namespaces.get(context.db_name, name))
 
-    return documents_of(context.namespaces, context.namespaces.get(context.db_name, name))
+
+def read_namespace(namespaces: Namespaces, collection: Collection | None,
+                   depth: int = 0) -> list[Document]:
+    """What a read of ``collection`` sees: its documents, or a view's pipeline applied to
+    its source's (recursively; a missing source reads as empty)."""
+    if collection is None:
+        return []
+    if not collection.is_view:
+        return list(collection)
+    if depth >= MAX_VIEW_DEPTH:
+        raise StoreError(
+            149, f"View depth too deep or view cycle detected; maximum depth is {MAX_VIEW_DEPTH}")
+    source = namespaces.get(collection.db_name, collection.options["viewOn"])
+    documents = read_namespace(namespaces, source, depth + 1)
+    context = PipelineContext(collection.db_name, namespaces)
+    return run_pipeline(documents, collection.options.get("pipeline", []), context)
 
 
 def _union_with(argument: Any, context: PipelineContext) -> Stage:
