@@ -22,7 +22,7 @@ committed write feeds), ``change_streams`` (``$changeStream`` cursors over it) a
 (``renameCollection``), ``text_index``/``text_search``/``metadata`` (text indexes, ``$text``
 and ``{$meta: "textScore"}``), ``joins`` (``$unionWith``, ``$graphLookup``), ``known_fields``
 (the command fields mongod's parsers accept) and ``unsupported`` (mongod features the store
-refuses by name; docs/testing.md lists what is supported).
+refuses by name; docs/guides/testing.md lists what is supported).
 
 Simplifications (deliberate): collation approximated (strengths 1-3 by Unicode case folding
 and accent stripping, not ICU tables; no collection default collation), no geo queries, text
