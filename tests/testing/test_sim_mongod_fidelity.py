@@ -229,7 +229,7 @@ async def test_views_built_on_lookup_and_lookup_from_a_view(db: Any) -> None:
 
 @pytest.mark.parametrize(("pipeline", "code", "name"), [
     ([{"$sample": {"size": 1}}], 40324, "$sample"),
-    ([{"$project": {"x": {"$split": ["a b", " "]}}}], 168, "$split"),
+    ([{"$project": {"x": {"$toString": 1}}}], 168, "$toString"),
     ([{"$group": {"_id": None, "s": {"$stdDevPop": "$n"}}}], 15952, "$stdDevPop"),
     ([{"$match": {"loc": {"$near": [0, 0]}}}], 2, "$near"),
     ([{"$project": {"x": {"$meta": "searchScore"}}}], 17308, "searchScore"),
@@ -286,3 +286,27 @@ async def test_coll_stats_and_db_stats_commands(db: Any) -> None:
     assert (totals["db"], totals["collections"], totals["objects"], totals["indexes"]) == (
         "fidelity", 1, 3, 2)
     assert totals["dataSize"] > 300 and totals["scaleFactor"] == 1
+
+
+async def test_array_set_and_string_expressions(db: Any) -> None:
+    await db.c.insert_one({"_id": 1, "a": [1, 2, 3, 4], "b": [3, 4, 5], "s": "x-y-z"})
+    pipeline = [{"$project": {
+        "_id": 0,
+        "last2": {"$slice": ["$a", -2]}, "mid": {"$slice": ["$a", 1, 2]},
+        "at": {"$indexOfArray": ["$a", 3]}, "none": {"$indexOfArray": ["$a", 9]},
+        "range": {"$range": [0, 7, 3]},
+        "union": {"$setUnion": ["$a", "$b"]}, "both": {"$setIntersection": ["$a", "$b"]},
+        "only_a": {"$setDifference": ["$a", "$b"]}, "eq": {"$setEquals": ["$a", "$a"]},
+        "sub": {"$setIsSubset": [[3], "$b"]},
+        "parts": {"$split": ["$s", "-"]}, "len": {"$strLenCP": "$s"},
+        "null_slice": {"$slice": ["$missing", 1]},
+    }}]
+    (found,) = await (await db.c.aggregate(pipeline)).to_list()
+    sets = {name: sorted(found.pop(name)) for name in ("union", "both", "only_a")}
+    assert sets == {"union": [1, 2, 3, 4, 5], "both": [3, 4], "only_a": [1, 2]}  # any order
+    assert found == {
+        "last2": [3, 4], "mid": [2, 3], "at": 2, "none": -1, "range": [0, 3, 6],
+        "eq": True, "sub": True, "parts": ["x", "y", "z"], "len": 5, "null_slice": None}
+    with pytest.raises(OperationFailure) as bad:
+        await db.c.aggregate([{"$project": {"x": {"$split": ["$s", ""]}}}])
+    assert bad.value.code == 40087

@@ -16,7 +16,12 @@ from typing import Any
 
 from asyncmongo.bson.decimal128 import Decimal128
 from asyncmongo.bson.types import Int64
-from asyncmongo.testing.store import metadata, unsupported, variable_expressions
+from asyncmongo.testing.store import (
+    array_string_expressions,
+    metadata,
+    unsupported,
+    variable_expressions,
+)
 from asyncmongo.testing.store.compare import (
     RANK_NULL,
     RANK_UNDEFINED,
@@ -503,4 +508,5 @@ _OPERATORS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "$mergeObjects": _merge_objects,
 }
 _OPERATORS.update({name: functools.partial(_with_evaluator, operator)
-                   for name, operator in variable_expressions.OPERATORS.items()})
+                   for name, operator in {**variable_expressions.OPERATORS,
+                                          **array_string_expressions.OPERATORS}.items()})

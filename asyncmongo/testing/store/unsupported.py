@@ -20,20 +20,18 @@ STAGES = frozenset({
     "$vectorSearch", "$scoreFusion", "$listMqlEntities",
 })
 
-EXPRESSIONS = frozenset("""$acos $acosh $allElementsTrue $anyElementTrue $asin
-$asinh $atan $atan2 $atanh $binarySize $bitAnd $bitNot $bitOr $bitXor $bsonSize $ceil $convert
-$cos $cosh $dateAdd $dateDiff $dateFromParts $dateFromString $dateSubtract $dateToParts
-$dateToString $dateTrunc $dayOfMonth $dayOfWeek $dayOfYear $degreesToRadians $exp
-$firstN $floor $function $hour $indexOfArray $indexOfBytes $indexOfCP $isNumber $isoDayOfWeek
-$isoWeek $isoWeekYear $lastN $ln $log $log10 $ltrim $maxN $median $millisecond
-$minN $minute $month $percentile $pow $radiansToDegrees $range
-$regexFind $regexFindAll $regexMatch $replaceAll $replaceOne $round $rtrim
-$second $setDifference $setEquals $setIntersection $setIsSubset $setUnion $sin $sinh $slice
-$sortArray $split $sqrt $stdDevPop $stdDevSamp $strLenBytes $strLenCP $strcasecmp $substr
-$substrBytes $substrCP $tan $tanh $toBool $toDate $toDecimal $toDouble $toHashedIndexKey
-$toInt $toLong $toObjectId $toString $trim $trunc $tsIncrement $tsSecond $week $year $zip
-$accumulator $covariancePop $covarianceSamp $denseRank $derivative $documentNumber
-$expMovingAvg $integral $linearFill $locf $rank $shift $top $topN $bottom $bottomN""".split())
+EXPRESSIONS = frozenset("""$acos $acosh $allElementsTrue $anyElementTrue $asin $asinh $atan
+$atan2 $atanh $binarySize $bitAnd $bitNot $bitOr $bitXor $bsonSize $ceil $convert $cos $cosh
+$dateAdd $dateDiff $dateFromParts $dateFromString $dateSubtract $dateToParts $dateToString
+$dateTrunc $dayOfMonth $dayOfWeek $dayOfYear $degreesToRadians $exp $firstN $floor $function
+$hour $indexOfBytes $indexOfCP $isNumber $isoDayOfWeek $isoWeek $isoWeekYear $lastN $ln $log
+$log10 $ltrim $maxN $median $millisecond $minN $minute $month $percentile $pow
+$radiansToDegrees $regexFind $regexFindAll $regexMatch $replaceAll $replaceOne $round $rtrim
+$second $sin $sinh $sortArray $sqrt $stdDevPop $stdDevSamp $strLenBytes $strcasecmp $substr
+$substrBytes $substrCP $tan $tanh $toBool $toDate $toDecimal $toDouble $toHashedIndexKey $toInt
+$toLong $toObjectId $toString $trim $trunc $tsIncrement $tsSecond $week $year $zip $accumulator
+$covariancePop $covarianceSamp $denseRank $derivative $documentNumber $expMovingAvg $integral
+$linearFill $locf $rank $shift $top $topN $bottom $bottomN""".split())
 
 ACCUMULATORS = frozenset({
     "$accumulator", "$bottom", "$bottomN", "$firstN", "$lastN", "$maxN", "$median",
