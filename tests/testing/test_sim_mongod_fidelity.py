@@ -310,3 +310,11 @@ async def test_array_set_and_string_expressions(db: Any) -> None:
     with pytest.raises(OperationFailure) as bad:
         await db.c.aggregate([{"$project": {"x": {"$split": ["$s", ""]}}}])
     assert bad.value.code == 40087
+
+
+async def test_same_name_and_key_with_other_options_conflicts(db: Any) -> None:
+    await db.c.create_index("a", unique=True)
+    assert await db.c.create_index("a", unique=True, background=True) == "a_1"
+    with pytest.raises(OperationFailure) as other:
+        await db.c.create_index("a")
+    assert other.value.code == 85
