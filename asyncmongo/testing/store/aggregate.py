@@ -113,8 +113,7 @@ def _text_match(argument: Mapping[str, Any], context: PipelineContext, position:
     if position != 0 or context.collection is None or context.namespaces is None:
         raise StoreError(17313, "$match with $text is only allowed as the first pipeline stage")
     collection = context.namespaces.get(context.db_name, context.collection)
-    predicate, search = text_search.compile_text_filter(text_search.index_specs(collection),
-                                                        argument, context.variables)
+    predicate, search = text_search.compile_text_filter(collection, argument, context.variables)
     assert search is not None
     return lambda docs: text_search.with_scores([d for d in docs if predicate(d)], search)
 

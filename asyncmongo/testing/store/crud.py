@@ -224,8 +224,7 @@ def _matching(collection: Collection | None, query: Any, spec: Mapping[str, Any]
               first_only: bool) -> list[Document]:
     if collection is None:
         return []
-    predicate, _ = text_search.compile_text_filter(text_search.index_specs(collection), query,
-                                                   let_variables(spec))
+    predicate, _ = text_search.compile_text_filter(collection, query, let_variables(spec))
     sort = optional_document(spec, "sort")
     if sort:
         candidates = sort_documents([d for d in collection.candidates(query) if predicate(d)],
@@ -248,8 +247,7 @@ def _one_update(ctx: CommandContext, name: str, spec: Any, index: int,
     multi = bool(spec.get("multi", False))
     _validate_update(update, multi)
     collection = ctx.namespaces.get(ctx.db_name, name)
-    text_search.compile_text_filter(text_search.index_specs(collection), query,
-                                    let_variables(spec))
+    text_search.compile_text_filter(collection, query, let_variables(spec))
     matched = _matching(collection, query, spec, first_only=not multi)
     if not matched and spec.get("upsert"):
         target = ctx.namespaces.get_or_create(ctx.db_name, name)
@@ -322,8 +320,7 @@ def _one_delete(ctx: CommandContext, name: str, spec: Any) -> int:
     if limit not in (0, 1):
         raise bad_value(f"The limit field in delete objects must be 0 or 1. Got {limit}")
     collection = ctx.namespaces.get(ctx.db_name, name)
-    text_search.compile_text_filter(text_search.index_specs(collection), spec["q"],
-                                    let_variables(spec))
+    text_search.compile_text_filter(collection, spec["q"], let_variables(spec))
     matched = _matching(collection, spec["q"], spec, first_only=limit == 1)
     for document in matched:
         assert collection is not None
@@ -405,8 +402,7 @@ def find(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     query = optional_document(command, "filter")
     variables = let_variables(command)
     collection = ctx.namespaces.get(ctx.db_name, name)
-    predicate, search = text_search.compile_text_filter(text_search.index_specs(collection),
-                                                        query, variables)
+    predicate, search = text_search.compile_text_filter(collection, query, variables)
     projection = optional_document(command, "projection")
     projector = compile_projection(projection, query=query,
                                    variables=variables) if projection else None
@@ -471,7 +467,7 @@ def kill_cursors(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
 def count(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     name = collection_name(command, "count", ctx.db_name)
     predicate, _ = text_search.compile_text_filter(
-        text_search.index_specs(ctx.namespaces.get(ctx.db_name, name)),
+        ctx.namespaces.get(ctx.db_name, name),
         optional_document(command, "query"))
     skip, limit = optional_int(command, "skip") or 0, optional_int(command, "limit") or 0
     if skip < 0:
@@ -488,7 +484,7 @@ def distinct(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     if not isinstance(key, str) or not key:
         raise StoreError(14, "BSON field 'distinct.key' is missing or not a string")
     predicate, _ = text_search.compile_text_filter(
-        text_search.index_specs(ctx.namespaces.get(ctx.db_name, name)),
+        ctx.namespaces.get(ctx.db_name, name),
         optional_document(command, "query"))
     values: dict[Any, Any] = {}
     for document in _documents(ctx, name):

@@ -161,13 +161,14 @@ def _flag(argument: Mapping[str, Any], name: str) -> bool:
     return value
 
 
-def search_for(indexes: Any, query: Mapping[str, Any] | None) -> TextSearch | None:
-    """The text search of ``query`` over the collection's ``indexes`` (its index specs);
-    None when the query has no ``$text``. Without a text index mongod fails with 27."""
+def search_for(collection: Any, query: Mapping[str, Any] | None) -> TextSearch | None:
+    """The text search of ``query`` over ``collection``'s text index (None for a missing
+    collection); None when the query has no ``$text``. Without a text index mongod fails
+    with 27."""
     argument = text_argument(query)
     if argument is None:
         return None
-    spec = next((s for s in indexes if "_fts" in s.get("key", {})), None)
+    spec = next((s for s in index_specs(collection) if "_fts" in s.get("key", {})), None)
     if spec is None:
         raise StoreError(27, "text index required for $text query")
     return compile_search(argument, spec)
@@ -185,11 +186,12 @@ def with_scores(documents: list[Document], search: TextSearch) -> list[Document]
     return [{**d, TEXT_SCORE: search.score(d)} for d in documents]
 
 
-def compile_text_filter(indexes: Any, query: Any, variables: Mapping[str, Any] | None = None
+def compile_text_filter(collection: Any, query: Any,
+                        variables: Mapping[str, Any] | None = None
                         ) -> tuple[Callable[[Mapping[str, Any]], bool], TextSearch | None]:
-    """The predicate of a find/count/distinct/update/delete filter over a collection whose
-    index specs are ``indexes``, and its text search (None without ``$text``)."""
-    search = search_for(indexes, query) if isinstance(query, Mapping) else None
+    """The predicate of a find/count/distinct/update/delete filter over ``collection`` (None
+    when missing), and its text search (None without ``$text``)."""
+    search = search_for(collection, query) if isinstance(query, Mapping) else None
     return compile_filter(query, variables, matcher(search)), search
 
 
