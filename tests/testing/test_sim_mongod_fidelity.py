@@ -318,3 +318,15 @@ async def test_same_name_and_key_with_other_options_conflicts(db: Any) -> None:
     with pytest.raises(OperationFailure) as other:
         await db.c.create_index("a")
     assert other.value.code == 85
+
+
+async def test_text_search_in_writes_and_where_it_is_refused(db: Any) -> None:
+    await seed_text(db)
+    updated = await db.c.update_many({"$text": {"$search": "dog"}}, {"$set": {"pet": True}})
+    assert updated.modified_count == 2
+    assert await db.c.distinct("_id", {"$text": {"$search": "dog"}, "pet": True}) == [3, 4]
+    with pytest.raises(OperationFailure) as nested:
+        await db.c.find_one({"$or": [{"$text": {"$search": "dog"}}, {"_id": 1}]})
+    assert nested.value.code == 2 and "asyncmongo.testing" in str(nested.value)
+    deleted = await db.c.delete_many({"$and": [{"$text": {"$search": "fox"}}, {"_id": 2}]})
+    assert deleted.deleted_count == 1
