@@ -229,7 +229,7 @@ async def test_views_built_on_lookup_and_lookup_from_a_view(db: Any) -> None:
 
 @pytest.mark.parametrize(("pipeline", "code", "name"), [
     ([{"$sample": {"size": 1}}], 40324, "$sample"),
-    ([{"$project": {"x": {"$toString": 1}}}], 168, "$toString"),
+    ([{"$project": {"x": {"$dateToString": {"date": "$$NOW"}}}}], 168, "$dateToString"),
     ([{"$group": {"_id": None, "s": {"$stdDevPop": "$n"}}}], 15952, "$stdDevPop"),
     ([{"$match": {"loc": {"$near": [0, 0]}}}], 2, "$near"),
     ([{"$project": {"x": {"$meta": "searchScore"}}}], 17308, "searchScore"),
@@ -330,3 +330,25 @@ async def test_text_search_in_writes_and_where_it_is_refused(db: Any) -> None:
     assert nested.value.code == 2 and "asyncmongo.testing" in str(nested.value)
     deleted = await db.c.delete_many({"$and": [{"$text": {"$search": "fox"}}, {"_id": 2}]})
     assert deleted.deleted_count == 1
+
+
+async def test_to_string_and_to_object_id_for_joins(db: Any) -> None:
+    user = ObjectId()
+    await db.users.insert_one({"_id": user, "name": "ann"})
+    await db.posts.insert_one({"_id": 1, "author": str(user), "n": Int64(7), "ok": True})
+    joined = await (await db.posts.aggregate([
+        {"$lookup": {"from": "users", "let": {"a": {"$toObjectId": "$author"}},
+                     "pipeline": [{"$match": {"$expr": {"$eq": ["$_id", "$$a"]}}},
+                                  {"$project": {"_id": 0, "id": {"$toString": "$_id"},
+                                                "name": 1}}],
+                     "as": "by"}},
+        {"$project": {"by": 1, "n": {"$toString": "$n"}, "ok": {"$toString": "$ok"},
+                      "none": {"$toString": "$missing"}}}])).to_list()
+    assert joined == [{"_id": 1, "by": [{"name": "ann", "id": str(user)}], "n": "7",
+                       "ok": "true", "none": None}]
+    with pytest.raises(OperationFailure) as bad:
+        await db.posts.aggregate([{"$project": {"x": {"$toObjectId": "nope"}}}])
+    assert bad.value.code == 241 and "expected 24 but found 4" in str(bad.value)
+    with pytest.raises(OperationFailure) as double:
+        await db.posts.aggregate([{"$project": {"x": {"$toString": 1.5}}}])
+    assert double.value.code == 241 and "asyncmongo.testing" in str(double.value)

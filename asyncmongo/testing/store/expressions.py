@@ -18,6 +18,7 @@ from asyncmongo.bson.decimal128 import Decimal128
 from asyncmongo.bson.types import Int64
 from asyncmongo.testing.store import (
     array_string_expressions,
+    conversion_expressions,
     metadata,
     unsupported,
     variable_expressions,
@@ -509,4 +510,5 @@ _OPERATORS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
 }
 _OPERATORS.update({name: functools.partial(_with_evaluator, operator)
                    for name, operator in {**variable_expressions.OPERATORS,
-                                          **array_string_expressions.OPERATORS}.items()})
+                                          **array_string_expressions.OPERATORS,
+                                          **conversion_expressions.OPERATORS}.items()})

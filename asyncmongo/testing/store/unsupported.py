@@ -29,9 +29,9 @@ $log10 $ltrim $maxN $median $millisecond $minN $minute $month $percentile $pow
 $radiansToDegrees $regexFind $regexFindAll $regexMatch $replaceAll $replaceOne $round $rtrim
 $second $sin $sinh $sortArray $sqrt $stdDevPop $stdDevSamp $strLenBytes $strcasecmp $substr
 $substrBytes $substrCP $tan $tanh $toBool $toDate $toDecimal $toDouble $toHashedIndexKey $toInt
-$toLong $toObjectId $toString $trim $trunc $tsIncrement $tsSecond $week $year $zip $accumulator
-$covariancePop $covarianceSamp $denseRank $derivative $documentNumber $expMovingAvg $integral
-$linearFill $locf $rank $shift $top $topN $bottom $bottomN""".split())
+$toLong $trim $trunc $tsIncrement $tsSecond $week $year $zip $accumulator $covariancePop
+$covarianceSamp $denseRank $derivative $documentNumber $expMovingAvg $integral $linearFill
+$locf $rank $shift $top $topN $bottom $bottomN""".split())
 
 ACCUMULATORS = frozenset({
     "$accumulator", "$bottom", "$bottomN", "$firstN", "$lastN", "$maxN", "$median",
