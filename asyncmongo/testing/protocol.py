@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from asyncmongo.bson import decode, encode
+from asyncmongo.bson import DBRef, decode, encode
 from asyncmongo.bson.errors import BSONError
 from asyncmongo.core.wire.compression import (
     COMPRESSED_PREFIX,
@@ -144,7 +144,22 @@ def _decode_document(data: bytes) -> dict[str, Any]:
         raise ProtocolError(f"invalid BSON in a request: {exc}") from exc
     if not isinstance(document, dict):
         raise ProtocolError("a request document did not decode to a dict")
+    if b"$ref\x00" in data:
+        plain: dict[str, Any] = _plain_dbrefs(document)
+        return plain
     return document
+
+
+def _plain_dbrefs(value: Any) -> Any:
+    """mongod has no DBRef type: ``{$ref, $id, $db}`` is a document its queries and
+    ``$lookup`` paths (``"door.$id"``) walk into, so the decoder's DBRefs become documents."""
+    if isinstance(value, DBRef):
+        return _plain_dbrefs(value.as_doc())
+    if isinstance(value, dict):
+        return {key: _plain_dbrefs(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain_dbrefs(item) for item in value]
+    return value
 
 
 def encode_reply(request: Request, request_id: int, reply: Mapping[str, Any], *,

@@ -19,10 +19,14 @@ the catalog), ``cursors``, ``crud``/``admin`` (the commands), ``client_bulk`` (8
 collections' tailable cursors), ``plan`` (the index behind ``returnKey``), ``index_changes``
 (collMod's ``index``), ``coll_stats`` (``$collStats``), ``change_events`` (the change log every
 committed write feeds), ``change_streams`` (``$changeStream`` cursors over it) and ``rename``
-(``renameCollection``).
+(``renameCollection``), ``text_index``/``text_search``/``metadata`` (text indexes, ``$text``
+and ``{$meta: "textScore"}``), ``joins`` (``$unionWith``, ``$graphLookup``), ``known_fields``
+(the command fields mongod's parsers accept) and ``unsupported`` (mongod features the store
+refuses by name; docs/guides/testing.md lists what is supported).
 
 Simplifications (deliberate): collation approximated (strengths 1-3 by Unicode case folding
-and accent stripping, not ICU tables; no collection default collation), no text/geo queries, no
+and accent stripping, not ICU tables; no collection default collation), no geo queries, text
+search without stemming (``text_search``), no
 ``$jsonSchema``, ``$where`` limited to the scripts the spec tests send (``sleep(N) || true``,
 ``function() { sleep(N); return true; }``: see ``where``; other JavaScript is BadValue),
 views evaluated at every read and time series kept as plain measurements (no system.views or

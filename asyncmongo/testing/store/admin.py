@@ -187,7 +187,18 @@ def create_indexes(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
                 raise StoreError(86, "An existing index has the same name as the requested "
                                      f"index. Requested index: {index.spec}, existing index: "
                                      f"{current.spec}")
+            if _compared_options(current.spec) != _compared_options(index.spec):
+                raise StoreError(85, "An existing index has the same name as the requested "
+                                     f"index but different options. Requested index: "
+                                     f"{index.spec}, existing index: {current.spec}")
             continue
+        text = next((i for i in collection.indexes.values() if "_fts" in i.key), None)
+        if text is not None and "_fts" in index.key and same_key is None and current is None:
+            raise StoreError(67, "only one text index per collection allowed, found existing "
+                                 f"text index \"{text.name}\"")
+        if same_key is not None and same_key is collection.id_index and _options(
+                index.spec) == _options(same_key.spec):
+            continue  # the _id index under another name: mongod reports it as existing
         if same_key is not None:
             if same_key.unique != index.unique:
                 raise StoreError(86, "An existing index has the same key pattern as the "
@@ -199,6 +210,24 @@ def create_indexes(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     if before == len(collection.indexes):
         reply["note"] = "all indexes already exist"
     return _reply(**reply)
+
+
+#: The options mongod compares when an index of the same name and key is requested again
+#: (others, such as the deprecated ``background``, do not make the index different).
+_COMPARED_OPTIONS = ("unique", "sparse", "partialFilterExpression", "expireAfterSeconds",
+                     "collation", "weights", "default_language", "language_override")
+
+
+def _compared_options(spec: Mapping[str, Any]) -> dict[str, Any]:
+    options = {k: strict_key(spec[k]) for k in _COMPARED_OPTIONS if k in spec}
+    for flag in ("unique", "sparse"):
+        if options.get(flag) == strict_key(False):
+            del options[flag]
+    return options
+
+
+def _options(spec: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in spec.items() if k not in ("v", "key", "name", "ns")}
 
 
 def list_indexes(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:

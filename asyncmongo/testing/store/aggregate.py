@@ -3,19 +3,27 @@
 Stages: $match $project $addFields/$set $unset $sort $skip $limit $group (accumulators $sum
 $avg $min $max $first $last $push $addToSet $count) $count $unwind (preserveNullAndEmptyArrays,
 includeArrayIndex) $sortByCount $replaceRoot/$replaceWith $facet $lookup (localField/
-foreignField, and/or a pipeline with ``let``) and the writing stages $out and $merge (basic).
+foreignField, and/or a pipeline with ``let``; ``from`` may be a view) $unionWith $graphLookup
+(``joins.py``) $documents and the writing stages $out and $merge (basic).
 An unknown stage fails with 40324 as on the server.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from asyncmongo.bson.types import Int64
-from asyncmongo.testing.store import expressions, search_indexes
-from asyncmongo.testing.store.collection import Index, id_key
+from asyncmongo.testing.store import (
+    expressions,
+    joins,
+    metadata,
+    search_indexes,
+    text_search,
+    unsupported,
+)
+from asyncmongo.testing.store.collection import Collection, Index, id_key
 from asyncmongo.testing.store.compare import hash_key, integral
 from asyncmongo.testing.store.database import Namespaces
 from asyncmongo.testing.store.errors import StoreError, bad_value
@@ -29,17 +37,21 @@ from asyncmongo.testing.store.values import copy_document, deep_copy
 Document = dict[str, Any]
 Stage = Callable[[list[Document]], list[Document]]
 
+MAX_VIEW_DEPTH = 20
 UPDATE_STAGES = frozenset({"$addFields", "$set", "$project", "$unset", "$replaceRoot",
                            "$replaceWith"})
 
 
 @dataclass(frozen=True, slots=True)
 class PipelineContext:
-    """Where a pipeline runs: its database (for $lookup/$out/$merge) and the catalog."""
+    """Where a pipeline runs: its database (for $lookup/$out/$merge) and the catalog;
+    ``collection`` names the collection an aggregate command reads (whose text index a first
+    ``$match`` with ``$text`` searches), None for sub-pipelines and views."""
 
     db_name: str
     namespaces: Namespaces | None = None
     variables: Mapping[str, Any] | None = None
+    collection: str | None = None
 
 
 def run_pipeline(documents: list[Document], pipeline: Any, context: PipelineContext,
@@ -84,10 +96,26 @@ def compile_pipeline(pipeline: Any, context: PipelineContext,
         if name in ("$out", "$merge") and position != len(pipeline) - 1:
             raise StoreError(40601, f"{name} can only be the final stage in the pipeline")
         builder = _STAGES.get(name)
+        if builder is None and name in unsupported.STAGES:
+            raise unsupported.stage(name)
         if builder is None:
             raise StoreError(40324, f"Unrecognized pipeline stage name: '{name}'")
+        if name == "$match" and isinstance(argument, Mapping) and text_search.text_argument(
+                argument) is not None:
+            stages.append(_text_match(argument, context, position))
+            continue
         stages.append(builder(argument, context))
     return stages
+
+
+def _text_match(argument: Mapping[str, Any], context: PipelineContext, position: int) -> Stage:
+    """A first ``$match`` with ``$text``: the matching documents, carrying their scores."""
+    if position != 0 or context.collection is None or context.namespaces is None:
+        raise StoreError(17313, "$match with $text is only allowed as the first pipeline stage")
+    collection = context.namespaces.get(context.db_name, context.collection)
+    predicate, search = text_search.compile_text_filter(collection, argument, context.variables)
+    assert search is not None
+    return lambda docs: text_search.with_scores([d for d in docs if predicate(d)], search)
 
 
 def _match(argument: Any, context: PipelineContext) -> Stage:
@@ -101,7 +129,7 @@ def _project(argument: Any, context: PipelineContext) -> Stage:
     if not isinstance(argument, Mapping):
         raise StoreError(15969, "$project specification must be an object")
     projector = compile_projection(argument, aggregate=True, variables=context.variables)
-    return lambda docs: [projector(d) for d in docs]
+    return lambda docs: [metadata.keep_score(d, projector(d)) for d in docs]
 
 
 def _add_fields(argument: Any, context: PipelineContext) -> Stage:
@@ -199,6 +227,9 @@ def _group(argument: Any, context: PipelineContext) -> Stage:
         if not isinstance(spec, Mapping) or len(spec) != 1:
             raise StoreError(40234, f"The field '{field}' must be an accumulator object")
         name, expression = next(iter(spec.items()))
+        if name not in _ACCUMULATORS and name in unsupported.ACCUMULATORS:
+            raise StoreError(15952, f"unknown group operator '{name}' (a MongoDB accumulator "
+                                    f"that {unsupported.STORE} does not implement)")
         if name not in _ACCUMULATORS:
             raise StoreError(15952, f"unknown group operator '{name}'")
         accumulators.append((field, name, expressions.parse(expression)))
@@ -335,7 +366,8 @@ def _replace_with(argument: Any, context: PipelineContext) -> Stage:
 def _facet(argument: Any, context: PipelineContext) -> Stage:
     if not isinstance(argument, Mapping) or not argument:
         raise StoreError(40169, "the $facet specification must be a non-empty object")
-    facets = {name: compile_pipeline(pipe, context) for name, pipe in argument.items()}
+    inner = replace(context, collection=None)
+    facets = {name: compile_pipeline(pipe, inner) for name, pipe in argument.items()}
 
     def run(docs: list[Document]) -> list[Document]:
         output: Document = {}
@@ -361,7 +393,7 @@ def _lookup(argument: Any, context: PipelineContext) -> Stage:
         raise StoreError(9, "$lookup argument 'let' must be an object")
     let_expressions = {name: expressions.parse(value) for name, value in let.items()}
     pipeline = argument.get("pipeline", [])
-    compile_pipeline(pipeline, context)
+    compile_pipeline(pipeline, replace(context, collection=None))
 
     def run(docs: list[Document]) -> list[Document]:
         foreign_docs = _documents(context, source)
@@ -392,10 +424,47 @@ def _join(doc: Document, local: str, foreign: str, candidates: list[Document]) -
 
 
 def _documents(context: PipelineContext, name: str) -> list[Document]:
+    """What a stage reading ``name`` sees: a collection's documents, a view's results."""
     if context.namespaces is None:
         return []
-    collection = context.namespaces.get(context.db_name, name)
-    return list(collection) if collection is not None else []
+    return read_namespace(context.namespaces, context.namespaces.get(context.db_name, name))
+
+
+def read_namespace(namespaces: Namespaces, collection: Collection | None,
+                   depth: int = 0) -> list[Document]:
+    """What a read of ``collection`` sees: its documents, or a view's pipeline applied to
+    its source's (recursively; a missing source reads as empty)."""
+    if collection is None:
+        return []
+    if not collection.is_view:
+        return list(collection)
+    if depth >= MAX_VIEW_DEPTH:
+        raise StoreError(
+            149, f"View depth too deep or view cycle detected; maximum depth is {MAX_VIEW_DEPTH}")
+    source = namespaces.get(collection.db_name, collection.options["viewOn"])
+    documents = read_namespace(namespaces, source, depth + 1)
+    context = PipelineContext(collection.db_name, namespaces)
+    return run_pipeline(documents, collection.options.get("pipeline", []), context)
+
+
+def _union_with(argument: Any, context: PipelineContext) -> Stage:
+    inner = replace(context, collection=None)
+
+    def compile_sub(pipeline: Any) -> Callable[[list[Document]], list[Document]]:
+        stages = compile_pipeline(pipeline, inner)
+
+        def run(docs: list[Document]) -> list[Document]:
+            for stage in stages:
+                docs = stage(docs)
+            return docs
+
+        return run
+
+    return joins.union_with(argument, lambda name: _documents(context, name), compile_sub)
+
+
+def _graph_lookup(argument: Any, context: PipelineContext) -> Stage:
+    return joins.graph_lookup(argument, lambda name: _documents(context, name))
 
 
 def _target(argument: Any, context: PipelineContext, stage: str) -> tuple[str, str]:
@@ -428,8 +497,9 @@ def _out(argument: Any, context: PipelineContext) -> Stage:
 
 
 def _with_id(doc: Document) -> Document:
+    doc = metadata.strip_scores(doc)
     if "_id" in doc:
-        return copy_document(doc)
+        return doc
     from asyncmongo.bson.objectid import ObjectId
 
     return {"_id": ObjectId(), **deep_copy(doc)}
@@ -526,6 +596,8 @@ _STAGES: dict[str, Callable[[Any, PipelineContext], Stage]] = {
     "$replaceWith": _replace_with,
     "$facet": _facet,
     "$lookup": _lookup,
+    "$unionWith": _union_with,
+    "$graphLookup": _graph_lookup,
     "$out": _out,
     "$merge": _merge,
     search_indexes.STAGE: _list_search_indexes,

@@ -58,7 +58,7 @@ def coll_stats(collection: Collection | None, namespace: str, spec: Any,
         raise StoreError(26, f"Unable to retrieve {what} in $collStats stage :: caused by :: "
                              f"Collection [{namespace}] not found.")
     if "storageStats" in spec and collection is not None:
-        document["storageStats"] = _storage_stats(collection, spec["storageStats"])
+        document["storageStats"] = storage_stats(collection, spec["storageStats"])
     if "count" in spec and collection is not None:
         document["count"] = len(collection)
     if "queryExecStats" in spec:
@@ -67,7 +67,7 @@ def coll_stats(collection: Collection | None, namespace: str, spec: Any,
     return [document]
 
 
-def _storage_stats(collection: Collection, options: Any) -> Document:
+def storage_stats(collection: Collection, options: Any) -> Document:
     scale = integral(options.get("scale", 1)) if isinstance(options, Mapping) else 1
     if scale is None or scale < 1:
         raise StoreError(51024, "BSON field 'scale' value must be >= 1, actual value "

@@ -28,6 +28,7 @@ from asyncmongo.testing.store.errors import StoreError
 from asyncmongo.testing.store.matcher import Predicate, compile_filter
 from asyncmongo.testing.store.paths import MISSING, collect, split_path
 from asyncmongo.testing.store.render import render
+from asyncmongo.testing.store.text_index import text_spec
 
 Document = dict[str, Any]
 P = ParamSpec("P")
@@ -407,6 +408,8 @@ def make_index(spec: Mapping[str, Any]) -> Index:
     key = spec.get("key")
     if not isinstance(key, Mapping) or not key:
         raise StoreError(67, "Index key pattern must be a non-empty object")
+    spec = text_spec(spec)
+    key = spec["key"]
     name = spec.get("name")
     if not isinstance(name, str) or not name:
         raise StoreError(9, "The 'name' field is a required property of an index specification")

@@ -22,6 +22,7 @@ from asyncmongo.testing.store import (
     rename,
     search_indexes,
     snapshots,
+    stats_commands,
     tailable,
     views,
 )
@@ -99,6 +100,9 @@ class Store:
             "updateSearchIndex": search_indexes.update_search_index,
             "dropSearchIndex": search_indexes.drop_search_index,
             "endSessions": self._end_sessions,
+            "collStats": stats_commands.coll_stats,
+            "dbStats": stats_commands.db_stats,
+            "dbstats": stats_commands.db_stats,
         }
 
     def __repr__(self) -> str:

@@ -14,9 +14,12 @@ from asyncmongo.testing.store import (
     change_events,
     coll_stats,
     expressions,
+    known_fields,
     local_sessions,
+    metadata,
     plan,
     tailable,
+    text_search,
     timeseries,
     views,
 )
@@ -37,7 +40,6 @@ from asyncmongo.testing.store.context import (
     require_list,
 )
 from asyncmongo.testing.store.errors import StoreError, bad_value
-from asyncmongo.testing.store.matcher import compile_filter
 from asyncmongo.testing.store.paths import MISSING, collect, split_path
 from asyncmongo.testing.store.projection import compile_projection
 from asyncmongo.testing.store.sorting import sort_documents
@@ -222,7 +224,7 @@ def _matching(collection: Collection | None, query: Any, spec: Mapping[str, Any]
               first_only: bool) -> list[Document]:
     if collection is None:
         return []
-    predicate = compile_filter(query, let_variables(spec))
+    predicate, _ = text_search.compile_text_filter(collection, query, let_variables(spec))
     sort = optional_document(spec, "sort")
     if sort:
         candidates = sort_documents([d for d in collection.candidates(query) if predicate(d)],
@@ -244,8 +246,8 @@ def _one_update(ctx: CommandContext, name: str, spec: Any, index: int,
     query, update = spec.get("q", {}), spec["u"]
     multi = bool(spec.get("multi", False))
     _validate_update(update, multi)
-    compile_filter(query, let_variables(spec))
     collection = ctx.namespaces.get(ctx.db_name, name)
+    text_search.compile_text_filter(collection, query, let_variables(spec))
     matched = _matching(collection, query, spec, first_only=not multi)
     if not matched and spec.get("upsert"):
         target = ctx.namespaces.get_or_create(ctx.db_name, name)
@@ -317,8 +319,8 @@ def _one_delete(ctx: CommandContext, name: str, spec: Any) -> int:
     limit = optional_int(spec, "limit") or 0
     if limit not in (0, 1):
         raise bad_value(f"The limit field in delete objects must be 0 or 1. Got {limit}")
-    compile_filter(spec["q"], let_variables(spec))
     collection = ctx.namespaces.get(ctx.db_name, name)
+    text_search.compile_text_filter(collection, spec["q"], let_variables(spec))
     matched = _matching(collection, spec["q"], spec, first_only=limit == 1)
     for document in matched:
         assert collection is not None
@@ -399,7 +401,8 @@ def find(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     name = collection_name(command, "find", ctx.db_name)
     query = optional_document(command, "filter")
     variables = let_variables(command)
-    predicate = compile_filter(query, variables)
+    collection = ctx.namespaces.get(ctx.db_name, name)
+    predicate, search = text_search.compile_text_filter(collection, query, variables)
     projection = optional_document(command, "projection")
     projector = compile_projection(projection, query=query,
                                    variables=variables) if projection else None
@@ -412,7 +415,6 @@ def find(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     single_batch = bool(command.get("singleBatch", False)) or limit < 0
     limit = abs(limit)
     sort = optional_document(command, "sort")
-    collection = ctx.namespaces.get(ctx.db_name, name)
     tail = None
     if tailable.is_tailable(command, collection):
         tail = tailable.tail_of(command, collection, predicate, projector)
@@ -421,6 +423,8 @@ def find(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     else:
         scanned = collection.candidates(query) if collection is not None else []
     results = [d for d in scanned if predicate(d)]
+    if search is not None:
+        results = text_search.with_scores(results, search)
     results = sort_documents(results, sort)[skip:]
     if limit:
         results = results[:limit]
@@ -428,6 +432,8 @@ def find(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
                          plan.plan_index(collection, query, sort, command.get("hint")),
                          projector, return_key=command.get("returnKey") is True,
                          show_record_id=command.get("showRecordId") is True)
+    if search is not None:
+        results = metadata.strip_scores(results)
     cursor = ctx.cursors.first_batch(f"{ctx.db_name}.{name}", results, batch_size,
                                      single_batch=single_batch, lsid_key=ctx.lsid_key,
                                      tail=tail)
@@ -460,7 +466,9 @@ def kill_cursors(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
 
 def count(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     name = collection_name(command, "count", ctx.db_name)
-    predicate = compile_filter(optional_document(command, "query"))
+    predicate, _ = text_search.compile_text_filter(
+        ctx.namespaces.get(ctx.db_name, name),
+        optional_document(command, "query"))
     skip, limit = optional_int(command, "skip") or 0, optional_int(command, "limit") or 0
     if skip < 0:
         raise bad_value(f"Skip value must be non-negative, but received: {skip}")
@@ -475,7 +483,9 @@ def distinct(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     key = command.get("key")
     if not isinstance(key, str) or not key:
         raise StoreError(14, "BSON field 'distinct.key' is missing or not a string")
-    predicate = compile_filter(optional_document(command, "query"))
+    predicate, _ = text_search.compile_text_filter(
+        ctx.namespaces.get(ctx.db_name, name),
+        optional_document(command, "query"))
     values: dict[Any, Any] = {}
     for document in _documents(ctx, name):
         if not predicate(document):
@@ -499,12 +509,14 @@ def _check_read_concern(command: Mapping[str, Any], pipeline: Any) -> None:
 
 
 def aggregate(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
+    known_fields.check_fields(command, known_fields.AGGREGATE_FIELDS)
     target = command["aggregate"]
     pipeline: Any = command.get("pipeline")
     if "cursor" not in command and not command.get("explain"):
         raise StoreError(9, "The 'cursor' option is required, except for aggregate with the "
                             "explain argument")
     coll_stats.check_position(pipeline)
+    read: str | None = None  # the collection whose documents the pipeline reads
     if local_sessions.is_list_local_sessions(pipeline):
         local_sessions.check_namespace(target)
         if ctx.local_sessions is None:
@@ -523,11 +535,14 @@ def aggregate(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     else:
         name = collection_name(command, "aggregate", ctx.db_name)
         documents = _documents(ctx, name)
+        read = name
     _check_read_concern(command, pipeline)
     cursor_options = optional_document(command, "cursor") or {}
     batch_size = optional_int(cursor_options, "batchSize")
-    results = run_pipeline(documents, pipeline, PipelineContext(ctx.db_name, ctx.namespaces,
-                                                                let_variables(command)))
+    results = run_pipeline(documents, pipeline, PipelineContext(
+        ctx.db_name, ctx.namespaces, let_variables(command), collection=read))
+    if text_search.starts_with_search(pipeline):
+        results = metadata.strip_scores(results)
     cursor = ctx.cursors.first_batch(f"{ctx.db_name}.{name}", results, batch_size,
                                      lsid_key=ctx.lsid_key)
     return _reply(cursor=cursor)

@@ -8,6 +8,7 @@ null). An unknown operator raises code 168 InvalidPipelineOperator.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable, Mapping
 from decimal import Decimal
@@ -15,6 +16,13 @@ from typing import Any
 
 from asyncmongo.bson.decimal128 import Decimal128
 from asyncmongo.bson.types import Int64
+from asyncmongo.testing.store import (
+    array_string_expressions,
+    conversion_expressions,
+    metadata,
+    unsupported,
+    variable_expressions,
+)
 from asyncmongo.testing.store.compare import (
     RANK_NULL,
     RANK_UNDEFINED,
@@ -27,6 +35,7 @@ from asyncmongo.testing.store.compare import (
 )
 from asyncmongo.testing.store.errors import StoreError
 from asyncmongo.testing.store.paths import MISSING
+from asyncmongo.testing.store.variable_expressions import truthy as truthy
 
 Variables = Mapping[str, Any]
 
@@ -39,9 +48,13 @@ def parse(expression: Any) -> Any:
             if len(keys) != 1:
                 raise StoreError(15983, "an expression specification must contain exactly "
                                         "one field, the name of the expression")
+            if keys[0] in unsupported.EXPRESSIONS:
+                raise unsupported.expression(keys[0])
             if keys[0] != "$literal" and keys[0] not in _OPERATORS:
                 raise StoreError(168, f"Unrecognized expression '{keys[0]}'")
-            if keys[0] != "$literal":
+            if keys[0] == "$meta":
+                metadata.check_meta(expression[keys[0]])
+            elif keys[0] != "$literal":
                 parse(expression[keys[0]])
         else:
             for value in expression.values():
@@ -52,15 +65,9 @@ def parse(expression: Any) -> Any:
     return expression
 
 
-def truthy(value: Any) -> bool:
-    """Aggregation truthiness: false, null, missing, undefined and zero are false."""
-    if value is MISSING or value is False:
-        return False
-    if type_rank(value) in (RANK_NULL, RANK_UNDEFINED):
-        return False
-    if is_number(value):
-        return number_value(value) != 0
-    return True
+def _with_evaluator(operator: variable_expressions.Operator, argument: Any,
+                    scope: dict[str, Any]) -> Any:
+    return operator(argument, scope, _eval)
 
 
 def evaluate(expression: Any, document: Any, variables: Variables | None = None) -> Any:
@@ -462,6 +469,7 @@ def _rand(argument: Any, scope: dict[str, Any]) -> Any:
 
 _OPERATORS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "$rand": _rand,
+    "$meta": lambda argument, scope: metadata.meta_score(scope["CURRENT"]),
     "$getField": _get_field,
     "$setField": _set_field,
     "$unsetField": _unset_field,
@@ -500,3 +508,7 @@ _OPERATORS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "$isArray": _is_array,
     "$mergeObjects": _merge_objects,
 }
+_OPERATORS.update({name: functools.partial(_with_evaluator, operator)
+                   for name, operator in {**variable_expressions.OPERATORS,
+                                          **array_string_expressions.OPERATORS,
+                                          **conversion_expressions.OPERATORS}.items()})

@@ -3,8 +3,9 @@
 ``compile_filter(query)`` validates the whole filter first (so a bad operator fails even on an
 empty collection, as on the server) and returns a predicate. Supported: $eq $ne $gt $gte $lt
 $lte $in $nin $and $or $nor $not $exists $type $regex/$options $elemMatch $size $all $mod $expr
-$comment and ``$where`` (only the sleep/true/false scripts ``where.py`` reads), with dotted
-paths and MongoDB's array semantics (a condition on an array field holds if it holds for the
+$comment, ``$text`` (its predicate comes from the caller, see ``text_search.py``) and
+``$where`` (only the sleep/true/false scripts ``where.py`` reads), with dotted paths and
+MongoDB's array semantics (a condition on an array field holds if it holds for the
 array itself or for one of its elements). Anything else raises a
 ``StoreError`` naming the operator (code 2, BadValue), as the server does.
 """
@@ -17,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from asyncmongo.bson.types import Regex
-from asyncmongo.testing.store import expressions
+from asyncmongo.testing.store import expressions, unsupported
 from asyncmongo.testing.store.compare import (
     RANK_NULL,
     RANK_UNDEFINED,
@@ -39,14 +40,16 @@ ValueTest = Callable[[Any], bool]
 
 
 def compile_filter(query: Mapping[str, Any] | None,
-                   variables: Mapping[str, Any] | None = None) -> Predicate:
+                   variables: Mapping[str, Any] | None = None,
+                   text: Predicate | None = None) -> Predicate:
     """A predicate for ``query`` (None or {} matches everything); ``variables`` are the
-    command's ``let`` values, visible as ``$$name`` inside ``$expr``."""
+    command's ``let`` values, visible as ``$$name`` inside ``$expr``; ``text`` decides a
+    ``$text`` at the top level (or in the top-level ``$and``), where mongod allows it."""
     if query is None:
         return lambda doc: True
     if not isinstance(query, Mapping):
         raise bad_value("filter must be an object")
-    return _compile_document(query, variables)
+    return _compile_document(query, variables, text)
 
 
 def matches(query: Mapping[str, Any] | None, document: Mapping[str, Any]) -> bool:
@@ -55,9 +58,10 @@ def matches(query: Mapping[str, Any] | None, document: Mapping[str, Any]) -> boo
 
 
 def _compile_document(query: Mapping[str, Any],
-                      variables: Mapping[str, Any] | None = None) -> Predicate:
+                      variables: Mapping[str, Any] | None = None,
+                      text: Predicate | None = None) -> Predicate:
     predicates = [
-        _compile_top_level(key, cond, variables) if key.startswith("$")
+        _compile_top_level(key, cond, variables, text) if key.startswith("$")
         else _compile_field(key, cond)
         for key, cond in query.items()
     ]
@@ -66,10 +70,18 @@ def _compile_document(query: Mapping[str, Any],
     return lambda doc: all(p(doc) for p in predicates)
 
 
-def _compile_top_level(operator: str, argument: Any,
-                       variables: Mapping[str, Any] | None) -> Predicate:
-    if operator in ("$and", "$or", "$nor"):
+def _compile_top_level(operator: str, argument: Any, variables: Mapping[str, Any] | None,
+                       text: Predicate | None = None) -> Predicate:
+    if operator == "$and":
+        return _compile_logical(operator, argument, variables, text)
+    if operator in ("$or", "$nor"):
         return _compile_logical(operator, argument, variables)
+    if operator == "$text":
+        if text is None:
+            raise bad_value("$text is supported by asyncmongo.testing only at the top level "
+                            "of a find, count, distinct, update or delete filter, or in the "
+                            "first $match of an aggregation (and needs a text index)")
+        return text
     if operator == "$expr":
         expression = expressions.parse(argument)
         return lambda doc: expressions.truthy(expressions.evaluate(expression, doc, variables))
@@ -77,18 +89,20 @@ def _compile_top_level(operator: str, argument: Any,
         return lambda doc: True
     if operator == "$where":
         return compile_where(argument)
+    if operator in unsupported.QUERY_OPERATORS:
+        raise unsupported.query_operator(operator, top_level=True)
     raise bad_value(f"unknown top level operator: {operator}")
 
 
-def _compile_logical(operator: str, argument: Any,
-                     variables: Mapping[str, Any] | None) -> Predicate:
+def _compile_logical(operator: str, argument: Any, variables: Mapping[str, Any] | None,
+                     text: Predicate | None = None) -> Predicate:
     if not isinstance(argument, list) or not argument:
         raise bad_value(f"{operator} must be a nonempty array")
     clauses: list[Predicate] = []
     for clause in argument:
         if not isinstance(clause, Mapping):
             raise bad_value(f"{operator} argument's entries must be objects")
-        clauses.append(_compile_document(clause, variables))
+        clauses.append(_compile_document(clause, variables, text))
     if operator == "$and":
         return lambda doc: all(c(doc) for c in clauses)
     if operator == "$or":
@@ -188,6 +202,8 @@ def _compile_operator(operator: str, argument: Any, condition: Mapping[str, Any]
         return _in(operator, argument)
     compiler = _OPERATORS.get(operator)
     if compiler is None:
+        if operator in unsupported.QUERY_OPERATORS:
+            raise unsupported.query_operator(operator, top_level=False)
         raise bad_value(f"unknown operator: {operator}")
     return compiler(argument, condition)
 
@@ -241,11 +257,17 @@ def _regex_operator(argument: Any, condition: Mapping[str, Any]) -> CandidatesTe
     return _any_value(_regex_test(Regex(argument, options)))
 
 
+_REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE,
+                "u": 0}
+
+
 def compile_regex(pattern: str, flags: str) -> re.Pattern[str]:
-    """A Python pattern for a MongoDB (PCRE) regex; invalid ones give code 51091."""
+    """A Python pattern for a MongoDB (PCRE) regex; invalid ones give code 51091. mongod's
+    PCRE always matches UTF-8, so "u" (PyMongo's re.UNICODE) is accepted and changes nothing:
+    Python's str patterns are Unicode-aware already."""
     bits = 0
     for letter in flags:
-        bit = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}.get(letter)
+        bit = _REGEX_FLAGS.get(letter)
         if bit is None:
             raise bad_value(f"invalid flag in regex options: {letter}")
         bits |= bit

@@ -117,6 +117,8 @@ def _add(root: _Node, path: str, value: Any, aggregate: bool) -> str:
             kind = _add(root, f"{path}.{key}", sub, aggregate)
         return kind
     node.computed[name] = expressions.parse(value)
+    if isinstance(value, Mapping) and list(value) == ["$meta"]:
+        return "meta"  # neither an inclusion nor an exclusion, as in mongod
     return "computed"
 
 
@@ -154,7 +156,10 @@ def _projector(root: _Node, inclusion: bool, query: Mapping[str, Any] | None,
     def project(document: Mapping[str, Any]) -> dict[str, Any]:
         if inclusion:
             return _include(document, root, _Scope(document, query, variables), top=True)
-        return _exclude(document, root)
+        result = _exclude(document, root)
+        for key, expression in root.computed.items():
+            result[key] = expressions.evaluate(expression, document, variables)
+        return result
 
     return project
 

@@ -10,8 +10,10 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from asyncmongo.testing.store import metadata
 from asyncmongo.testing.store.compare import compare, is_number, number_value
 from asyncmongo.testing.store.errors import StoreError, bad_value
+from asyncmongo.testing.store.metadata import TEXT_SCORE
 from asyncmongo.testing.store.paths import sort_values
 
 Comparator = Callable[[Any, Any], int]
@@ -24,7 +26,12 @@ def parse_sort(spec: Any) -> list[tuple[str, int]]:
     keys: list[tuple[str, int]] = []
     for path, direction in spec.items():
         if isinstance(direction, Mapping):
-            raise bad_value(f"$meta sort by {direction} is not supported by the asyncmongo store")
+            if list(direction) != ["$meta"]:
+                raise StoreError(17312, "$meta is the only expression supported by $sort right "
+                                        "now")
+            metadata.check_meta(direction["$meta"])
+            keys.append((TEXT_SCORE, -1))  # highest score first, as mongod sorts it
+            continue
         if not is_number(direction) or number_value(direction) not in (1, -1):
             raise StoreError(15975, "$sort key ordering must be 1 (for ascending) or -1 (for "
                                     "descending)")
@@ -33,6 +40,8 @@ def parse_sort(spec: Any) -> list[tuple[str, int]]:
 
 
 def _sort_key(document: Any, path: str, direction: int) -> Any:
+    if path == TEXT_SCORE:
+        return metadata.meta_score(document)
     values = sort_values(document, path) if isinstance(document, Mapping) else []
     if not values:
         return None

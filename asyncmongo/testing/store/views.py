@@ -12,7 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from asyncmongo.testing.store.aggregate import PipelineContext, compile_pipeline, run_pipeline
+from asyncmongo.testing.store.aggregate import (
+    MAX_VIEW_DEPTH,
+    PipelineContext,
+    compile_pipeline,
+    read_namespace,
+)
 from asyncmongo.testing.store.collection import Collection, Document
 from asyncmongo.testing.store.database import Namespaces
 from asyncmongo.testing.store.errors import StoreError
@@ -31,7 +36,6 @@ REFUSED_ON_VIEW: dict[str, str] = {
 }
 
 #: How deep views may nest (mongod: ViewGraph::kMaxViewDepth).
-MAX_VIEW_DEPTH = 20
 
 #: ``create`` options that may come with ``viewOn`` (the rest is InvalidOptions).
 _VIEW_OPTIONS = frozenset({"viewOn", "pipeline", "collation"})
@@ -87,21 +91,10 @@ def refuse_on_view(command_name: str, collection: Collection | None) -> None:
         raise StoreError(166, message.format(ns=collection.namespace))
 
 
-def documents_of(namespaces: Namespaces, collection: Collection | None,
-                 depth: int = 0) -> list[Document]:
+def documents_of(namespaces: Namespaces, collection: Collection | None) -> list[Document]:
     """What a read of ``collection`` sees: its documents, or a view's pipeline applied to
     its source's (recursively; a missing source reads as empty)."""
-    if collection is None:
-        return []
-    if not collection.is_view:
-        return list(collection)
-    if depth >= MAX_VIEW_DEPTH:
-        raise StoreError(
-            149, f"View depth too deep or view cycle detected; maximum depth is {MAX_VIEW_DEPTH}")
-    source = namespaces.get(collection.db_name, collection.options["viewOn"])
-    documents = documents_of(namespaces, source, depth + 1)
-    context = PipelineContext(collection.db_name, namespaces)
-    return run_pipeline(documents, collection.options.get("pipeline", []), context)
+    return read_namespace(namespaces, collection)
 
 
 def view_info(collection: Collection) -> dict[str, Any]:
