@@ -30,7 +30,6 @@ from asyncmongo.monitoring.command import (
     CommandSucceededEvent,
 )
 from asyncmongo.monitoring.log_config import truncate
-from asyncmongo.monitoring.tracing import TracingOptions
 
 __all__ = ["TRACER_NAME", "Tracer"]
 
@@ -59,14 +58,16 @@ class _OperationSpan:
 
 
 class Tracer:
-    """One client's tracer: operation, command and transaction spans."""
+    """One client's tracer: operation, command and transaction spans, to ``tracer_provider``
+    (None: the global one), with commands as ``db.query.text`` when ``query_text_max_length``
+    is above 0."""
 
     __slots__ = ("_commands", "_max_text", "_operations", "_tracer")
 
-    def __init__(self, options: TracingOptions) -> None:
+    def __init__(self, *, query_text_max_length: int = 0, tracer_provider: Any = None) -> None:
         self._tracer = trace.get_tracer(TRACER_NAME, DRIVER_VERSION,
-                                        tracer_provider=options.tracer_provider)
-        self._max_text = options.query_text_max_length
+                                        tracer_provider=tracer_provider)
+        self._max_text = query_text_max_length
         #: operation id -> the span of the operation running under it.
         self._operations: dict[int, _OperationSpan] = {}
         #: request id -> the span of a command in flight.

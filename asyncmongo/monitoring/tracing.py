@@ -85,4 +85,5 @@ def make_tracer(options: TracingOptions) -> Tracer | None:
     except ImportError as exc:
         raise ConfigurationError(
             "tracing needs the OpenTelemetry API: pip install 'asyncmongo[otel]'") from exc
-    return Tracer(options)
+    return Tracer(query_text_max_length=options.query_text_max_length,
+                  tracer_provider=options.tracer_provider)
