@@ -291,6 +291,7 @@ class AsyncClientSession:
         self._take_server_session().next_txn_number()
         tracing = self._client._tracing
         if tracing is not None:
+            self._end_txn_span()  # a previous commit left open for a retry that never came
             self._txn_span = tracing.start_transaction()  # open-telemetry: Transactions
         return TransactionContext(self)
 
@@ -300,12 +301,18 @@ class AsyncClientSession:
         previous = self._txn_state
         step = transition(previous, TxnAction.COMMIT)
         self._txn_state = step.state
+        retried = False
         try:
             if step.send:
                 retry = previous is TxnState.COMMITTED  # a second commit: w: majority (spec)
                 await self._finish("commitTransaction", retry=retry)
+        except MongoError as exc:
+            # A commit that may be retried keeps its transaction span open for the retry.
+            retried = exc.has_error_label(UNKNOWN_COMMIT_RESULT)
+            raise
         finally:
-            self._end_txn_span()
+            if not retried:
+                self._end_txn_span()
 
     async def abort_transaction(self) -> None:
         """Abort; errors from the server are ignored (the transaction is over either way)."""
@@ -579,6 +586,7 @@ class AsyncClientSession:
         if self._ended:
             return
         self._ended = True
+        self._end_txn_span()
         if self._pinned_address is not None or self._pinned_connection is not None:
             self._unpin()
         server_session, self._server_session = self._server_session, None

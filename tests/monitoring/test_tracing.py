@@ -16,14 +16,15 @@ from typing import Any
 import pytest
 
 from asyncmongo import AsyncMongoClient
-from asyncmongo.errors import ConfigurationError, OperationFailure
+from asyncmongo.errors import AutoReconnect, ConfigurationError, OperationFailure
 from asyncmongo.monitoring.tracing import (
     ENABLED_VARIABLE,
     QUERY_TEXT_VARIABLE,
     TracingOptions,
     tracing_options,
 )
-from asyncmongo.testing import Standalone
+from asyncmongo.sessions import UNKNOWN_COMMIT_RESULT
+from asyncmongo.testing import ReplicaSet, Standalone
 
 sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
 sdk_export = pytest.importorskip("opentelemetry.sdk.trace.export")
@@ -92,6 +93,19 @@ def test_a_client_without_tracing_never_imports_opentelemetry() -> None:
             "assert not [m for m in sys.modules if m.startswith('opentelemetry')]\n")
     env = {"PATH": "", ENABLED_VARIABLE: "true"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def test_tracing_without_the_otel_extra_says_what_to_install() -> None:
+    code = ("import sys\n"
+            "sys.modules['opentelemetry'] = None\n"
+            "import asyncmongo\n"
+            "try:\n"
+            "    asyncmongo.AsyncMongoClient('mongodb://localhost:1', tracing={'enabled': True})\n"
+            "except asyncmongo.errors.ConfigurationError as exc:\n"
+            "    assert 'asyncmongo[otel]' in str(exc), exc\n"
+            "else:\n"
+            "    raise AssertionError('no ConfigurationError')\n")
+    subprocess.run([sys.executable, "-c", code], check=True, env={"PATH": ""})
 
 
 # -- prose tests ----------------------------------------------------------------------------
@@ -182,3 +196,55 @@ async def test_operations_nest_in_the_host_applications_span(exporter: Any) -> N
     assert f"{host}:{port}" == server.server.host
     assert command.attributes["network.transport"] == "tcp"
     assert operation.instrumentation_scope.name == "asyncmongo"
+
+
+def _tree(spans: list[Any]) -> list[tuple[str, list[Any]]]:
+    """(name, children) trees of the spans, in start order."""
+    ordered = sorted(spans, key=lambda span: span.start_time)
+    children: dict[int | None, list[Any]] = {}
+    for span in ordered:
+        parent = span.parent.span_id if span.parent is not None else None
+        children.setdefault(parent, []).append(span)
+
+    def build(span: Any) -> tuple[str, list[Any]]:
+        return span.name, [build(child) for child in children.get(span.context.span_id, [])]
+
+    return [build(span) for span in children.get(None, [])]
+
+
+async def test_a_retried_commit_stays_in_its_transaction_span(exporter: Any) -> None:
+    async with ReplicaSet(members=1) as rs:
+        tracing = {"enabled": True, "tracer_provider": _provider(exporter)}
+        async with AsyncMongoClient(rs.uri, tracing=tracing) as client:
+            async with client.start_session() as session:
+                session.start_transaction()
+                await client.db.c.insert_one({"_id": 1}, session=session)
+                with rs.fail_point({"times": 2}, failCommands=["commitTransaction"],
+                                   closeConnection=True):
+                    with pytest.raises(AutoReconnect) as info:
+                        await session.commit_transaction()
+                assert info.value.has_error_label(UNKNOWN_COMMIT_RESULT)
+                await session.commit_transaction()
+                await client.db.c.find_one({}, session=session)
+    assert _tree(_spans(exporter)) == [
+        ("transaction", [
+            ("insert db.c", [("insert", [])]),
+            ("commitTransaction admin", [("commitTransaction", []), ("commitTransaction", [])]),
+            ("commitTransaction admin", [("commitTransaction", [])]),
+        ]),
+        ("find db.c", [("find", [])]),
+    ]
+    transaction = next(s for s in exporter.get_finished_spans() if s.name == "transaction")
+    assert dict(transaction.attributes) == {"db.system.name": "mongodb"}
+
+
+async def test_an_aborted_transaction_ends_its_span(exporter: Any) -> None:
+    async with ReplicaSet(members=1) as rs:
+        tracing = {"enabled": True, "tracer_provider": _provider(exporter)}
+        async with AsyncMongoClient(rs.uri, tracing=tracing) as client:
+            async with client.start_session() as session:
+                async with session.start_transaction():
+                    await client.db.c.insert_one({"_id": 1}, session=session)
+                    await session.abort_transaction()
+                session.start_transaction()  # never used: ends with the session
+    assert [name for name, _ in _tree(_spans(exporter))] == ["transaction", "transaction"]
