@@ -85,7 +85,8 @@ class AsyncMongoClient(Generic[_DocumentType]):
     which appends a wrapping library's name, version and platform to the handshake
     metadata as :meth:`append_metadata` does, and ``connect=``, which is accepted and has no
     effect, as in PyMongo's AsyncMongoClient: the client connects on its first operation
-    or ``await client.aconnect()``.
+    or ``await client.aconnect()``. ``tracing=`` configures OpenTelemetry tracing
+    (``enabled``, ``query_text_max_length``, ``tracer_provider``; see the monitoring guide).
     """
 
     def __init__(
