@@ -166,10 +166,11 @@ class Tracer:
             "db.command.name": name,
             "db.query.summary": f"{name} {_target(event.database_name, collection)}",
             "server.address": host,
-            "server.port": port,
-            "network.transport": "unix" if host.endswith(".sock") else "tcp",
+            "network.transport": "tcp" if port is not None else "unix",
             "db.mongodb.driver_connection_id": event.driver_connection_id,
         }
+        if port is not None:  # a Unix domain socket has none
+            attributes["server.port"] = port
         if collection is not None:
             attributes["db.collection.name"] = collection
         if event.server_connection_id is not None:

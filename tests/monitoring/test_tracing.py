@@ -248,3 +248,21 @@ async def test_an_aborted_transaction_ends_its_span(exporter: Any) -> None:
                     await session.abort_transaction()
                 session.start_transaction()  # never used: ends with the session
     assert [name for name, _ in _tree(_spans(exporter))] == ["transaction", "transaction"]
+
+
+def test_a_unix_socket_command_has_no_port(exporter: Any) -> None:
+    from asyncmongo.monitoring import CommandStartedEvent, CommandSucceededEvent
+    from asyncmongo.monitoring.otel import Tracer
+
+    tracer = Tracer(tracer_provider=_provider(exporter))
+    address = ("/tmp/mongodb-27017.sock", None)
+    tracer(CommandStartedEvent("getMore", "db", 7, 7, address, 1, None, None,
+                               {"getMore": 42, "collection": "c", "$db": "db"}))
+    tracer(CommandSucceededEvent("getMore", "db", 7, 7, address, 1, None, None, 5,
+                                 {"ok": 1, "cursor": {"id": 0, "nextBatch": []}}))
+    (span,) = exporter.get_finished_spans()
+    assert span.attributes["network.transport"] == "unix"
+    assert "server.port" not in span.attributes
+    assert span.attributes["db.mongodb.cursor_id"] == 42
+    assert span.attributes["db.query.summary"] == "getMore db.c"
+    assert "db.query.text" not in span.attributes
