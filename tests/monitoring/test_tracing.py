@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +26,9 @@ from asyncmongo.monitoring.tracing import (
 )
 from asyncmongo.sessions import UNKNOWN_COMMIT_RESULT
 from asyncmongo.testing import ReplicaSet, Standalone
+
+#: The repository: a subprocess imports this checkout's asyncmongo.
+ROOT = Path(__file__).resolve().parents[2]
 
 sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
 sdk_export = pytest.importorskip("opentelemetry.sdk.trace.export")
@@ -92,7 +96,7 @@ def test_a_client_without_tracing_never_imports_opentelemetry() -> None:
             "asyncmongo.AsyncMongoClient('mongodb://localhost:1', tracing={'enabled': False})\n"
             "assert not [m for m in sys.modules if m.startswith('opentelemetry')]\n")
     env = {"PATH": "", ENABLED_VARIABLE: "true"}
-    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=ROOT)
 
 
 def test_tracing_without_the_otel_extra_says_what_to_install() -> None:
@@ -105,7 +109,7 @@ def test_tracing_without_the_otel_extra_says_what_to_install() -> None:
             "    assert 'asyncmongo[otel]' in str(exc), exc\n"
             "else:\n"
             "    raise AssertionError('no ConfigurationError')\n")
-    subprocess.run([sys.executable, "-c", code], check=True, env={"PATH": ""})
+    subprocess.run([sys.executable, "-c", code], check=True, env={"PATH": ""}, cwd=ROOT)
 
 
 # -- prose tests ----------------------------------------------------------------------------
