@@ -34,16 +34,27 @@ class ClientEvents:
     """One client's listeners and subscribers; ``spawn`` runs a coroutine listener's call as a
     task of the client (False: the client is not running, the call is dropped)."""
 
-    __slots__ = ("_observe", "_queues", "_spawn", "_user_listeners", "command_events", "listeners")
+    __slots__ = (
+        "_observe",
+        "_queues",
+        "_spawn",
+        "_tracer",
+        "_user_listeners",
+        "command_events",
+        "listeners",
+    )
 
     def __init__(
         self,
         listeners: Iterable[EventListener],
         observe: bool,
         spawn: Callable[[Coroutine[Any, Any, Any]], bool],
+        tracer: Callable[[Any], None] | None = None,
     ) -> None:
         self._spawn = spawn
         self._user_listeners = [self._wrap(listener) for listener in listeners]
+        #: OpenTelemetry's command spans (a client that traces): fed command events only.
+        self._tracer = tracer
         self._queues: set[_EventQueue] = set()
         self.command_events = CommandEvents()
         self._observe = observe or bool(self._user_listeners)
@@ -97,10 +108,13 @@ class ClientEvents:
         """Command and CMAP events go to the listeners and ``events()`` consumers, when there
         are any (nobody listening: none are built)."""
         observed = bool(self._user_listeners) or bool(self._queues)
-        self.command_events.publish = self._publish_command if observed else None
+        traced = observed or self._tracer is not None
+        self.command_events.publish = self._publish_command if traced else None
         self.listeners.set_observed(observed or self._observe)
 
     def _publish_command(self, event: Any) -> None:
+        if self._tracer is not None:
+            self._tracer(event)
         for listener in self._user_listeners:
             try:
                 listener(event)

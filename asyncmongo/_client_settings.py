@@ -1,4 +1,5 @@
-"""The client's own keywords: codec options (PyMongo's), ``observe_events`` and ``connect``.
+"""The client's own keywords: codec options (PyMongo's), ``observe_events``, ``tracing`` and
+``connect``.
 
 The connection string cannot set codec options, as in PyMongo, except uuidRepresentation;
 :func:`split_api_options` separates these keywords from the URI options, and
@@ -29,10 +30,13 @@ _CODEC_KEYWORDS = {
     "type_registry": "type_registry",
 }
 
+#: The client's own keywords besides the codec options (``tracing``: OpenTelemetry).
+_CLIENT_KEYWORDS = frozenset({"observe_events", "tracing"})
+
 
 def split_api_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(the API's own keywords: codec options and ``observe_events``, the rest for the URI
-    parser; ``connect`` is checked and goes to neither). The connection string itself
+    """(the API's own keywords: codec options, ``observe_events`` and ``tracing``, the rest
+    for the URI parser; ``connect`` is checked and goes to neither). The connection string itself
     cannot set codec options, as in PyMongo, except uuidRepresentation (the URI parser
     validates it; a keyword here overrides it)."""
     api: dict[str, Any] = {}
@@ -40,7 +44,7 @@ def split_api_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[
     for key, value in options.items():
         if key == "connect":
             _check_connect(value)
-        elif key.lower() in _CODEC_KEYWORDS or key == "observe_events":
+        elif key.lower() in _CODEC_KEYWORDS or key in _CLIENT_KEYWORDS:
             api[key] = value
         else:
             rest[key] = value
@@ -81,7 +85,8 @@ _UUID_REPRESENTATIONS = {
 def codec_options(api: Mapping[str, Any], uri_uuid_representation: str) -> CodecOptions:
     """The client's codec options: the keywords, else the URI's uuidRepresentation."""
     kwargs = {
-        _CODEC_KEYWORDS[key.lower()]: value for key, value in api.items() if key != "observe_events"
+        _CODEC_KEYWORDS[key.lower()]: value for key, value in api.items()
+        if key not in _CLIENT_KEYWORDS
     }
     uuid = kwargs.setdefault("uuid_representation", uri_uuid_representation)
     if isinstance(uuid, str):

@@ -57,6 +57,7 @@ from asyncmongo.cursor import AsyncCommandCursor
 from asyncmongo.database import AsyncDatabase
 from asyncmongo.errors import ConfigurationError, InvalidArgument, InvalidOperation
 from asyncmongo.monitoring.log_config import configure_once as configure_logging_once
+from asyncmongo.monitoring.tracing import make_tracer, tracing_options
 from asyncmongo.operations import WriteModel
 from asyncmongo.results import ClientBulkWriteResult
 from asyncmongo.runtime.client_runtime import ClientRuntime
@@ -84,7 +85,8 @@ class AsyncMongoClient(Generic[_DocumentType]):
     which appends a wrapping library's name, version and platform to the handshake
     metadata as :meth:`append_metadata` does, and ``connect=``, which is accepted and has no
     effect, as in PyMongo's AsyncMongoClient: the client connects on its first operation
-    or ``await client.aconnect()``.
+    or ``await client.aconnect()``. ``tracing=`` configures OpenTelemetry tracing
+    (``enabled``, ``query_text_max_length``, ``tracer_provider``; see the monitoring guide).
     """
 
     def __init__(
@@ -107,8 +109,13 @@ class AsyncMongoClient(Generic[_DocumentType]):
         self._options: ClientOptions = parse(uri, **options)
         self._codec_options = codec_options(api_options, self._options.uuid_representation)
         self._read_preference = _read_preference(self._options)
+        #: OpenTelemetry tracing (asyncmongo.monitoring.otel), None when off.
+        self._tracing = make_tracer(tracing_options(api_options.get("tracing")))
         self._events = ClientEvents(
-            event_listeners, bool(api_options.get("observe_events")), self._spawn_listener
+            event_listeners,
+            bool(api_options.get("observe_events")),
+            self._spawn_listener,
+            self._tracing,
         )
         self._server_sessions = ServerSessions(lambda: self.topology_description)
         self._scram_cache = ScramCache()
@@ -328,6 +335,10 @@ class AsyncMongoClient(Generic[_DocumentType]):
             await self.aconnect()
             runtime = self._runtime
             assert runtime is not None
+        if self._tracing is not None:
+            operation_id = operation_id or next_operation_id()
+            return await self._tracing.run(op, session, operation_id, runtime.executor.run(
+                op, session, deadline=self._deadline(), operation_id=operation_id))
         return await runtime.executor.run(
             op, session, deadline=self._deadline(), operation_id=operation_id
         )

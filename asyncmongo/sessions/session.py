@@ -89,6 +89,15 @@ class SessionOwner(Protocol):
 
     def _spawn_unless_closed(self, coro: Coroutine[Any, Any, None], name: str) -> None: ...
 
+    @property
+    def _tracing(self) -> TransactionTracer | None: ...
+
+
+class TransactionTracer(Protocol):
+    """OpenTelemetry's transaction span, for a client that traces (monitoring.otel)."""
+
+    def start_transaction(self) -> Any: ...
+
 
 class AsyncClientSession:
     """A logical session: causal ordering of its operations, transactions, one lsid."""
@@ -108,6 +117,7 @@ class AsyncClientSession:
         "_session_deadline",
         "_snapshot_time",
         "_txn_options",
+        "_txn_span",
         "_txn_state",
     )
 
@@ -125,6 +135,8 @@ class AsyncClientSession:
         self._snapshot_time: Timestamp | None = options.snapshot_time
         self._txn_state = TxnState.NONE
         self._txn_options = NO_TRANSACTION_OPTIONS
+        #: OpenTelemetry: the span of the transaction in progress (a client that traces).
+        self._txn_span: Any = None
         self._pinned_address: Any = None
         #: Load-balanced mode: the connection a transaction runs on, and its pool.
         self._pinned_connection: Any = None
@@ -277,6 +289,10 @@ class AsyncClientSession:
         self._txn_state = step.state
         self._recovery_token = None
         self._take_server_session().next_txn_number()
+        tracing = self._client._tracing
+        if tracing is not None:
+            self._end_txn_span()  # a previous commit left open for a retry that never came
+            self._txn_span = tracing.start_transaction()  # open-telemetry: Transactions
         return TransactionContext(self)
 
     async def commit_transaction(self) -> None:
@@ -285,10 +301,18 @@ class AsyncClientSession:
         previous = self._txn_state
         step = transition(previous, TxnAction.COMMIT)
         self._txn_state = step.state
-        if not step.send:
-            return
-        retry = previous is TxnState.COMMITTED  # a second commit: w: majority (spec)
-        await self._finish("commitTransaction", retry=retry)
+        retried = False
+        try:
+            if step.send:
+                retry = previous is TxnState.COMMITTED  # a second commit: w: majority (spec)
+                await self._finish("commitTransaction", retry=retry)
+        except MongoError as exc:
+            # A commit that may be retried keeps its transaction span open for the retry.
+            retried = exc.has_error_label(UNKNOWN_COMMIT_RESULT)
+            raise
+        finally:
+            if not retried:
+                self._end_txn_span()
 
     async def abort_transaction(self) -> None:
         """Abort; errors from the server are ignored (the transaction is over either way)."""
@@ -297,6 +321,7 @@ class AsyncClientSession:
         self._txn_state = step.state
         if not step.send:
             self._unpin()
+            self._end_txn_span()
             return
         try:
             await self._finish("abortTransaction", retry=False)
@@ -304,6 +329,7 @@ class AsyncClientSession:
             pass  # transactions spec: abortTransaction errors are swallowed
         finally:
             self._unpin()
+            self._end_txn_span()
 
     async def with_transaction(
         self,
@@ -344,6 +370,7 @@ class AsyncClientSession:
         at this transaction's number (so the session's next transaction cannot race it), and
         on the pinned connection if there is one (which that task then gives back)."""
         state = self._txn_state
+        self._end_txn_span()
         if not state.in_transaction:
             self._unpin()
             return
@@ -366,6 +393,12 @@ class AsyncClientSession:
         ghost._pinned_pool, self._pinned_pool = self._pinned_pool, None
         self._pinned_address = None
         self._client._spawn_unless_closed(ghost._abort_abandoned(), "asyncmongo-abort-abandoned")
+
+    def _end_txn_span(self) -> None:
+        """open-telemetry: the transaction span ends with its commit or abort."""
+        span, self._txn_span = self._txn_span, None
+        if span is not None:
+            span.end()
 
     async def _abort_abandoned(self) -> None:
         """Background: abort the abandoned transaction; the copied server session is never
@@ -553,6 +586,7 @@ class AsyncClientSession:
         if self._ended:
             return
         self._ended = True
+        self._end_txn_span()
         if self._pinned_address is not None or self._pinned_connection is not None:
             self._unpin()
         server_session, self._server_session = self._server_session, None

@@ -22,6 +22,7 @@ from asyncmongo.core.wire.handshake import ServerApi
 from spec_tests.unified.errors import ApiMissing, TestFormatError, Unsupported
 from spec_tests.unified.events import ClientObserver
 from spec_tests.unified.target import Target, direct_uri
+from spec_tests.unified.tracing import SpanRecorder
 
 __all__ = ["ClientEntity", "EntityMap", "ThreadEntity", "call_api", "collection_options"]
 
@@ -33,6 +34,8 @@ class ClientEntity:
     client: AsyncMongoClient
     observer: ClientObserver
     observe_log_messages: Mapping[str, str] = field(default_factory=dict)
+    #: observeTracingMessages: the spans the client traced.
+    spans: SpanRecorder | None = None
 
 
 _THREAD_WAIT_SECONDS = 10.0
@@ -193,7 +196,6 @@ class EntityMap:
     async def _create_client(self, options: Mapping[str, Any]) -> None:
         for key, reason in (
             ("autoEncryptOpts", "client-side field level encryption is not built"),
-            ("observeTracingMessages", "asyncmongo has no OpenTelemetry tracing"),
             ("awaitMinPoolSizeMS", "awaitMinPoolSizeMS needs pool statistics the runner "
                                    "does not read yet"),
         ):
@@ -223,11 +225,16 @@ class EntityMap:
             sink: list[dict[str, Any]] = []
             self.add(store["id"], "events", sink)
             observer.store_into(store["events"], sink)
+        spans = None
+        if "observeTracingMessages" in options:
+            tracing = options["observeTracingMessages"]
+            spans = SpanRecorder(bool(tracing.get("enableCommandPayload", False)))
+            kwargs["tracing"] = spans.client_option()
         client = AsyncMongoClient(uri, event_listeners=[observer], **kwargs)
         # Drivers start monitoring when a client is constructed; asyncmongo does on aconnect.
         await client.aconnect()
         self.add(options["id"], "client",
-                 ClientEntity(client, observer, options.get("observeLogMessages", {})))
+                 ClientEntity(client, observer, options.get("observeLogMessages", {}), spans))
 
     async def _create_database(self, options: Mapping[str, Any]) -> None:
         client = self.get(options["client"], "client").client

@@ -32,6 +32,7 @@ from spec_tests.unified.operations import VERBATIM_OPERATIONS, convert_arguments
 from spec_tests.unified.schema import UnifiedFile, requirements_unmet_reason
 from spec_tests.unified.special import find_special
 from spec_tests.unified.target import Target, run_command
+from spec_tests.unified.tracing import check_tracing_messages
 
 __all__ = ["UnifiedTestRunner"]
 
@@ -66,7 +67,6 @@ class UnifiedTestRunner:
 
     async def run_test(self, test: Mapping[str, Any]) -> None:
         """Run one test; raises Unsupported (skip) or an assertion error (failure)."""
-        _check_unsupported_expectations(test)
         self._test_text = json.dumps([test, self.file.create_entities,
                                       self.file.initial_data], default=str)
         self.entities = EntityMap(self.target, fast_heartbeat=_sets_fail_points(test))
@@ -82,6 +82,7 @@ class UnifiedTestRunner:
                     await self.entities.create(spec)
                 await self.run_operations(test["operations"])
             self._check_events(test.get("expectEvents", ()))
+            self._check_tracing(test.get("expectTracingMessages", ()))
             self._check_logs(test.get("expectLogMessages", ()), logs.entries)
             await self._check_outcome(test.get("outcome", ()))
         finally:
@@ -234,6 +235,17 @@ class UnifiedTestRunner:
                                     only_observer=len(observers) == 1)
             check_log_messages(expected, observed, self.entities)
 
+    def _check_tracing(self, expectations: Sequence[Mapping[str, Any]] | Mapping[str, Any]
+                       ) -> None:
+        """expectTracingMessages: one object (the format) or a list of them (the
+        open-telemetry tests), each for one client that observes tracing messages."""
+        for expected in [expectations] if isinstance(expectations, Mapping) else expectations:
+            entity: ClientEntity = self.entities.get(expected["client"], "client")
+            if entity.spans is None:
+                raise TestFormatError(f"client {expected['client']} does not observe tracing "
+                                      "messages")
+            check_tracing_messages(expected, entity.spans, self.entities)
+
     def _check_events(self, expectations: Sequence[Mapping[str, Any]]) -> None:
         for expected in expectations:
             entity: ClientEntity = self.entities.get(expected["client"], "client")
@@ -264,11 +276,6 @@ def _sets_fail_points(value: Any) -> bool:
     if isinstance(value, list | tuple):
         return any(_sets_fail_points(v) for v in value)
     return False
-
-
-def _check_unsupported_expectations(test: Mapping[str, Any]) -> None:
-    if "expectTracingMessages" in test:
-        raise Unsupported("expectTracingMessages: asyncmongo has no OpenTelemetry tracing")
 
 
 async def _drop_quietly(client: AsyncMongoClient, db: str, coll: str) -> None:

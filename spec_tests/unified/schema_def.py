@@ -284,12 +284,14 @@ DEFINITIONS: Final[dict[str, dict[str, Any]]] = {
         ignoreExtraSpans=_BOOL,
         spans={"type": "array", "items": _ref("tracingSpan")},
     ),
-    "tracingSpan": _obj(
-        ("name", "tags"),
-        name=_STRING,
-        tags=_OBJECT,
-        nested=_array_of(_ref("tracingSpan")),
-    ),
+    # The schema files call a span's attributes "tags"; the format and the open-telemetry
+    # tests call them "attributes".
+    "tracingSpan": {"anyOf": [
+        _obj(("name", "tags"), name=_STRING, tags=_OBJECT,
+             nested=_array_of(_ref("tracingSpan"))),
+        _obj(("name", "attributes"), name=_STRING, attributes=_OBJECT,
+             nested=_array_of(_ref("tracingSpan"))),
+    ]},
     "test": _obj(
         ("description", "operations"),
         description=_STRING,
@@ -298,7 +300,9 @@ DEFINITIONS: Final[dict[str, dict[str, Any]]] = {
         operations={"type": "array", "items": _ref("operation")},
         expectEvents=_array_of(_ref("expectedEventsForClient")),
         expectLogMessages=_array_of(_ref("expectedLogMessagesForClient")),
-        expectTracingMessages=_ref("expectedTracingSpans"),
+        # The format says one object; the open-telemetry tests write a list of them.
+        expectTracingMessages={"anyOf": [_ref("expectedTracingSpans"),
+                                         _array_of(_ref("expectedTracingSpans"))]},
         outcome=_array_of(_ref("collectionData")),
     ),
 }
