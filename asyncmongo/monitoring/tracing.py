@@ -16,11 +16,12 @@ runs without the ``otel`` extra installed and pays nothing for tracing when it i
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from asyncmongo.errors import ConfigurationError
+from asyncmongo.errors import ConfigurationError, ConfigurationWarning
 
 if TYPE_CHECKING:
     from asyncmongo.monitoring.otel import Tracer
@@ -41,6 +42,8 @@ class TracingOptions:
     enabled: bool = False
     query_text_max_length: int = 0
     tracer_provider: Any = None
+    #: Enabled by the environment variable alone (not the client's own option).
+    from_environment: bool = field(default=False, compare=False)
 
 
 def tracing_options(option: Mapping[str, Any] | None,
@@ -54,6 +57,7 @@ def tracing_options(option: Mapping[str, Any] | None,
         raise ConfigurationError(f"unknown tracing option(s) {sorted(unknown)}; expected "
                                  f"{sorted(_KEYS)}")
     enabled = option.get("enabled")
+    from_environment = enabled is None
     if enabled is None:
         enabled = environ.get(ENABLED_VARIABLE, "").strip().lower() in _TRUE
     elif not isinstance(enabled, bool):
@@ -64,7 +68,7 @@ def tracing_options(option: Mapping[str, Any] | None,
     elif not isinstance(length, int) or isinstance(length, bool) or length < 0:
         raise ConfigurationError(
             f"tracing query_text_max_length must be an int >= 0, not {length!r}")
-    return TracingOptions(enabled, length, option.get("tracer_provider"))
+    return TracingOptions(enabled, length, option.get("tracer_provider"), from_environment)
 
 
 def _int_variable(text: str) -> int:
@@ -77,12 +81,22 @@ def _int_variable(text: str) -> int:
 
 def make_tracer(options: TracingOptions) -> Tracer | None:
     """The client's tracer, or None when it does not trace (OpenTelemetry is imported only
-    then; without the ``otel`` extra it is a ConfigurationError)."""
+    then). Without the ``otel`` extra, a client asking for tracing itself gets a
+    ConfigurationError; one that the environment variable alone turned on gets a warning and
+    runs untraced, so a variable set for a whole host does not stop applications."""
     if not options.enabled:
         return None
     try:
         from asyncmongo.monitoring.otel import Tracer
     except ImportError as exc:
+        if options.from_environment:
+            warnings.warn(
+                f"{ENABLED_VARIABLE} is set but the OpenTelemetry API is not installed "
+                "(pip install 'asyncmongo[otel]'); this client does not trace",
+                ConfigurationWarning,
+                stacklevel=4,
+            )
+            return None
         raise ConfigurationError(
             "tracing needs the OpenTelemetry API: pip install 'asyncmongo[otel]'") from exc
     return Tracer(query_text_max_length=options.query_text_max_length,

@@ -112,6 +112,20 @@ def test_tracing_without_the_otel_extra_says_what_to_install() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, env={"PATH": ""}, cwd=ROOT)
 
 
+def test_the_variable_without_the_otel_extra_warns_and_does_not_trace() -> None:
+    code = ("import sys, warnings\n"
+            "sys.modules['opentelemetry'] = None\n"
+            "import asyncmongo\n"
+            "with warnings.catch_warnings(record=True) as caught:\n"
+            "    warnings.simplefilter('always')\n"
+            "    client = asyncmongo.AsyncMongoClient('mongodb://localhost:1')\n"
+            "assert client._tracing is None\n"
+            "(warning,) = [w for w in caught if 'asyncmongo[otel]' in str(w.message)]\n"
+            "assert issubclass(warning.category, asyncmongo.errors.ConfigurationWarning)\n")
+    env = {"PATH": "", ENABLED_VARIABLE: "true"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=ROOT)
+
+
 # -- prose tests ----------------------------------------------------------------------------
 
 
