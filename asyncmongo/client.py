@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 from collections.abc import AsyncIterator, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -30,6 +31,7 @@ from asyncmongo._bulk import run_client_bulk
 from asyncmongo._client_events import EVENT_BACKLOG, ClientEvents, EventListener
 from asyncmongo._client_settings import codec_options, split_api_options
 from asyncmongo._scope import check_session
+from asyncmongo._timeout import current_deadline
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.types import Timestamp
 from asyncmongo.core.address import Address
@@ -290,10 +292,20 @@ class AsyncMongoClient:
     # -- running operations -----------------------------------------------------------------
 
     async def _run(
-        self, op: Operation[T], session: Any = None, operation_id: int | None = None
+        self,
+        op: Operation[T],
+        session: Any = None,
+        operation_id: int | None = None,
+        *,
+        timeout_ms: int | None = None,
+        deadline: float | None = None,
+        max_time: bool = True,
     ) -> T:
         """Run one operation in ``session`` (None: an implicit one), connecting first if
-        needed, within the client's timeoutMS."""
+        needed, within its deadline: ``deadline`` when given (a loop.time(), math.inf for
+        none: a cursor's), else from ``timeout_ms`` (the caller's scope's timeoutMS, None for
+        the client's) or an enclosing ``asyncmongo.timeout()`` block. ``max_time``: send the
+        remaining budget as maxTimeMS (CSOT; False for a cursor's getMore)."""
         if session is not None:
             check_session(session)
             if session._client is not self:
@@ -301,22 +313,43 @@ class AsyncMongoClient:
                     "this session was started by another AsyncMongoClient and cannot be used "
                     "with this one"
                 )
+        if deadline is None:
+            deadline = self._deadline_for(timeout_ms)
         runtime = self._runtime
         if runtime is None or self._closed or self._loop is not asyncio.get_running_loop():
             await self.aconnect()
             runtime = self._runtime
             assert runtime is not None
         return await runtime.executor.run(
-            op, session, deadline=self._deadline(), operation_id=operation_id
+            op,
+            session,
+            deadline=None if deadline == math.inf else deadline,
+            operation_id=operation_id,
+            max_time=max_time,
         )
 
-    def _deadline(self) -> float | None:
-        timeout_ms = self._options.timeout_ms
+    def _deadline_for(self, timeout_ms: int | None) -> float:
+        """CSOT: the deadline of an operation starting now (math.inf: none) from its scope's
+        timeoutMS (None: the client's), unless an ``asyncmongo.timeout()`` block sets it."""
+        block = current_deadline()
+        if block is not None:
+            return block
+        if timeout_ms is None:
+            timeout_ms = self._options.timeout_ms
         if not timeout_ms:
-            return None
+            return math.inf
         return asyncio.get_running_loop().time() + timeout_ms / 1000
 
+    def _deadline(self) -> float | None:
+        deadline = self._deadline_for(None)
+        return None if deadline == math.inf else deadline
+
     def _timeout_ms(self) -> int | None:
+        return self._options.timeout_ms
+
+    @property
+    def timeout_ms(self) -> int | None:
+        """The client's timeoutMS (None: unset, 0: no limit)."""
         return self._options.timeout_ms
 
     @staticmethod
@@ -440,6 +473,7 @@ class AsyncMongoClient:
         read_preference: ReadPreference | None = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
+        timeout_ms: int | None = None,
     ) -> AsyncDatabase:
         """A database; without a name, the connection string's default database."""
         if name is None:
@@ -453,6 +487,7 @@ class AsyncMongoClient:
             read_preference,
             write_concern,
             read_concern,
+            timeout_ms,
         )
 
     def get_default_database(self, default: str | None = None, **kwargs: Any) -> AsyncDatabase:
@@ -556,7 +591,7 @@ class AsyncMongoClient:
         )
         concern = write_concern or self.write_concern
         return await run_client_bulk(
-            self, models, options, concern, self._codec_options, session
+            self, models, options, concern, self._codec_options, session, self._deadline_for(None)
         )
 
     # -- events -----------------------------------------------------------------------------

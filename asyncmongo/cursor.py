@@ -26,6 +26,8 @@ works unchanged). ``Database.cursor_command`` with a tailable ``find`` behaves t
 from __future__ import annotations
 
 import asyncio
+import enum
+import math
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from types import TracebackType
@@ -40,7 +42,7 @@ from asyncmongo.core.operations.cursors import CursorPage, GetMore, KillCursors
 from asyncmongo.core.operations.find import CursorType, Find, FindOptions, projection_document
 from asyncmongo.errors import InvalidArgument, InvalidOperation, MongoError
 
-__all__ = ["AsyncCommandCursor", "AsyncCursor", "CursorType"]
+__all__ = ["AsyncCommandCursor", "AsyncCursor", "CursorType", "TimeoutMode", "timeout_mode"]
 
 T = TypeVar("T")
 
@@ -49,12 +51,48 @@ T = TypeVar("T")
 TAILABLE_RETRY_S = 0.1
 
 
+class TimeoutMode(enum.Enum):
+    """CSOT "Cursors": what a cursor's timeoutMS bounds. ``CURSOR_LIFETIME`` (the default of
+    non-tailable cursors): the command and every getMore together; ``ITERATION`` (the only
+    mode of tailable cursors and change streams): the command, then each iteration anew."""
+
+    CURSOR_LIFETIME = "cursorLifetime"
+    ITERATION = "iteration"
+
+
 class Runner(Protocol):
-    """What a cursor needs of its client: run an operation in a session."""
+    """What a cursor needs of its client: run an operation in a session within a deadline."""
 
     def _run(
-        self, op: Operation[T], session: Any = None, operation_id: int | None = None
+        self,
+        op: Operation[T],
+        session: Any = None,
+        operation_id: int | None = None,
+        *,
+        timeout_ms: int | None = None,
+        deadline: float | None = None,
+        max_time: bool = True,
     ) -> Awaitable[T]: ...
+
+    def _deadline_for(self, timeout_ms: int | None) -> float: ...
+
+
+def timeout_mode(
+    mode: TimeoutMode | str | None, timeout_ms: int | None, *, tailable: bool
+) -> TimeoutMode:
+    """The cursor's timeoutMode, checked (CSOT "Cursors": an error when set without timeoutMS,
+    and CURSOR_LIFETIME for a tailable cursor)."""
+    if mode is None:
+        return TimeoutMode.ITERATION if tailable else TimeoutMode.CURSOR_LIFETIME
+    if timeout_ms is None:
+        raise InvalidArgument("timeout_mode requires timeoutMS to be set")
+    try:
+        mode = TimeoutMode(mode)
+    except ValueError:
+        raise InvalidArgument(f"not a timeout mode: {mode!r}") from None
+    if tailable and mode is TimeoutMode.CURSOR_LIFETIME:
+        raise InvalidArgument("a tailable cursor's timeout_mode can only be ITERATION")
+    return mode
 
 
 class _Cursor:
@@ -66,6 +104,7 @@ class _Cursor:
         "_buffer",
         "_codec_options",
         "_comment",
+        "_deadline",
         "_id",
         "_killed",
         "_limit",
@@ -76,6 +115,8 @@ class _Cursor:
         "_session",
         "_started",
         "_tailable",
+        "_timeout_mode",
+        "_timeout_ms",
     )
 
     def __init__(
@@ -88,8 +129,16 @@ class _Cursor:
         comment: Any = None,
         max_await_time_ms: int | None = None,
         session: Any = None,
+        timeout_ms: int | None = None,
+        timeout_mode: TimeoutMode = TimeoutMode.CURSOR_LIFETIME,
+        deadline: float = math.inf,
     ) -> None:
         self._runner = runner
+        #: CSOT: the timeoutMS of the scope that made the cursor, its mode, and (cursor
+        #: lifetime) the deadline its command started with (math.inf: none).
+        self._timeout_ms = timeout_ms
+        self._timeout_mode = timeout_mode
+        self._deadline = deadline
         self._session = session
         self._namespace = namespace
         self._codec_options = codec_options
@@ -162,13 +211,26 @@ class _Cursor:
             self._address = page.address
             self._take(page)
         elif self._id and not self._killed and self._address is not None:
-            page = await self._runner._run(self._get_more(self._address, self._id), self._session)
+            page = await self._runner._run(
+                self._get_more(self._address, self._id),
+                self._session,
+                deadline=self._iteration_deadline(),
+                max_time=False,
+            )
             self._take(page)
         else:
             return False
         if self._limit and self._retrieved >= self._limit and self._id:
             await self._kill()  # the limit is reached: the server cursor is not needed
         return bool(self._buffer)
+
+    def _iteration_deadline(self) -> float:
+        """CSOT: a getMore's deadline: the cursor's (cursor lifetime, shortened by an
+        ``asyncmongo.timeout()`` block), or a fresh timeoutMS (iteration)."""
+        fresh = self._runner._deadline_for(self._timeout_ms)
+        if self._timeout_mode is TimeoutMode.CURSOR_LIFETIME:
+            return min(fresh, self._deadline)
+        return fresh
 
     def _get_more(self, address: Address, cursor_id: int) -> GetMore:
         batch_size = self._batch_size
@@ -269,7 +331,8 @@ class _Cursor:
         self._killed = True
         kill = KillCursors(cursor_id, self._namespace, address, self._codec_options)
         try:
-            await self._runner._run(kill, self._session)
+            # CSOT: close refreshes timeoutMS for killCursors, even after the lifetime ran out
+            await self._runner._run(kill, self._session, timeout_ms=self._timeout_ms)
         except MongoError:
             pass  # killCursors is best effort: the server times idle cursors out anyway
 
@@ -306,6 +369,9 @@ class AsyncCommandCursor(_Cursor):
         max_await_time_ms: int | None = None,
         cursor_type: CursorType = CursorType.NON_TAILABLE,
         session: Any = None,
+        timeout_ms: int | None = None,
+        timeout_mode: TimeoutMode = TimeoutMode.CURSOR_LIFETIME,
+        deadline: float = math.inf,
     ) -> None:
         super().__init__(
             runner,
@@ -315,6 +381,9 @@ class AsyncCommandCursor(_Cursor):
             comment=comment,
             max_await_time_ms=max_await_time_ms,
             session=session,
+            timeout_ms=timeout_ms,
+            timeout_mode=timeout_mode,
+            deadline=deadline,
         )
         #: a tailable command (a find run through cursor_command) waits for more, as find does
         self._tailable = cursor_type
@@ -340,7 +409,14 @@ class AsyncCursor(_Cursor):
 
     __slots__ = ("_collection", "_options")
 
-    def __init__(self, collection: Any, options: FindOptions, session: Any = None) -> None:
+    def __init__(
+        self,
+        collection: Any,
+        options: FindOptions,
+        session: Any = None,
+        timeout_mode: TimeoutMode | str | None = None,
+    ) -> None:
+        timeout_ms = collection.timeout_ms
         super().__init__(
             collection.database.client,
             Namespace(collection.database.name, collection.name),
@@ -349,6 +425,8 @@ class AsyncCursor(_Cursor):
             comment=options.comment,
             max_await_time_ms=options.max_await_time_ms if options.await_data else None,
             session=session,
+            timeout_ms=timeout_ms,
+            timeout_mode=_checked_mode(timeout_mode, timeout_ms, options),
         )
         self._collection = collection
         self._options = options
@@ -367,7 +445,11 @@ class AsyncCursor(_Cursor):
         )
 
     async def _first_page(self) -> CursorPage:
-        return await self._runner._run(self._find(), self._session)
+        self._deadline = deadline = self._runner._deadline_for(self._timeout_ms)
+        lifetime = self._timeout_mode is TimeoutMode.CURSOR_LIFETIME
+        return await self._runner._run(
+            self._find(), self._session, deadline=deadline, max_time=lifetime
+        )
 
     def _change(self, **changes: Any) -> AsyncCursor:
         if self._started:
@@ -428,7 +510,7 @@ class AsyncCursor(_Cursor):
 
     def clone(self) -> AsyncCursor:
         """A new, unstarted cursor with the same options, in the same session."""
-        return AsyncCursor(self._collection, self._options, self._session)
+        return AsyncCursor(self._collection, self._options, self._session, self._timeout_mode)
 
     def rewind(self) -> AsyncCursor:
         """Forget the results: the next read runs ``find`` again (the old cursor is dropped;
@@ -451,6 +533,19 @@ class AsyncCursor(_Cursor):
         """The distinct values of ``key`` among the documents this cursor would return."""
         result: list[Any] = await self._collection.distinct(key, self._options.filter or {})
         return result
+
+
+def _checked_mode(
+    mode: TimeoutMode | str | None, timeout_ms: int | None, options: FindOptions
+) -> TimeoutMode:
+    """A find cursor's timeoutMode; tailable awaitData: maxAwaitTimeMS < timeoutMS (CSOT)."""
+    checked = timeout_mode(mode, timeout_ms, tailable=options.tailable)
+    wait = options.max_await_time_ms
+    if options.await_data and timeout_ms and wait is not None and wait >= timeout_ms:
+        raise InvalidArgument(
+            f"max_await_time_ms ({wait}) must be less than timeoutMS ({timeout_ms})"
+        )
+    return checked
 
 
 def find_options(

@@ -53,6 +53,7 @@ class AsyncDatabase(NamedScope[ClientScope]):
         read_preference: ReadPreference | None = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
+        timeout_ms: int | None = None,
     ) -> None:
         super().__init__(
             client,
@@ -61,6 +62,7 @@ class AsyncDatabase(NamedScope[ClientScope]):
             read_preference,
             write_concern,
             read_concern,
+            timeout_ms,
         )
 
     def __getattr__(self, name: str) -> AsyncCollection:
@@ -92,9 +94,10 @@ class AsyncDatabase(NamedScope[ClientScope]):
         read_preference: ReadPreference | None = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
+        timeout_ms: int | None = None,
     ) -> AsyncCollection:
         return AsyncCollection(
-            self, name, codec_options, read_preference, write_concern, read_concern
+            self, name, codec_options, read_preference, write_concern, read_concern, timeout_ms
         )
 
     # -- commands ---------------------------------------------------------------------------
@@ -126,7 +129,7 @@ class AsyncDatabase(NamedScope[ClientScope]):
             check=check and not allowable_errors,
             own_read_preference=read_preference is not None,
         )
-        reply: Mapping[str, Any] = await self._client._run(op, session)
+        reply: Mapping[str, Any] = await self._client._run(op, session, timeout_ms=self._timeout_ms)
         return reply
 
     async def cursor_command(
@@ -156,7 +159,7 @@ class AsyncDatabase(NamedScope[ClientScope]):
             codec,
             own_read_preference=read_preference is not None,
         )
-        page: CursorPage = await self._client._run(op, session)
+        page: CursorPage = await self._client._run(op, session, timeout_ms=self._timeout_ms)
         return AsyncCommandCursor(
             self._client,
             page,
@@ -240,7 +243,7 @@ class AsyncDatabase(NamedScope[ClientScope]):
             codec_options=self._codec_options,
         )
         op.raw_data = raw_data
-        page: CursorPage = await self._client._run(op, session)
+        page: CursorPage = await self._client._run(op, session, timeout_ms=self._timeout_ms)
         return AsyncCommandCursor(
             self._client,
             page,
@@ -295,7 +298,7 @@ class AsyncDatabase(NamedScope[ClientScope]):
             codec_options=self._codec_options,
         )
         try:
-            await self._client._run(op, session)
+            await self._client._run(op, session, timeout_ms=self._timeout_ms)
         except OperationFailure as exc:
             if check_exists and exc.code == NAMESPACE_EXISTS:
                 raise CollectionInvalid(f"collection {name} already exists") from exc
@@ -319,7 +322,9 @@ class AsyncDatabase(NamedScope[ClientScope]):
             write_concern=self._write_concern_for(session),
             codec_options=self._codec_options,
         )
-        result: Mapping[str, Any] = await self._client._run(op, session)
+        result: Mapping[str, Any] = await self._client._run(
+            op, session, timeout_ms=self._timeout_ms
+        )
         return result
 
     async def drop(self, session: Any = None, comment: Any = None) -> None:

@@ -44,9 +44,10 @@ class CollectionReads(CollectionBase):
         """
         session = kwargs.pop("session", None)
         check_session(session)
+        mode = kwargs.pop("timeout_mode", None)
         if filter is not None:
             check_document(filter, "filter")
-        return AsyncCursor(self, find_options(filter, projection, **kwargs), session)
+        return AsyncCursor(self, find_options(filter, projection, **kwargs), session, mode)
 
     async def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Any:
         """The first matching document or None; a non-mapping filter means ``{_id: filter}``."""
@@ -73,7 +74,7 @@ class CollectionReads(CollectionBase):
                 self._read_concern,
                 self._codec_options,
             )
-        page: CursorPage = await self._client._run(op, session)
+        page: CursorPage = await self._client._run(op, session, timeout_ms=self._timeout_ms)
         if page.cursor_id:  # a server that kept it open anyway
             await AsyncCommandCursor(
                 self._client, page, self._codec_options, session=session

@@ -276,9 +276,10 @@ class SessionOperation(Generic[T]):
 
     # -- the retry decision ---------------------------------------------------------------
 
-    def may_retry(self, exc: BaseException) -> bool:
-        """After the first attempt failed with ``exc``: is one retry allowed?"""
-        if self.attempt != 1:
+    def may_retry(self, exc: BaseException, *, until_deadline: bool = False) -> bool:
+        """After an attempt failed with ``exc``: is a retry allowed? One retry, or with
+        ``until_deadline`` (CSOT: timeoutMS is set) as many as the deadline allows."""
+        if self.attempt != 1 and not until_deadline:
             return False
         if self.retry_writes:
             if not self.supports_retryable_writes and self.max_wire_version is not None:

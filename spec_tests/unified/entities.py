@@ -122,7 +122,7 @@ def collection_options(options: Mapping[str, Any]) -> dict[str, Any]:
         elif key == "readPreference":
             kwargs["read_preference"] = ReadPreference.from_document(value)
         elif key == "timeoutMS":
-            kwargs["timeout"] = value / 1000
+            kwargs["timeout_ms"] = value
         else:
             raise TestFormatError(f"unknown collection/database option {key}")
     return kwargs

@@ -48,9 +48,7 @@ class OperationContext(Protocol):
 
 Handler = Callable[[OperationContext, Any, dict[str, Any]], Awaitable[Any]]
 
-_UNSUPPORTED_ARGUMENTS = {
-    "timeoutMS": "client-side operation timeout (timeoutMS) is not in asyncmongo's API yet",
-}
+_UNSUPPORTED_ARGUMENTS: dict[str, str] = {}
 
 
 def snake_case(name: str) -> str:

@@ -19,6 +19,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import asyncmongo
 from asyncmongo.client import AsyncMongoClient
 from asyncmongo.errors import OperationFailure
 from spec_tests.unified.entities import ClientEntity, EntityMap
@@ -218,8 +219,16 @@ class UnifiedTestRunner:
         if isinstance(obj, ClientEntity):
             obj = obj.client
         handler = find_handler(kind, name)
+        arguments = dict(arguments)
+        timeout_ms = arguments.pop("timeoutMS", None)
         kwargs = convert_arguments(self, arguments, verbatim=name in VERBATIM_OPERATIONS)
-        return await handler(self, obj, kwargs)
+        if timeout_ms is None:
+            return await handler(self, obj, kwargs)
+        if kind in ("collection", "database"):
+            # an operation's own timeoutMS: the same scope with the timeout overridden
+            return await handler(self, obj.with_options(timeout_ms=timeout_ms), kwargs)
+        with asyncmongo.timeout(timeout_ms / 1000):
+            return await handler(self, obj, kwargs)
 
     # -- events and log messages -----------------------------------------------------------
 
