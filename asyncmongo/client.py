@@ -504,6 +504,7 @@ class AsyncMongoClient:
         filter = kwargs.pop("filter", None)
         name_only = kwargs.pop("nameOnly", kwargs.pop("name_only", None))
         authorized = kwargs.pop("authorizedDatabases", kwargs.pop("authorized_databases", None))
+        kwargs.pop("timeout_mode", None)  # the cursor is complete: nothing left to time
         if kwargs:
             raise InvalidArgument(f"list_databases() got unexpected arguments {sorted(kwargs)}")
         op = management.list_databases(

@@ -42,7 +42,14 @@ from asyncmongo.core.operations.cursors import CursorPage, GetMore, KillCursors
 from asyncmongo.core.operations.find import CursorType, Find, FindOptions, projection_document
 from asyncmongo.errors import InvalidArgument, InvalidOperation, MongoError
 
-__all__ = ["AsyncCommandCursor", "AsyncCursor", "CursorType", "TimeoutMode", "timeout_mode"]
+__all__ = [
+    "AsyncCommandCursor",
+    "AsyncCursor",
+    "CursorType",
+    "TimeoutMode",
+    "open_command_cursor",
+    "timeout_mode_of",
+]
 
 T = TypeVar("T")
 
@@ -77,7 +84,7 @@ class Runner(Protocol):
     def _deadline_for(self, timeout_ms: int | None) -> float: ...
 
 
-def timeout_mode(
+def timeout_mode_of(
     mode: TimeoutMode | str | None, timeout_ms: int | None, *, tailable: bool
 ) -> TimeoutMode:
     """The cursor's timeoutMode, checked (CSOT "Cursors": an error when set without timeoutMS,
@@ -403,6 +410,38 @@ class AsyncCommandCursor(_Cursor):
         return self
 
 
+async def open_command_cursor(
+    runner: Runner,
+    op: Operation[CursorPage],
+    session: Any,
+    codec_options: CodecOptions,
+    *,
+    timeout_ms: int | None,
+    timeout_mode: TimeoutMode | str | None = None,
+    tailable: bool = False,
+    **cursor_options: Any,
+) -> AsyncCommandCursor:
+    """Run a cursor-opening command (aggregate, listIndexes, listCollections, ...) within
+    its timeoutMS and wrap its first page in a command cursor that keeps the timeout
+    (CSOT "Cursors": in iteration mode the command gets no maxTimeMS)."""
+    mode = timeout_mode_of(timeout_mode, timeout_ms, tailable=tailable)
+    if mode is TimeoutMode.ITERATION and getattr(op.target, "write_stage", False):
+        raise InvalidArgument("timeout_mode ITERATION is not allowed with $out or $merge")
+    deadline = runner._deadline_for(timeout_ms)
+    lifetime = mode is TimeoutMode.CURSOR_LIFETIME
+    page = await runner._run(op, session, deadline=deadline, max_time=lifetime)
+    return AsyncCommandCursor(
+        runner,
+        page,
+        codec_options,
+        session=session,
+        timeout_ms=timeout_ms,
+        timeout_mode=mode,
+        deadline=deadline,
+        **cursor_options,
+    )
+
+
 class AsyncCursor(_Cursor):
     """A ``find`` cursor: lazily runs the command on the first read; the chainable
     modifiers (``sort``, ``skip``, ``limit``, ...) may be used only before that."""
@@ -539,7 +578,7 @@ def _checked_mode(
     mode: TimeoutMode | str | None, timeout_ms: int | None, options: FindOptions
 ) -> TimeoutMode:
     """A find cursor's timeoutMode; tailable awaitData: maxAwaitTimeMS < timeoutMS (CSOT)."""
-    checked = timeout_mode(mode, timeout_ms, tailable=options.tailable)
+    checked = timeout_mode_of(mode, timeout_ms, tailable=options.tailable)
     wait = options.max_await_time_ms
     if options.await_data and timeout_ms and wait is not None and wait >= timeout_ms:
         raise InvalidArgument(

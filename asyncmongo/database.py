@@ -16,14 +16,13 @@ from asyncmongo.collection.aggregate import aggregate_cursor
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations import management
 from asyncmongo.core.operations.common import Namespace, check_database_name
-from asyncmongo.core.operations.cursors import CursorPage
 from asyncmongo.core.operations.run_command import (
     command_document,
     run_command,
     run_cursor_command,
 )
 from asyncmongo.core.selection import PRIMARY, ReadPreference
-from asyncmongo.cursor import AsyncCommandCursor, CursorType
+from asyncmongo.cursor import AsyncCommandCursor, CursorType, open_command_cursor
 from asyncmongo.errors import (
     CollectionInvalid,
     InvalidArgument,
@@ -142,6 +141,7 @@ class AsyncDatabase(NamedScope[ClientScope]):
         comment: Any = None,
         max_await_time_ms: int | None = None,
         batch_size: int = 0,
+        timeout_mode: Any = None,
         **kwargs: Any,
     ) -> AsyncCommandCursor:
         """Run a command that returns a cursor (run-command: runCursorCommand) and iterate it.
@@ -159,16 +159,19 @@ class AsyncDatabase(NamedScope[ClientScope]):
             codec,
             own_read_preference=read_preference is not None,
         )
-        page: CursorPage = await self._client._run(op, session, timeout_ms=self._timeout_ms)
-        return AsyncCommandCursor(
+        cursor_type = _cursor_type(document)
+        return await open_command_cursor(
             self._client,
-            page,
+            op,
+            session,
             codec,
+            timeout_ms=self._timeout_ms,
+            timeout_mode=timeout_mode,
+            tailable=cursor_type is not CursorType.NON_TAILABLE,
             batch_size=batch_size,
             comment=comment,
             max_await_time_ms=max_await_time_ms,
-            cursor_type=_cursor_type(document),
-            session=session,
+            cursor_type=cursor_type,
         )
 
     async def run_command(self, command: Mapping[str, Any], **kwargs: Any) -> Mapping[str, Any]:
@@ -230,6 +233,7 @@ class AsyncDatabase(NamedScope[ClientScope]):
         )
         batch_size = kwargs.pop("batchSize", kwargs.pop("batch_size", None))
         raw_data = kwargs.pop("raw_data", None)
+        timeout_mode = kwargs.pop("timeout_mode", None)
         if kwargs:
             raise InvalidArgument(f"list_collections() got unexpected arguments {sorted(kwargs)}")
         op = management.list_collections(
@@ -243,14 +247,15 @@ class AsyncDatabase(NamedScope[ClientScope]):
             codec_options=self._codec_options,
         )
         op.raw_data = raw_data
-        page: CursorPage = await self._client._run(op, session, timeout_ms=self._timeout_ms)
-        return AsyncCommandCursor(
+        return await open_command_cursor(
             self._client,
-            page,
+            op,
+            session,
             self._codec_options,
+            timeout_ms=self._timeout_ms,
+            timeout_mode=timeout_mode,
             batch_size=batch_size or 0,
             comment=comment,
-            session=session,
         )
 
     async def list_collection_names(

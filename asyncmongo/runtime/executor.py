@@ -557,9 +557,13 @@ class Executor:
         remaining_ms = (deadline - asyncio.get_running_loop().time()) * 1000
         if remaining_ms <= rtt_ms:
             raise timeout_before_send(server.address, remaining_ms, rtt_ms)
+        budget = int(remaining_ms - rtt_ms) or 1
         if not max_time:
+            wait = document.get("maxTimeMS")  # an awaitData getMore's maxAwaitTimeMS
+            if isinstance(wait, int) and wait > budget:
+                return {**document, "maxTimeMS": budget}
             return document
-        return {**document, "maxTimeMS": int(remaining_ms - rtt_ms) or 1}
+        return {**document, "maxTimeMS": budget}
 
     def _read_preference(self, target: Target, server: Server) -> dict[str, Any] | None:
         """The ``$readPreference`` to send, if any (server-selection: "Topology type:

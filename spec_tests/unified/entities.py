@@ -265,7 +265,7 @@ class EntityMap:
         if "chunkSizeBytes" in bucket_options:
             kwargs["chunk_size_bytes"] = bucket_options.pop("chunkSizeBytes")
         if "timeoutMS" in bucket_options:
-            raise Unsupported("timeoutMS on a GridFS bucket (CSOT) is not built")
+            kwargs["timeout_ms"] = bucket_options.pop("timeoutMS")
         kwargs.update(collection_options(bucket_options))
         self.add(options["id"], "bucket", AsyncGridFSBucket(database, **kwargs))
 

@@ -228,9 +228,6 @@ async def _create_command_cursor(ctx: OperationContext, obj: Any,
         kwargs["max_await_time_ms"] = kwargs.pop("max_time_ms")
     # The command itself says tailable/awaitData; PyMongo's cursor_command has no cursorType.
     kwargs.pop("cursor_type", None)
-    if "timeout_mode" in kwargs:
-        raise Unsupported("timeoutMode (client-side operation timeout) is not in "
-                          "asyncmongo's API yet")
     return await call_api(obj, "cursor_command", command, **kwargs)
 
 
