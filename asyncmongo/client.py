@@ -71,6 +71,19 @@ __all__ = ["AsyncMongoClient", "EventListener"]
 T = TypeVar("T")
 
 
+_TXN_END = frozenset({"commitTransaction", "abortTransaction"})
+
+
+def _check_no_override() -> None:
+    """CSOT "Validation and Overrides": inside a with_transaction callback whose session
+    carries the timeout, an operation's own timeout is an error."""
+    if current_deadline() is not None:
+        raise InvalidOperation(
+            "timeoutMS cannot be overridden (asyncmongo.timeout) for an operation in a "
+            "with_transaction callback: the session's timeout applies to the whole call"
+        )
+
+
 class AsyncMongoClient:
     """An asyncio MongoDB client.
 
@@ -313,6 +326,8 @@ class AsyncMongoClient:
                     "this session was started by another AsyncMongoClient and cannot be used "
                     "with this one"
                 )
+            if session._session_deadline is not None and op.name not in _TXN_END:
+                _check_no_override()
         if deadline is None:
             deadline = self._deadline_for(timeout_ms)
         runtime = self._runtime

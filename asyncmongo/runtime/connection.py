@@ -315,6 +315,7 @@ class Connection:
         "_busy",
         "_closed",
         "_compressor",
+        "_csot",
         "_protocol",
         "_settings",
         "_streaming",
@@ -356,6 +357,8 @@ class Connection:
         self._settings = settings
         self._compressor: Compressor | None = None
         self._busy = False
+        #: The command in progress runs under timeoutMS: socketTimeoutMS does not apply.
+        self._csot = False
         self._streaming = False
         self._closed = False
 
@@ -404,8 +407,12 @@ class Connection:
         unacknowledged: bool = False,
         check: bool = False,
         codec_options: CodecOptions | None = None,
+        csot: bool = False,
     ) -> dict[str, Any]:
         """Run ``command`` on ``db`` and return the reply document.
+
+        ``deadline`` bounds the send and the reply; ``csot``: it is the operation's timeoutMS,
+        so socketTimeoutMS (deprecated) is ignored (CSOT "Command Execution").
 
         ``sequences`` are kind-1 document sequences (already encoded documents);
         ``unacknowledged`` sets moreToCome on the request (w:0) and returns ``{}`` without
@@ -416,6 +423,7 @@ class Connection:
             # CSOT: expired before anything was sent, so the connection stays usable
             raise NetworkTimeout(f"{format_address(self.address)}: timed out before sending")
         self._busy = True
+        self._csot = csot
         try:
             if self._protocol._draining:
                 await self._guard(self._protocol.wait_drained(), deadline, "drain")
@@ -518,7 +526,7 @@ class Connection:
         exhaust: bool,
     ) -> dict[str, Any]:
         try:
-            if deadline is None and self._settings.socket_timeout is None:
+            if deadline is None and (self._csot or self._settings.socket_timeout is None):
                 # the usual case: nothing to time, so no _guard frame and no wait_reply frame
                 # (wait_reply inlined: same waiter, same failure handling)
                 protocol = self._protocol
@@ -550,10 +558,12 @@ class Connection:
 
     async def _guard(self, waiting: Awaitable[T], deadline: float | None, action: str) -> T:
         """Await ``waiting`` within the deadline (and socketTimeoutMS); failures close us."""
-        timeout = self._settings.socket_timeout
-        if timeout is not None:
-            now = asyncio.get_running_loop().time()
-            deadline = now + timeout if deadline is None else min(deadline, now + timeout)
+        limit = "timeoutMS" if self._csot else "the deadline"
+        start = asyncio.get_running_loop().time()
+        timeout = None if self._csot else self._settings.socket_timeout
+        if timeout is not None and (deadline is None or start + timeout < deadline):
+            deadline = start + timeout
+            limit = f"socketTimeoutMS {timeout * 1000:.0f}ms"
         try:
             if deadline is None:
                 return await waiting  # the common case: no timeout context to build
@@ -561,8 +571,10 @@ class Connection:
                 return await waiting
         except TimeoutError as exc:
             self.close()
+            waited = (asyncio.get_running_loop().time() - start) * 1000
             raise NetworkTimeout(
-                f"{format_address(self.address)}: timed out during {action}"
+                f"{format_address(self.address)}: timed out during {action} ({limit} ran out "
+                f"after {waited:.0f}ms of {action})"
             ) from exc
         except ConnectionFailure:
             self.close()

@@ -493,6 +493,7 @@ class Executor:
                 deadline=deadline,
                 unacknowledged=command.unacknowledged,
                 codec_options=attempt.codec_options,
+                csot=deadline is not None,
             )
         except BaseException as exc:
             if monitored:
@@ -552,6 +553,14 @@ class Executor:
         """CSOT "Command Execution": a command that cannot finish in time is not sent; one
         that can carries maxTimeMS = remaining - minRoundTripTime (replacing the deprecated
         per-operation maxTimeMS), unless ``max_time`` is False (getMore, iteration mode)."""
+        concern = document.get("writeConcern")
+        if isinstance(concern, Mapping) and "wtimeout" in concern:
+            # CSOT: wTimeoutMS (deprecated) is ignored when timeoutMS is set
+            rest = {k: v for k, v in concern.items() if k != "wtimeout"}
+            if rest:
+                document = {**document, "writeConcern": rest}
+            else:
+                document = {k: v for k, v in document.items() if k != "writeConcern"}
         known = self._topology.description.servers.get(server.address)
         rtt_ms = (known.min_round_trip_time_ms if known is not None else None) or 0.0
         remaining_ms = (deadline - asyncio.get_running_loop().time()) * 1000

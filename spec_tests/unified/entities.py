@@ -194,8 +194,6 @@ class EntityMap:
         for key, reason in (
             ("autoEncryptOpts", "client-side field level encryption is not built"),
             ("observeTracingMessages", "asyncmongo has no OpenTelemetry tracing"),
-            ("awaitMinPoolSizeMS", "awaitMinPoolSizeMS needs pool statistics the runner "
-                                   "does not read yet"),
         ):
             if key in options:
                 raise Unsupported(reason)
@@ -226,6 +224,8 @@ class EntityMap:
         client = AsyncMongoClient(uri, event_listeners=[observer], **kwargs)
         # Drivers start monitoring when a client is constructed; asyncmongo does on aconnect.
         await client.aconnect()
+        if "awaitMinPoolSizeMS" in options:
+            await _await_min_pool_size(client, kwargs, options["awaitMinPoolSizeMS"])
         self.add(options["id"], "client",
                  ClientEntity(client, observer, options.get("observeLogMessages", {})))
 
@@ -293,6 +293,21 @@ class EntityMap:
             await entity.client.close()
         self._entities.clear()
         self._kinds.clear()
+
+
+async def _await_min_pool_size(client: AsyncMongoClient, uri_options: Mapping[str, Any],
+                               timeout_ms: int) -> None:
+    """awaitMinPoolSizeMS: wait until every server's pool holds minPoolSize idle
+    connections (the unified format's client entity option)."""
+    minimum = int(uri_options.get("minPoolSize", 0))
+    runtime = client._runtime
+    assert runtime is not None
+    async with asyncio.timeout(timeout_ms / 1000):
+        while True:
+            servers = list(runtime.topology.servers.values())
+            if servers and all(s.pool.statistics().idle >= minimum for s in servers):
+                return
+            await asyncio.sleep(0.01)
 
 
 def _uri_options(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -224,8 +224,9 @@ class UnifiedTestRunner:
         kwargs = convert_arguments(self, arguments, verbatim=name in VERBATIM_OPERATIONS)
         if timeout_ms is None:
             return await handler(self, obj, kwargs)
-        if kind in ("collection", "database"):
-            # an operation's own timeoutMS: the same scope with the timeout overridden
+        if kind in ("collection", "database") and name in _CURSOR_OPENERS:
+            # a cursor's own timeoutMS (its iterations keep it): the same scope with the
+            # timeout overridden; any other operation's: an asyncmongo.timeout() block
             return await handler(self, obj.with_options(timeout_ms=timeout_ms), kwargs)
         with asyncmongo.timeout(timeout_ms / 1000):
             return await handler(self, obj, kwargs)
@@ -250,6 +251,11 @@ class UnifiedTestRunner:
             check_expected_events(expected["events"], observed, self.entities,
                                   ignore_extra=expected.get("ignoreExtraEvents", False))
 
+
+_CURSOR_OPENERS = frozenset({
+    "find", "createFindCursor", "aggregate", "listCollections", "listIndexes",
+    "runCursorCommand", "createCommandCursor", "createChangeStream", "watch",
+    "listCollectionNames", "listIndexNames"})
 
 _KIND_BY_OPERATION = {"createFindCursor": "findCursor", "createCommandCursor": "commandCursor",
                       "createChangeStream": "changeStream", "watch": "changeStream"}
