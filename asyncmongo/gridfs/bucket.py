@@ -13,6 +13,7 @@ Files are found with :meth:`AsyncGridFSBucket.find`, a filter on files documents
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -206,9 +207,10 @@ class AsyncGridFSBucket:
         """A download stream of the file with ``file_id`` (NoFile if there is none)."""
         with self._budget():
             document = await self._files.find_one({"_id": file_id}, session=session)
+            deadline = _stream_deadline()
         if document is None:
             raise NoFile(f"no file in {self._files.name} with _id {file_id!r}")
-        return AsyncGridOut(self._chunks, document, session)
+        return AsyncGridOut(self._chunks, document, session, deadline)
 
     async def download_to_stream(
         self, file_id: Any, destination: Any, session: Any = None
@@ -230,7 +232,7 @@ class AsyncGridFSBucket:
                 {"filename": filename}, sort=[("uploadDate", direction)], skip=skip,
                 session=session)
             if document is not None:
-                return AsyncGridOut(self._chunks, document, session)
+                return AsyncGridOut(self._chunks, document, session, _stream_deadline())
             missing = await self._files.find_one(
                 {"filename": filename}, {"_id": 1}, session=session) is None
         if missing:
@@ -303,6 +305,12 @@ class AsyncGridFSBucket:
 #: stored with one insert (fewer round trips than one insert per chunk, bounded memory).
 _BATCH_BYTES = 4 * 1024 * 1024
 _BATCH_CHUNKS = 256
+
+
+def _stream_deadline() -> float | None:
+    """A download stream's end of life: the deadline of the block it was opened in."""
+    deadline = current_deadline()
+    return None if deadline is None or deadline == math.inf else deadline
 
 
 def _read_size(chunk_size: int) -> int:
