@@ -526,14 +526,18 @@ class Connection:
         exhaust: bool,
     ) -> dict[str, Any]:
         try:
-            if deadline is None and (self._csot or self._settings.socket_timeout is None):
-                # the usual case: nothing to time, so no _guard frame and no wait_reply frame
-                # (wait_reply inlined: same waiter, same failure handling)
+            if self._csot or self._settings.socket_timeout is None:
+                # the usual case: no _guard frame and no wait_reply frame (wait_reply inlined:
+                # same waiter, same failure handling); a deadline is one timer that fails
+                # the waiter (as asyncpg times its waiters), not a timeout scope
                 protocol = self._protocol
+                timer: asyncio.TimerHandle | None = None
                 try:
                     while (message := protocol.reply_nowait()) is None:
                         loop = protocol._loop or asyncio.get_running_loop()
                         waiter = protocol._waiter = loop.create_future()
+                        if deadline is not None and timer is None:
+                            timer = loop.call_at(deadline, self._expire, loop.time())
                         try:
                             await waiter
                         finally:
@@ -541,6 +545,9 @@ class Connection:
                 except (ConnectionFailure, ProtocolError):
                     self.close()
                     raise
+                finally:
+                    if timer is not None:
+                        timer.cancel()
             else:
                 message = await self._guard(self._protocol.wait_reply(), deadline, "read")
         except asyncio.CancelledError:
@@ -555,6 +562,18 @@ class Connection:
         if check:
             _check_ok(reply)
         return reply
+
+    def _expire(self, start: float) -> None:
+        """The reply's deadline passed: fail its waiter (the reader closes the connection:
+        the reply may still come, and the next command must not read it)."""
+        waiter = self._protocol._waiter
+        if waiter is not None and not waiter.done():
+            waited = (asyncio.get_running_loop().time() - start) * 1000
+            limit = "timeoutMS" if self._csot else "the deadline"
+            waiter.set_exception(NetworkTimeout(
+                f"{format_address(self.address)}: timed out during read ({limit} ran out "
+                f"after {waited:.0f}ms waiting for the reply)"
+            ))
 
     async def _guard(self, waiting: Awaitable[T], deadline: float | None, action: str) -> T:
         """Await ``waiting`` within the deadline (and socketTimeoutMS); failures close us."""
