@@ -74,10 +74,12 @@ T = TypeVar("T")
 _TXN_END = frozenset({"commitTransaction", "abortTransaction"})
 
 
-def _check_no_override() -> None:
+def _check_no_override(txn_deadline: float) -> None:
     """CSOT "Validation and Overrides": inside a with_transaction callback whose session
-    carries the timeout, an operation's own timeout is an error."""
-    if current_deadline() is not None:
+    carries the timeout, an operation's own timeout (a block other than the one around
+    with_transaction) is an error."""
+    block = current_deadline()
+    if block is not None and block != txn_deadline:
         raise InvalidOperation(
             "timeoutMS cannot be overridden (asyncmongo.timeout) for an operation in a "
             "with_transaction callback: the session's timeout applies to the whole call"
@@ -326,8 +328,12 @@ class AsyncMongoClient:
                     "this session was started by another AsyncMongoClient and cannot be used "
                     "with this one"
                 )
-            if session._session_deadline is not None and op.name not in _TXN_END:
-                _check_no_override()
+            txn_deadline = session._session_deadline
+            if txn_deadline is not None:
+                # CSOT: with_transaction's (or commit/abort's) timeout is the session's
+                if op.name not in _TXN_END:
+                    _check_no_override(txn_deadline)
+                deadline = deadline or txn_deadline
         if deadline is None:
             deadline = self._deadline_for(timeout_ms)
         runtime = self._runtime
