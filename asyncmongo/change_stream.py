@@ -115,6 +115,7 @@ class AsyncChangeStream:
         "_codec_options",
         "_cursor_id",
         "_database_level",
+        "_in_call",
         "_namespace",
         "_options",
         "_post_batch_token",
@@ -150,6 +151,7 @@ class AsyncChangeStream:
         #: resumes: a timeout does not invalidate the stream).
         self._timeout_ms = timeout_ms
         self._call_deadline: float | None = None
+        self._in_call = False
         self._resume_pending = False
         self._namespace = namespace
         self._options = options
@@ -252,11 +254,12 @@ class AsyncChangeStream:
             self._start_at_operation_time = page.operation_time
         self._take(page)
 
-    def _deadline(self) -> float:
+    def _deadline(self) -> float | None:
         """The iteration's deadline (a fresh timeoutMS outside one)."""
-        if self._call_deadline is not None:
+        if self._in_call:
             return self._call_deadline
-        return float(self._client._deadline_for(self._timeout_ms))
+        deadline: float | None = self._client._deadline_for(self._timeout_ms)
+        return deadline
 
     def _max_wire_version(self, address: Address) -> int | None:
         description = self._client.topology_description.servers.get(address)
@@ -307,9 +310,10 @@ class AsyncChangeStream:
         at most one resume attempt)."""
         if self._closed:
             return None
-        outermost = self._call_deadline is None
+        outermost = not self._in_call
         if outermost:
             self._call_deadline = self._deadline()
+            self._in_call = True
         try:
             change = await self._read_once()
         except BaseException as exc:
@@ -320,7 +324,7 @@ class AsyncChangeStream:
             raise
         finally:
             if outermost:
-                self._call_deadline = None
+                self._in_call = False
         if not self._buffer and not self._cursor_id:
             self._closed = True  # invalidated (or the server closed the cursor)
         if change is None:
@@ -384,13 +388,14 @@ class AsyncChangeStream:
         again (it resumes the stream) or close the stream and watch again, with a higher
         timeoutMS if no change came before the timeout."""
         self._call_deadline = self._deadline()
+        self._in_call = True
         try:
             while self.alive:
                 change = await self.try_next()
                 if change is not None:
                     return change
         finally:
-            self._call_deadline = None
+            self._in_call = False
         raise StopAsyncIteration
 
     def __aiter__(self) -> AsyncChangeStream:

@@ -318,9 +318,9 @@ class AsyncMongoClient:
     ) -> T:
         """Run one operation in ``session`` (None: an implicit one), connecting first if
         needed, within its deadline: ``deadline`` when given (a loop.time(), math.inf for
-        none: a cursor's), else from ``timeout_ms`` (the caller's scope's timeoutMS, None for
-        the client's) or an enclosing ``asyncmongo.timeout()`` block. ``max_time``: send the
-        remaining budget as maxTimeMS (CSOT; False for a cursor's getMore)."""
+        timeoutMS without limit: a cursor's), else from ``timeout_ms`` (the caller's scope's
+        timeoutMS, None for the client's) or an enclosing ``asyncmongo.timeout()`` block.
+        ``max_time``: send the remaining budget as maxTimeMS (CSOT; False for a getMore)."""
         if session is not None:
             check_session(session)
             if session._client is not self:
@@ -344,26 +344,29 @@ class AsyncMongoClient:
         return await runtime.executor.run(
             op,
             session,
-            deadline=None if deadline == math.inf else deadline,
+            deadline=deadline,
             operation_id=operation_id,
             max_time=max_time,
         )
 
-    def _deadline_for(self, timeout_ms: int | None) -> float:
-        """CSOT: the deadline of an operation starting now (math.inf: none) from its scope's
+    def _deadline_for(self, timeout_ms: int | None) -> float | None:
+        """CSOT: the deadline of an operation starting now (None: timeoutMS is unset,
+        math.inf: timeoutMS=0, no limit) from its scope's
         timeoutMS (None: the client's), unless an ``asyncmongo.timeout()`` block sets it."""
         block = current_deadline()
         if block is not None:
             return block
         if timeout_ms is None:
             timeout_ms = self._options.timeout_ms
+            if timeout_ms is None:
+                return None
         if not timeout_ms:
             return math.inf
         return asyncio.get_running_loop().time() + timeout_ms / 1000
 
     def _deadline(self) -> float | None:
         deadline = self._deadline_for(None)
-        return None if deadline == math.inf else deadline
+        return None if deadline is None or deadline == math.inf else deadline
 
     def _timeout_ms(self) -> int | None:
         return self._options.timeout_ms

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import math
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from types import TracebackType
@@ -81,7 +80,7 @@ class Runner(Protocol):
         max_time: bool = True,
     ) -> Awaitable[T]: ...
 
-    def _deadline_for(self, timeout_ms: int | None) -> float: ...
+    def _deadline_for(self, timeout_ms: int | None) -> float | None: ...
 
 
 def timeout_mode_of(
@@ -138,11 +137,12 @@ class _Cursor:
         session: Any = None,
         timeout_ms: int | None = None,
         timeout_mode: TimeoutMode = TimeoutMode.CURSOR_LIFETIME,
-        deadline: float = math.inf,
+        deadline: float | None = None,
     ) -> None:
         self._runner = runner
         #: CSOT: the timeoutMS of the scope that made the cursor, its mode, and (cursor
-        #: lifetime) the deadline its command started with (math.inf: none).
+        #: lifetime) the deadline its command started with (None: timeoutMS is unset,
+        #: math.inf: no limit).
         self._timeout_ms = timeout_ms
         self._timeout_mode = timeout_mode
         self._deadline = deadline
@@ -231,13 +231,14 @@ class _Cursor:
             await self._kill()  # the limit is reached: the server cursor is not needed
         return bool(self._buffer)
 
-    def _iteration_deadline(self) -> float:
+    def _iteration_deadline(self) -> float | None:
         """CSOT: a getMore's deadline: the cursor's (cursor lifetime, shortened by an
         ``asyncmongo.timeout()`` block), or a fresh timeoutMS (iteration)."""
         fresh = self._runner._deadline_for(self._timeout_ms)
-        if self._timeout_mode is TimeoutMode.CURSOR_LIFETIME:
-            return min(fresh, self._deadline)
-        return fresh
+        lifetime = self._deadline
+        if self._timeout_mode is not TimeoutMode.CURSOR_LIFETIME or lifetime is None:
+            return fresh
+        return lifetime if fresh is None else min(fresh, lifetime)
 
     def _get_more(self, address: Address, cursor_id: int) -> GetMore:
         batch_size = self._batch_size
@@ -378,7 +379,7 @@ class AsyncCommandCursor(_Cursor):
         session: Any = None,
         timeout_ms: int | None = None,
         timeout_mode: TimeoutMode = TimeoutMode.CURSOR_LIFETIME,
-        deadline: float = math.inf,
+        deadline: float | None = None,
     ) -> None:
         super().__init__(
             runner,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
+import math
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, TypeVar
 
@@ -175,6 +176,11 @@ class Executor:
             cap = session._session_deadline
             if cap is not None and (deadline is None or cap < deadline):
                 deadline = cap
+        # CSOT: timeoutMS is set (math.inf: to 0, no limit): retry until the deadline, no
+        # socketTimeoutMS or wTimeoutMS; a finite deadline also times each step
+        timed = deadline is not None
+        if deadline == math.inf:
+            deadline = None
         attempt = SessionOperation(
             op,
             session,
@@ -184,7 +190,7 @@ class Executor:
         )
         keep = False
         try:
-            result = await self._attempts(attempt, deadline, operation_id, max_time)
+            result = await self._attempts(attempt, deadline, operation_id, max_time, timed)
             cursor_id = getattr(result, "cursor_id", None)
             if session is not None and cursor_id is not None:
                 keep = self._track_cursor(op, session, cursor_id, attempt.address)
@@ -259,9 +265,10 @@ class Executor:
         deadline: float | None,
         operation_id: int | None,
         max_time: bool = False,
+        timed: bool = False,
     ) -> T:
         """The first attempt and, when allowed, one retry (retryable reads/writes specs); with
-        a deadline, retries until it passes (CSOT "Retryability")."""
+        timeoutMS, retries until the deadline passes (CSOT "Retryability")."""
         if attempt.name == "killCursors" and self._release_broken_cursor_pin(attempt):
             return attempt.op.parse({"ok": 1})
         deprioritized: list[Address] = []
@@ -293,7 +300,7 @@ class Executor:
                     if lease is Lease.TRANSACTION:
                         self._pin_to_session(attempt, server, conn)
                 result = await self._execute(
-                    server, conn, lease, attempt, deadline, operation_id, max_time
+                    server, conn, lease, attempt, deadline, operation_id, max_time, timed
                 )
                 if lease is not Lease.POOLED:
                     self._settle(attempt, server, lease, result)
@@ -302,8 +309,8 @@ class Executor:
                 if lease is not None and lease is not Lease.POOLED:
                     self._settle(attempt, server, lease, None)
                 attempt.failed(exc)
-                if (first_error is None or deadline is not None) and attempt.may_retry(
-                    exc, until_deadline=deadline is not None
+                if (first_error is None or timed) and attempt.may_retry(
+                    exc, until_deadline=timed
                 ):
                     first_error = first_error or exc
                     if sharded:
@@ -465,6 +472,7 @@ class Executor:
         deadline: float | None,
         operation_id: int | None,
         max_time: bool = False,
+        timed: bool = False,
     ) -> T:
         """Build, decorate, send and parse on a leased connection; SDAM hears of an error
         before the connection goes back (SDAM: "Pool is cleared before application
@@ -472,8 +480,8 @@ class Executor:
         try:
             command = attempt.build(conn)
             document = command.document
-            if deadline is not None:
-                document = self._with_max_time(document, server, deadline, max_time)
+            if timed:
+                document = self._csot_fields(document, server, deadline, max_time)
         except BaseException:
             self._give_back(server, conn, lease, attempt)  # a client-side refusal sent nothing
             raise
@@ -493,7 +501,7 @@ class Executor:
                 deadline=deadline,
                 unacknowledged=command.unacknowledged,
                 codec_options=attempt.codec_options,
-                csot=deadline is not None,
+                csot=timed,
             )
         except BaseException as exc:
             if monitored:
@@ -547,8 +555,8 @@ class Executor:
         finally:
             self._give_back(server, conn, lease, attempt, exc if conn.is_closed else None)
 
-    def _with_max_time(
-        self, document: dict[str, Any], server: Server, deadline: float, max_time: bool
+    def _csot_fields(
+        self, document: dict[str, Any], server: Server, deadline: float | None, max_time: bool
     ) -> dict[str, Any]:
         """CSOT "Command Execution": a command that cannot finish in time is not sent; one
         that can carries maxTimeMS = remaining - minRoundTripTime (replacing the deprecated
@@ -561,6 +569,8 @@ class Executor:
                 document = {**document, "writeConcern": rest}
             else:
                 document = {k: v for k, v in document.items() if k != "writeConcern"}
+        if deadline is None:
+            return document
         known = self._topology.description.servers.get(server.address)
         rtt_ms = (known.min_round_trip_time_ms if known is not None else None) or 0.0
         remaining_ms = (deadline - asyncio.get_running_loop().time()) * 1000
