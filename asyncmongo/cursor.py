@@ -426,11 +426,15 @@ async def open_command_cursor(
     its timeoutMS and wrap its first page in a command cursor that keeps the timeout
     (CSOT "Cursors": in iteration mode the command gets no maxTimeMS)."""
     mode = timeout_mode_of(timeout_mode, timeout_ms, tailable=tailable)
+    _check_max_await(cursor_options.get("max_await_time_ms"), timeout_ms)
     if mode is TimeoutMode.ITERATION and getattr(op.target, "write_stage", False):
         raise InvalidArgument("timeout_mode ITERATION is not allowed with $out or $merge")
     deadline = runner._deadline_for(timeout_ms)
-    lifetime = mode is TimeoutMode.CURSOR_LIFETIME
-    page = await runner._run(op, session, deadline=deadline, max_time=lifetime)
+    # CSOT: maxTimeMS on the command for the cursor's lifetime, or a tailable awaitData
+    # cursor (whose getMores carry maxAwaitTimeMS), not in iteration mode otherwise
+    await_data = cursor_options.get("cursor_type") is CursorType.TAILABLE_AWAIT
+    max_time = mode is TimeoutMode.CURSOR_LIFETIME or await_data
+    page = await runner._run(op, session, deadline=deadline, max_time=max_time)
     return AsyncCommandCursor(
         runner,
         page,
@@ -486,9 +490,11 @@ class AsyncCursor(_Cursor):
 
     async def _first_page(self) -> CursorPage:
         self._deadline = deadline = self._runner._deadline_for(self._timeout_ms)
-        lifetime = self._timeout_mode is TimeoutMode.CURSOR_LIFETIME
+        max_time = self._timeout_mode is TimeoutMode.CURSOR_LIFETIME or (
+            self._tailable is CursorType.TAILABLE_AWAIT
+        )
         return await self._runner._run(
-            self._find(), self._session, deadline=deadline, max_time=lifetime
+            self._find(), self._session, deadline=deadline, max_time=max_time
         )
 
     def _change(self, **changes: Any) -> AsyncCursor:
@@ -580,12 +586,17 @@ def _checked_mode(
 ) -> TimeoutMode:
     """A find cursor's timeoutMode; tailable awaitData: maxAwaitTimeMS < timeoutMS (CSOT)."""
     checked = timeout_mode_of(mode, timeout_ms, tailable=options.tailable)
-    wait = options.max_await_time_ms
-    if options.await_data and timeout_ms and wait is not None and wait >= timeout_ms:
+    if options.await_data:
+        _check_max_await(options.max_await_time_ms, timeout_ms)
+    return checked
+
+
+def _check_max_await(wait: int | None, timeout_ms: int | None) -> None:
+    """CSOT "Tailable awaitData Cursors": maxAwaitTimeMS must be less than timeoutMS."""
+    if timeout_ms and wait is not None and wait >= timeout_ms:
         raise InvalidArgument(
             f"max_await_time_ms ({wait}) must be less than timeoutMS ({timeout_ms})"
         )
-    return checked
 
 
 def find_options(

@@ -78,6 +78,8 @@ def convert_arguments(ctx: OperationContext, arguments: Mapping[str, Any], *,
             kwargs["write_concern"] = write_concern(value)
         elif key == "readPreference":
             kwargs["read_preference"] = ReadPreference.from_document(value)
+        elif key == "cursorType":
+            kwargs["cursor_type"] = _cursor_type(value)
         elif key == "returnDocument":
             kwargs["return_document"] = _return_document(value)
         elif verbatim:
@@ -85,6 +87,17 @@ def convert_arguments(ctx: OperationContext, arguments: Mapping[str, Any], *,
         else:
             kwargs[snake_case(key)] = value
     return kwargs
+
+
+def _cursor_type(value: Any) -> Any:
+    """The format's cursorType (tailable, tailableAwait, nonTailable) as PyMongo's."""
+    from asyncmongo.cursor import CursorType
+
+    types = {"tailable": CursorType.TAILABLE, "tailableAwait": CursorType.TAILABLE_AWAIT,
+             "nonTailable": CursorType.NON_TAILABLE}
+    if value not in types:
+        raise TestFormatError(f"unknown cursorType {value!r}")
+    return types[value]
 
 
 def _return_document(value: Any) -> bool:

@@ -225,9 +225,10 @@ class UnifiedTestRunner:
         if timeout_ms is None:
             return await handler(self, obj, kwargs)
         if kind in ("collection", "database") and name in _CURSOR_OPENERS:
-            # a cursor's own timeoutMS (its iterations keep it): the same scope with the
-            # timeout overridden; any other operation's: an asyncmongo.timeout() block
+            # a cursor's own timeoutMS (its iterations keep it, each refreshed in iteration
+            # mode): the same scope with the timeout overridden
             return await handler(self, obj.with_options(timeout_ms=timeout_ms), kwargs)
+        # any other operation's: an asyncmongo.timeout() block around it
         with asyncmongo.timeout(timeout_ms / 1000):
             return await handler(self, obj, kwargs)
 
