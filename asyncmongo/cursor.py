@@ -108,10 +108,12 @@ class _Cursor:
         "_address",
         "_batch_size",
         "_buffer",
+        "_call_deadline",
         "_codec_options",
         "_comment",
         "_deadline",
         "_id",
+        "_in_call",
         "_killed",
         "_limit",
         "_max_await_time_ms",
@@ -146,6 +148,9 @@ class _Cursor:
         self._timeout_ms = timeout_ms
         self._timeout_mode = timeout_mode
         self._deadline = deadline
+        #: A next() call in progress: its deadline covers all its getMores (CSOT).
+        self._call_deadline: float | None = None
+        self._in_call = False
         self._session = session
         self._namespace = namespace
         self._codec_options = codec_options
@@ -234,6 +239,8 @@ class _Cursor:
     def _iteration_deadline(self) -> float | None:
         """CSOT: a getMore's deadline: the cursor's (cursor lifetime, shortened by an
         ``asyncmongo.timeout()`` block), or a fresh timeoutMS (iteration)."""
+        if self._in_call:
+            return self._call_deadline
         fresh = self._runner._deadline_for(self._timeout_ms)
         lifetime = self._deadline
         if self._timeout_mode is not TimeoutMode.CURSOR_LIFETIME or lifetime is None:
@@ -260,8 +267,15 @@ class _Cursor:
     async def next(self) -> Any:
         """The next document; StopAsyncIteration when there is none. A tailable cursor
         instead waits for one while its server cursor is open (:meth:`try_next` does not)."""
-        if self._buffer or await self._refresh() or (self._tailable and await self._tail()):
+        if self._buffer:
             return self._buffer.popleft()
+        self._call_deadline = self._iteration_deadline()
+        self._in_call = True
+        try:
+            if await self._refresh() or (self._tailable and await self._tail()):
+                return self._buffer.popleft()
+        finally:
+            self._in_call = False
         raise StopAsyncIteration
 
     async def _tail(self) -> bool:
