@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import math
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from types import TracebackType
@@ -284,7 +285,7 @@ class _Cursor:
         those of a plain tailable cursor there is a short pause."""
         while self.alive:
             if self._tailable is not CursorType.TAILABLE_AWAIT:
-                await asyncio.sleep(TAILABLE_RETRY_S)
+                await asyncio.sleep(self._pause())
             try:
                 if await self._refresh():
                     return True
@@ -293,6 +294,15 @@ class _Cursor:
                     return False  # closed while its getMore waited: the getMore may fail
                 raise
         return False
+
+    def _pause(self) -> float:
+        """The pause before a plain tailable cursor's next getMore: TAILABLE_RETRY_S, or
+        half of what is left of the call's timeoutMS (CSOT: the getMore is still sent)."""
+        deadline = self._call_deadline if self._in_call else None
+        if deadline is None or deadline == math.inf:
+            return TAILABLE_RETRY_S
+        left = deadline - asyncio.get_running_loop().time()
+        return max(0.0, min(TAILABLE_RETRY_S, left / 2))
 
     async def try_next(self) -> Any:
         """The next document, or None when none is available now (at most one getMore):
