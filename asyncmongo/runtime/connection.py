@@ -39,7 +39,7 @@ import itertools
 import os
 from collections import deque
 from collections.abc import Awaitable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar, cast
 
 from asyncmongo.bson import CodecOptions, ObjectId
@@ -726,7 +726,10 @@ async def connect(
         if is_backpressure_candidate(exc.__cause__):
             add_backpressure_labels(exc)
         raise
-    conn = Connection(id, address, transport, protocol, settings)
+    # CSOT: under an operation's timeoutMS the handshake and authentication ignore
+    # socketTimeoutMS (deprecated); the connection keeps it for later commands without one
+    establishing = settings if deadline is None else replace(settings, socket_timeout=None)
+    conn = Connection(id, address, transport, protocol, establishing)
     try:
         if handshake:
             await conn._handshake(
@@ -735,6 +738,7 @@ async def connect(
     except BaseException:
         conn.close()
         raise
+    conn._settings = settings
     return conn
 
 
