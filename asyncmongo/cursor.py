@@ -484,7 +484,7 @@ class AsyncCursor(_Cursor):
         session: Any = None,
         timeout_mode: TimeoutMode | str | None = None,
     ) -> None:
-        timeout_ms = collection.timeout_ms
+        timeout_ms = getattr(collection, "timeout_ms", None)
         super().__init__(
             collection.database.client,
             Namespace(collection.database.name, collection.name),
@@ -580,7 +580,8 @@ class AsyncCursor(_Cursor):
 
     def clone(self) -> AsyncCursor:
         """A new, unstarted cursor with the same options, in the same session."""
-        return AsyncCursor(self._collection, self._options, self._session, self._timeout_mode)
+        mode = self._timeout_mode if self._timeout_ms is not None else None
+        return AsyncCursor(self._collection, self._options, self._session, mode)
 
     def rewind(self) -> AsyncCursor:
         """Forget the results: the next read runs ``find`` again (the old cursor is dropped;

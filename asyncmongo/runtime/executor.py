@@ -188,9 +188,11 @@ class Executor:
             retry_writes=self.retry_writes,
             retry_reads=self.retry_reads,
         )
+        attempt.timed = timed
+        attempt.max_time = max_time
         keep = False
         try:
-            result = await self._attempts(attempt, deadline, operation_id, max_time, timed)
+            result = await self._attempts(attempt, deadline, operation_id)
             cursor_id = getattr(result, "cursor_id", None)
             if session is not None and cursor_id is not None:
                 keep = self._track_cursor(op, session, cursor_id, attempt.address)
@@ -264,8 +266,6 @@ class Executor:
         attempt: SessionOperation[T],
         deadline: float | None,
         operation_id: int | None,
-        max_time: bool = False,
-        timed: bool = False,
     ) -> T:
         """The first attempt and, when allowed, one retry (retryable reads/writes specs); with
         timeoutMS, retries until the deadline passes (CSOT "Retryability")."""
@@ -273,6 +273,7 @@ class Executor:
             return attempt.op.parse({"ok": 1})
         deprioritized: list[Address] = []
         first_error: BaseException | None = None
+        timed = attempt.timed
         while True:
             try:
                 server = await self._server_for(
@@ -299,9 +300,7 @@ class Executor:
                     self.clock.advance(conn.hello)  # see _CHECKOUT_GOSSIP
                     if lease is Lease.TRANSACTION:
                         self._pin_to_session(attempt, server, conn)
-                result = await self._execute(
-                    server, conn, lease, attempt, deadline, operation_id, max_time, timed
-                )
+                result = await self._execute(server, conn, lease, attempt, deadline, operation_id)
                 if lease is not Lease.POOLED:
                     self._settle(attempt, server, lease, result)
                 return result
@@ -471,8 +470,6 @@ class Executor:
         attempt: SessionOperation[T],
         deadline: float | None,
         operation_id: int | None,
-        max_time: bool = False,
-        timed: bool = False,
     ) -> T:
         """Build, decorate, send and parse on a leased connection; SDAM hears of an error
         before the connection goes back (SDAM: "Pool is cleared before application
@@ -480,8 +477,9 @@ class Executor:
         try:
             command = attempt.build(conn)
             document = command.document
+            timed = attempt.timed
             if timed:
-                document = self._csot_fields(document, server, deadline, max_time)
+                document = self._csot_fields(document, server, deadline, attempt.max_time)
         except BaseException:
             self._give_back(server, conn, lease, attempt)  # a client-side refusal sent nothing
             raise
