@@ -317,8 +317,12 @@ class Connection:
         "_compressor",
         "_csot",
         "_protocol",
+        "_read_deadline",
+        "_read_started",
         "_settings",
         "_streaming",
+        "_timer",
+        "_timer_at",
         "_transport",
         "address",
         "hello",
@@ -359,6 +363,14 @@ class Connection:
         self._busy = False
         #: The command in progress runs under timeoutMS: socketTimeoutMS does not apply.
         self._csot = False
+        #: The timed read: its deadline (None: no read is timed now) and start, and the one
+        #: timer of this connection, armed at ``_timer_at`` and left armed between reads: a
+        #: timer that fires early re-arms for the read in progress, so a client with
+        #: timeoutMS schedules about one timer per timeoutMS, not one per command.
+        self._read_deadline: float | None = None
+        self._read_started = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
         self._streaming = False
         self._closed = False
 
@@ -389,12 +401,19 @@ class Connection:
         """Abort the socket now (no waiting, no goodbye)."""
         self._closed = True
         self._transport.abort()
+        self._disarm()
 
     async def aclose(self) -> None:
         """Close the socket and let the loop finish with it."""
         self._closed = True
         self._transport.abort()
+        self._disarm()
         await asyncio.sleep(0)
+
+    def _disarm(self) -> None:
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
 
     async def command(
         self,
@@ -531,13 +550,12 @@ class Connection:
                 # same waiter, same failure handling); a deadline is one timer that fails
                 # the waiter (as asyncpg times its waiters), not a timeout scope
                 protocol = self._protocol
-                timer: asyncio.TimerHandle | None = None
                 try:
                     while (message := protocol.reply_nowait()) is None:
                         loop = protocol._loop or asyncio.get_running_loop()
                         waiter = protocol._waiter = loop.create_future()
-                        if deadline is not None and timer is None:
-                            timer = loop.call_at(deadline, self._expire, loop.time())
+                        if deadline is not None and self._read_deadline is None:
+                            self._time_read(loop, deadline)
                         try:
                             await waiter
                         finally:
@@ -546,8 +564,7 @@ class Connection:
                     self.close()
                     raise
                 finally:
-                    if timer is not None:
-                        timer.cancel()
+                    self._read_deadline = None
             else:
                 message = await self._guard(self._protocol.wait_reply(), deadline, "read")
         except asyncio.CancelledError:
@@ -563,12 +580,34 @@ class Connection:
             _check_ok(reply)
         return reply
 
-    def _expire(self, start: float) -> None:
-        """The reply's deadline passed: fail its waiter (the reader closes the connection:
-        the reply may still come, and the next command must not read it)."""
+    def _time_read(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
+        """Time the read in progress: the armed timer serves if it fires no later."""
+        self._read_deadline = deadline
+        self._read_started = loop.time()
+        timer = self._timer
+        if timer is not None and self._timer_at <= deadline:
+            return
+        if timer is not None:
+            timer.cancel()
+        self._timer = loop.call_at(deadline, self._expire)
+        self._timer_at = deadline
+
+    def _expire(self) -> None:
+        """The timer fired: if the read in progress has a later deadline, re-arm for it;
+        past its deadline, fail its waiter (the reader closes the connection: the reply
+        may still come, and the next command must not read it)."""
+        self._timer = None
+        deadline = self._read_deadline
+        if deadline is None:
+            return  # no timed read now: the next one arms a timer
+        loop = asyncio.get_running_loop()
+        if loop.time() < deadline:
+            self._timer = loop.call_at(deadline, self._expire)
+            self._timer_at = deadline
+            return
         waiter = self._protocol._waiter
         if waiter is not None and not waiter.done():
-            waited = (asyncio.get_running_loop().time() - start) * 1000
+            waited = (loop.time() - self._read_started) * 1000
             limit = "timeoutMS" if self._csot else "the deadline"
             waiter.set_exception(NetworkTimeout(
                 f"{format_address(self.address)}: timed out during read ({limit} ran out "
