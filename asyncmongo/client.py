@@ -351,8 +351,9 @@ class AsyncMongoClient:
 
     def _deadline_for(self, timeout_ms: int | None) -> float | None:
         """CSOT: the deadline of an operation starting now (None: timeoutMS is unset,
-        math.inf: timeoutMS=0, no limit) from its scope's
-        timeoutMS (None: the client's), unless an ``asyncmongo.timeout()`` block sets it."""
+        math.inf: timeoutMS=0, no limit) from its scope's timeoutMS (None: the client's),
+        unless an ``asyncmongo.timeout()`` block sets it: the one place the block's
+        ContextVar is read; from here the deadline travels down as an argument."""
         block = current_deadline()
         if block is not None:
             return block
