@@ -8,6 +8,7 @@ the errors module. GridFS is the subpackage :mod:`asyncmongo.gridfs` (PyMongo's 
 from __future__ import annotations
 
 from asyncmongo import errors
+from asyncmongo._timeout import timeout
 from asyncmongo.change_stream import AsyncChangeStream
 from asyncmongo.client import AsyncMongoClient
 from asyncmongo.collection import AsyncCollection, ReturnDocument
@@ -89,4 +90,5 @@ __all__ = [
     "WriteConcern",
     "__version__",
     "errors",
+    "timeout",
 ]

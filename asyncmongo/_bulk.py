@@ -50,7 +50,13 @@ class Runner(Protocol):
     def _next_operation_id(self) -> int: ...
 
     def _run(
-        self, op: Operation[T], session: Any = None, operation_id: int | None = None
+        self,
+        op: Operation[T],
+        session: Any = None,
+        operation_id: int | None = None,
+        *,
+        deadline: float | None = None,
+        max_time: bool = True,
     ) -> Awaitable[T]: ...
 
 
@@ -62,6 +68,7 @@ async def run_writes(
     codec_options: CodecOptions,
     options: WriteOptions,
     session: Any = None,
+    deadline: float | None = None,
 ) -> list[Mapping[str, Any]]:
     """Statements of one kind in as many batches as the server's limits need; the replies."""
     command: WriteCommand | None = WriteCommand(
@@ -70,7 +77,7 @@ async def run_writes(
     operation_id = runner._next_operation_id()
     replies: list[Mapping[str, Any]] = []
     while command is not None:
-        batch = await runner._run(command, session, operation_id)
+        batch = await runner._run(command, session, operation_id, deadline=deadline)
         replies.append(batch.reply)
         command = command.rest(batch.count)
     return replies
@@ -84,6 +91,7 @@ async def run_bulk(
     codec_options: CodecOptions,
     options: WriteOptions,
     session: Any = None,
+    deadline: float | None = None,
 ) -> BulkResult:
     """A collection bulk write (runs of one kind, in batches); BulkWriteError on failure.
 
@@ -101,7 +109,7 @@ async def run_bulk(
                 namespace, run.kind, run.statements, write_concern, codec_options, options
             )
             while command is not None:
-                batch = await runner._run(command, session, operation_id)
+                batch = await runner._run(command, session, operation_id, deadline=deadline)
                 if acknowledged:
                     result.add(run, batch)
                     if options.ordered and result.has_write_errors:
@@ -142,6 +150,7 @@ async def run_client_bulk(
     write_concern: WriteConcern,
     codec_options: CodecOptions,
     session: Any = None,
+    deadline: float | None = None,
 ) -> ClientBulkWriteResult:
     """client.bulk_write: bulkWrite batches, each results cursor drained; errors collected
     into ClientBulkWriteException (a top-level error alone is raised as it is)."""
@@ -154,7 +163,7 @@ async def run_client_bulk(
     try:
         while command is not None:
             batch = await _client_batch(
-                runner, command, result, codec_options, operation_id, session
+                runner, command, result, codec_options, operation_id, session, deadline
             )
             if options.ordered and result.write_errors:
                 break
@@ -177,9 +186,10 @@ async def _client_batch(
     codec_options: CodecOptions,
     operation_id: int,
     session: Any,
+    deadline: float | None,
 ) -> ClientBatchReply:
     """One bulkWrite command and its whole results cursor (the spec: always drained)."""
-    batch = await runner._run(command, session, operation_id)
+    batch = await runner._run(command, session, operation_id, deadline=deadline)
     page = batch.page
     if page is None:  # unacknowledged
         return batch
@@ -189,7 +199,9 @@ async def _client_batch(
     while cursor_id:
         assert page.address is not None
         get_more = GetMore(cursor_id, page.namespace, page.address, codec_options)
-        page = await runner._run(get_more, session, operation_id)
+        page = await runner._run(
+            get_more, session, operation_id, deadline=deadline, max_time=False
+        )
         result.add_results(batch, page.documents)
         cursor_id = page.cursor_id
     return batch

@@ -28,6 +28,7 @@ __all__ = [
     "NamedScope",
     "SettingsSource",
     "check_session",
+    "check_timeout_ms",
     "new_id_class",
 ]
 
@@ -49,6 +50,9 @@ class SettingsSource(Protocol):
     @property
     def read_concern(self) -> ReadConcern: ...
 
+    @property
+    def timeout_ms(self) -> int | None: ...
+
 
 def check_session(session: Any) -> None:
     """``session=`` must be an AsyncClientSession (or None): refused where it is given, before
@@ -59,6 +63,16 @@ def check_session(session: Any) -> None:
         )
 
 
+def check_timeout_ms(value: object) -> int:
+    """A timeoutMS given to the API: a non-negative integer of milliseconds (CSOT: "Drivers
+    MUST error if a negative value is specified")."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgument(f"timeout_ms must be an integer, not {value!r}")
+    if value < 0:
+        raise InvalidArgument(f"timeout_ms cannot be negative, got {value}")
+    return value
+
+
 class ClientScope(SettingsSource, Protocol):
     """What databases, collections, cursors and change streams need of their client (an
     AsyncMongoClient): they stand below it, so they name it by this protocol."""
@@ -67,8 +81,17 @@ class ClientScope(SettingsSource, Protocol):
     def topology_description(self) -> TopologyDescription: ...
 
     def _run(
-        self, op: Operation[T], session: Any = None, operation_id: int | None = None
+        self,
+        op: Operation[T],
+        session: Any = None,
+        operation_id: int | None = None,
+        *,
+        timeout_ms: int | None = None,
+        deadline: float | None = None,
+        max_time: bool = True,
     ) -> Awaitable[T]: ...
+
+    def _deadline_for(self, timeout_ms: int | None) -> float | None: ...
 
     def _next_operation_id(self) -> int: ...
 
@@ -93,6 +116,7 @@ class DatabaseScope(SettingsSource, Protocol):
         read_preference: ReadPreference | None = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
+        timeout_ms: int | None = None,
     ) -> Any: ...
 
     async def drop_collection(
@@ -126,6 +150,7 @@ class NamedScope(Generic[P]):
         "_parent",
         "_read_concern",
         "_read_preference",
+        "_timeout_ms",
         "_write_concern",
     )
 
@@ -140,6 +165,7 @@ class NamedScope(Generic[P]):
         read_preference: ReadPreference | None = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
+        timeout_ms: int | None = None,
     ) -> None:
         self._parent = parent
         self._name = name
@@ -151,6 +177,8 @@ class NamedScope(Generic[P]):
         self._read_preference = adopt_read_preference(read_preference) or parent.read_preference
         self._write_concern = adopt_write_concern(write_concern) or parent.write_concern
         self._read_concern = adopt_read_concern(read_concern) or parent.read_concern
+        # CSOT: inherited unless given; once set at a level it cannot become unset below.
+        self._timeout_ms = parent.timeout_ms if timeout_ms is None else check_timeout_ms(timeout_ms)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._parent!r}, {self._name!r})"
@@ -207,12 +235,18 @@ class NamedScope(Generic[P]):
         applies instead."""
         return self._read_concern
 
+    @property
+    def timeout_ms(self) -> int | None:
+        """The timeoutMS of operations on this scope (None: unset, 0: no limit)."""
+        return self._timeout_ms
+
     def with_options(
         self,
         codec_options: CodecOptions | None = None,
         read_preference: ReadPreference | None = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
+        timeout_ms: int | None = None,
     ) -> Any:  # typed by AsyncDatabase's and AsyncCollection's overloads
         """A copy of this database or collection with some settings replaced (the rest
         inherited)."""
@@ -223,6 +257,7 @@ class NamedScope(Generic[P]):
             read_preference or self._read_preference,
             write_concern or self._write_concern,
             read_concern or self._read_concern,
+            self._timeout_ms if timeout_ms is None else timeout_ms,
         )
 
     def _write_concern_for(self, session: Any) -> WriteConcern:

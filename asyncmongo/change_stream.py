@@ -116,20 +116,24 @@ class AsyncChangeStream(Generic[_DocumentType]):
         "_address",
         "_all_changes",
         "_buffer",
+        "_call_deadline",
         "_client",
         "_closed",
         "_codec_options",
         "_cursor_id",
         "_database_level",
+        "_in_call",
         "_namespace",
         "_options",
         "_post_batch_token",
         "_read_concern",
         "_read_preference",
+        "_resume_pending",
         "_resume_token",
         "_returned_any",
         "_session",
         "_start_at_operation_time",
+        "_timeout_ms",
         "_uses_start_after",
         "_wire_version",
     )
@@ -146,8 +150,16 @@ class AsyncChangeStream(Generic[_DocumentType]):
         read_concern: ReadConcern,
         codec_options: CodecOptions,
         session: Any = None,
+        timeout_ms: int | None = None,
     ) -> None:
         self._client = client
+        #: CSOT: the timeoutMS of each iteration (and of the initial aggregate), the deadline
+        #: of the iteration in progress, and whether the last one timed out (so the next one
+        #: resumes: a timeout does not invalidate the stream).
+        self._timeout_ms = timeout_ms
+        self._call_deadline: float | None = None
+        self._in_call = False
+        self._resume_pending = False
         self._namespace = namespace
         self._options = options
         self._database_level = database_level
@@ -233,7 +245,9 @@ class AsyncChangeStream(Generic[_DocumentType]):
 
     async def _open(self) -> None:
         """Run the aggregate (first time or resuming) and take its first batch."""
-        page = await self._client._run(self._aggregate(), self._session)
+        page = await self._client._run(
+            self._aggregate(), self._session, deadline=self._deadline()
+        )
         address = page.address
         assert address is not None
         self._address = address
@@ -246,6 +260,13 @@ class AsyncChangeStream(Generic[_DocumentType]):
             # Change streams spec, startAtOperationTime: keep the initial operationTime.
             self._start_at_operation_time = page.operation_time
         self._take(page)
+
+    def _deadline(self) -> float | None:
+        """The iteration's deadline (a fresh timeoutMS outside one)."""
+        if self._in_call:
+            return self._call_deadline
+        deadline: float | None = self._client._deadline_for(self._timeout_ms)
+        return deadline
 
     def _max_wire_version(self, address: Address) -> int | None:
         description = self._client.topology_description.servers.get(address)
@@ -267,7 +288,9 @@ class AsyncChangeStream(Generic[_DocumentType]):
         op = GetMore(self._cursor_id, self._namespace, self._address, self._codec_options,
                      batch_size=o.batch_size or None, max_time_ms=o.max_await_time_ms,
                      comment=o.comment)
-        page = await self._client._run(op, self._session)
+        page = await self._client._run(
+            op, self._session, deadline=self._deadline(), max_time=False
+        )
         self._take(page)
 
     async def _kill(self) -> None:
@@ -278,7 +301,7 @@ class AsyncChangeStream(Generic[_DocumentType]):
             return
         op = KillCursors(cursor_id, self._namespace, address, self._codec_options)
         with contextlib.suppress(MongoError):
-            await self._client._run(op, self._session)
+            await self._client._run(op, self._session, timeout_ms=self._timeout_ms)
 
     async def _resume(self) -> None:
         """Change streams spec, "Resume Process": kill the old cursor, select a server and
@@ -294,12 +317,21 @@ class AsyncChangeStream(Generic[_DocumentType]):
         at most one resume attempt)."""
         if self._closed:
             return None
+        outermost = not self._in_call
+        if outermost:
+            self._call_deadline = self._deadline()
+            self._in_call = True
         try:
             change = await self._read_once()
         except BaseException as exc:
+            if self._resume_pending:
+                raise
             if not isinstance(exc, MongoError) or not is_resumable(exc, self._wire_version):
                 await self.close()
             raise
+        finally:
+            if outermost:
+                self._in_call = False
         if not self._buffer and not self._cursor_id:
             self._closed = True  # invalidated (or the server closed the cursor)
         if change is None:
@@ -316,6 +348,11 @@ class AsyncChangeStream(Generic[_DocumentType]):
     async def _read_once(self) -> _DocumentType | None:
         if self._buffer:
             return self._buffer.popleft()
+        if self._resume_pending:
+            self._resume_pending = False
+            await self._resume()
+            if self._buffer:
+                return self._buffer.popleft()
         if not self._cursor_id:
             if self._address is not None:
                 return None  # the server cursor is gone: nothing more comes
@@ -324,6 +361,10 @@ class AsyncChangeStream(Generic[_DocumentType]):
         try:
             await self._get_more()
         except MongoError as exc:
+            if exc.timeout and self._timeout_ms:
+                # CSOT: a timed-out iteration leaves the stream valid; the next one resumes
+                self._resume_pending = True
+                raise
             if not is_resumable(exc, self._wire_version):
                 raise
             try:
@@ -349,11 +390,19 @@ class AsyncChangeStream(Generic[_DocumentType]):
 
     async def next(self) -> _DocumentType:
         """The next change, waiting (getMore after getMore) until one comes;
-        StopAsyncIteration once the stream is closed or invalidated."""
-        while self.alive:
-            change = await self.try_next()
-            if change is not None:
-                return change
+        StopAsyncIteration once the stream is closed or invalidated. With timeoutMS, the
+        whole call (every getMore and a resume) has one timeoutMS; after a timeout, call it
+        again (it resumes the stream) or close the stream and watch again, with a higher
+        timeoutMS if no change came before the timeout."""
+        self._call_deadline = self._deadline()
+        self._in_call = True
+        try:
+            while self.alive:
+                change = await self.try_next()
+                if change is not None:
+                    return change
+        finally:
+            self._in_call = False
         raise StopAsyncIteration
 
     def __aiter__(self) -> AsyncChangeStream[_DocumentType]:
@@ -418,6 +467,11 @@ async def watch(
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                   or value < 0):
             raise InvalidArgument(f"{name} must be a non-negative int, not {value!r}")
+    timeout_ms = owner.timeout_ms
+    if timeout_ms and max_await_time_ms is not None and max_await_time_ms >= timeout_ms:
+        raise InvalidArgument(  # CSOT "Change Streams"
+            f"max_await_time_ms ({max_await_time_ms}) must be less than timeoutMS ({timeout_ms})"
+        )
     options = ChangeStreamOptions(
         list(pipeline), full_document, full_document_before_change, resume_after, start_after,
         start_at_operation_time, max_await_time_ms, batch_size, collation, comment,
@@ -434,6 +488,7 @@ async def watch(
     stream = AsyncChangeStream(
         client, namespace, options, database_level=level != "collection",
         all_changes=level == "client", read_preference=owner.read_preference,
-        read_concern=owner.read_concern, codec_options=owner.codec_options, session=session)
+        read_concern=owner.read_concern, codec_options=owner.codec_options, session=session,
+        timeout_ms=timeout_ms)
     await stream._open()
     return stream

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 from collections.abc import AsyncIterator, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -34,6 +35,7 @@ from asyncmongo._client_settings import (
     split_api_options,
 )
 from asyncmongo._scope import check_session
+from asyncmongo._timeout import current_deadline
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.types import Timestamp
 from asyncmongo.bson.typings import _DocumentType
@@ -75,6 +77,21 @@ if TYPE_CHECKING:
 __all__ = ["AsyncMongoClient", "EventListener"]
 
 T = TypeVar("T")
+
+
+_TXN_END = frozenset({"commitTransaction", "abortTransaction"})
+
+
+def _check_no_override(txn_deadline: float) -> None:
+    """CSOT "Validation and Overrides": inside a with_transaction callback whose session
+    carries the timeout, an operation's own timeout (a block other than the one around
+    with_transaction) is an error."""
+    block = current_deadline()
+    if block is not None and block != txn_deadline:
+        raise InvalidOperation(
+            "timeoutMS cannot be overridden (asyncmongo.timeout) for an operation in a "
+            "with_transaction callback: the session's timeout applies to the whole call"
+        )
 
 
 class AsyncMongoClient(Generic[_DocumentType]):
@@ -319,10 +336,20 @@ class AsyncMongoClient(Generic[_DocumentType]):
     # -- running operations -----------------------------------------------------------------
 
     async def _run(
-        self, op: Operation[T], session: Any = None, operation_id: int | None = None
+        self,
+        op: Operation[T],
+        session: Any = None,
+        operation_id: int | None = None,
+        *,
+        timeout_ms: int | None = None,
+        deadline: float | None = None,
+        max_time: bool = True,
     ) -> T:
         """Run one operation in ``session`` (None: an implicit one), connecting first if
-        needed, within the client's timeoutMS."""
+        needed, within its deadline: ``deadline`` when given (a loop.time(), math.inf for
+        timeoutMS without limit: a cursor's), else from ``timeout_ms`` (the caller's scope's
+        timeoutMS, None for the client's) or an enclosing ``asyncmongo.timeout()`` block.
+        ``max_time``: send the remaining budget as maxTimeMS (CSOT; False for a getMore)."""
         if session is not None:
             check_session(session)
             if session._client is not self:
@@ -330,6 +357,14 @@ class AsyncMongoClient(Generic[_DocumentType]):
                     "this session was started by another AsyncMongoClient and cannot be used "
                     "with this one"
                 )
+            txn_deadline = session._session_deadline
+            if txn_deadline is not None:
+                # CSOT: with_transaction's (or commit/abort's) timeout is the session's
+                if op.name not in _TXN_END:
+                    _check_no_override(txn_deadline)
+                deadline = deadline or txn_deadline
+        if deadline is None:
+            deadline = self._deadline_for(timeout_ms)
         runtime = self._runtime
         if runtime is None or self._closed or self._loop is not asyncio.get_running_loop():
             await self.aconnect()
@@ -340,16 +375,39 @@ class AsyncMongoClient(Generic[_DocumentType]):
             return await self._tracing.run(op, session, operation_id, runtime.executor.run(
                 op, session, deadline=self._deadline(), operation_id=operation_id))
         return await runtime.executor.run(
-            op, session, deadline=self._deadline(), operation_id=operation_id
+            op,
+            session,
+            deadline=deadline,
+            operation_id=operation_id,
+            max_time=max_time,
         )
 
-    def _deadline(self) -> float | None:
-        timeout_ms = self._options.timeout_ms
+    def _deadline_for(self, timeout_ms: int | None) -> float | None:
+        """CSOT: the deadline of an operation starting now (None: timeoutMS is unset,
+        math.inf: timeoutMS=0, no limit) from its scope's timeoutMS (None: the client's),
+        unless an ``asyncmongo.timeout()`` block sets it: the one place the block's
+        ContextVar is read; from here the deadline travels down as an argument."""
+        block = current_deadline()
+        if block is not None:
+            return block
+        if timeout_ms is None:
+            timeout_ms = self._options.timeout_ms
+            if timeout_ms is None:
+                return None
         if not timeout_ms:
-            return None
+            return math.inf
         return asyncio.get_running_loop().time() + timeout_ms / 1000
 
+    def _deadline(self) -> float | None:
+        deadline = self._deadline_for(None)
+        return None if deadline is None or deadline == math.inf else deadline
+
     def _timeout_ms(self) -> int | None:
+        return self._options.timeout_ms
+
+    @property
+    def timeout_ms(self) -> int | None:
+        """The client's timeoutMS (None: unset, 0: no limit)."""
         return self._options.timeout_ms
 
     @staticmethod
@@ -499,6 +557,7 @@ class AsyncMongoClient(Generic[_DocumentType]):
         read_preference: ReadPreference | None = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
+        timeout_ms: int | None = None,
     ) -> AsyncDatabase[_DocumentType]:
         """A database; without a name, the connection string's default database."""
         if name is None:
@@ -512,6 +571,7 @@ class AsyncMongoClient(Generic[_DocumentType]):
             read_preference,
             write_concern,
             read_concern,
+            timeout_ms,
         )
 
     def get_default_database(
@@ -530,6 +590,7 @@ class AsyncMongoClient(Generic[_DocumentType]):
         filter = kwargs.pop("filter", None)
         name_only = kwargs.pop("nameOnly", kwargs.pop("name_only", None))
         authorized = kwargs.pop("authorizedDatabases", kwargs.pop("authorized_databases", None))
+        kwargs.pop("timeout_mode", None)  # the cursor is complete: nothing left to time
         if kwargs:
             raise InvalidArgument(f"list_databases() got unexpected arguments {sorted(kwargs)}")
         op = management.list_databases(
@@ -623,7 +684,7 @@ class AsyncMongoClient(Generic[_DocumentType]):
         )
         concern = write_concern or self.write_concern
         return await run_client_bulk(
-            self, models, options, concern, self._codec_options, session
+            self, models, options, concern, self._codec_options, session, self._deadline_for(None)
         )
 
     # -- events -----------------------------------------------------------------------------

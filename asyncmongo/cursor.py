@@ -26,6 +26,8 @@ works unchanged). ``Database.cursor_command`` with a tailable ``find`` behaves t
 from __future__ import annotations
 
 import asyncio
+import enum
+import math
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from types import TracebackType
@@ -41,7 +43,14 @@ from asyncmongo.core.operations.cursors import CursorPage, GetMore, KillCursors
 from asyncmongo.core.operations.find import CursorType, Find, FindOptions, projection_document
 from asyncmongo.errors import InvalidArgument, InvalidOperation, MongoError
 
-__all__ = ["AsyncCommandCursor", "AsyncCursor", "CursorType"]
+__all__ = [
+    "AsyncCommandCursor",
+    "AsyncCursor",
+    "CursorType",
+    "TimeoutMode",
+    "open_command_cursor",
+    "timeout_mode_of",
+]
 
 T = TypeVar("T")
 
@@ -50,12 +59,48 @@ T = TypeVar("T")
 TAILABLE_RETRY_S = 0.1
 
 
+class TimeoutMode(enum.Enum):
+    """CSOT "Cursors": what a cursor's timeoutMS bounds. ``CURSOR_LIFETIME`` (the default of
+    non-tailable cursors): the command and every getMore together; ``ITERATION`` (the only
+    mode of tailable cursors and change streams): the command, then each iteration anew."""
+
+    CURSOR_LIFETIME = "cursorLifetime"
+    ITERATION = "iteration"
+
+
 class Runner(Protocol):
-    """What a cursor needs of its client: run an operation in a session."""
+    """What a cursor needs of its client: run an operation in a session within a deadline."""
 
     def _run(
-        self, op: Operation[T], session: Any = None, operation_id: int | None = None
+        self,
+        op: Operation[T],
+        session: Any = None,
+        operation_id: int | None = None,
+        *,
+        timeout_ms: int | None = None,
+        deadline: float | None = None,
+        max_time: bool = True,
     ) -> Awaitable[T]: ...
+
+    def _deadline_for(self, timeout_ms: int | None) -> float | None: ...
+
+
+def timeout_mode_of(
+    mode: TimeoutMode | str | None, timeout_ms: int | None, *, tailable: bool
+) -> TimeoutMode:
+    """The cursor's timeoutMode, checked (CSOT "Cursors": an error when set without timeoutMS,
+    and CURSOR_LIFETIME for a tailable cursor)."""
+    if mode is None:
+        return TimeoutMode.ITERATION if tailable else TimeoutMode.CURSOR_LIFETIME
+    if timeout_ms is None:
+        raise InvalidArgument("timeout_mode requires timeoutMS to be set")
+    try:
+        mode = TimeoutMode(mode)
+    except ValueError:
+        raise InvalidArgument(f"not a timeout mode: {mode!r}") from None
+    if tailable and mode is TimeoutMode.CURSOR_LIFETIME:
+        raise InvalidArgument("a tailable cursor's timeout_mode can only be ITERATION")
+    return mode
 
 
 class _Cursor(Generic[_DocumentType]):
@@ -65,9 +110,12 @@ class _Cursor(Generic[_DocumentType]):
         "_address",
         "_batch_size",
         "_buffer",
+        "_call_deadline",
         "_codec_options",
         "_comment",
+        "_deadline",
         "_id",
+        "_in_call",
         "_killed",
         "_limit",
         "_max_await_time_ms",
@@ -77,6 +125,8 @@ class _Cursor(Generic[_DocumentType]):
         "_session",
         "_started",
         "_tailable",
+        "_timeout_mode",
+        "_timeout_ms",
     )
 
     def __init__(
@@ -89,8 +139,20 @@ class _Cursor(Generic[_DocumentType]):
         comment: Any = None,
         max_await_time_ms: int | None = None,
         session: Any = None,
+        timeout_ms: int | None = None,
+        timeout_mode: TimeoutMode = TimeoutMode.CURSOR_LIFETIME,
+        deadline: float | None = None,
     ) -> None:
         self._runner = runner
+        #: CSOT: the timeoutMS of the scope that made the cursor, its mode, and (cursor
+        #: lifetime) the deadline its command started with (None: timeoutMS is unset,
+        #: math.inf: no limit).
+        self._timeout_ms = timeout_ms
+        self._timeout_mode = timeout_mode
+        self._deadline = deadline
+        #: A next() call in progress: its deadline covers all its getMores (CSOT).
+        self._call_deadline: float | None = None
+        self._in_call = False
         self._session = session
         self._namespace = namespace
         self._codec_options = codec_options
@@ -163,13 +225,29 @@ class _Cursor(Generic[_DocumentType]):
             self._address = page.address
             self._take(page)
         elif self._id and not self._killed and self._address is not None:
-            page = await self._runner._run(self._get_more(self._address, self._id), self._session)
+            page = await self._runner._run(
+                self._get_more(self._address, self._id),
+                self._session,
+                deadline=self._iteration_deadline(),
+                max_time=False,
+            )
             self._take(page)
         else:
             return False
         if self._limit and self._retrieved >= self._limit and self._id:
             await self._kill()  # the limit is reached: the server cursor is not needed
         return bool(self._buffer)
+
+    def _iteration_deadline(self) -> float | None:
+        """CSOT: a getMore's deadline: the cursor's (cursor lifetime, shortened by an
+        ``asyncmongo.timeout()`` block), or a fresh timeoutMS (iteration)."""
+        if self._in_call:
+            return self._call_deadline
+        fresh = self._runner._deadline_for(self._timeout_ms)
+        lifetime = self._deadline
+        if self._timeout_mode is not TimeoutMode.CURSOR_LIFETIME or lifetime is None:
+            return fresh
+        return lifetime if fresh is None else min(fresh, lifetime)
 
     def _get_more(self, address: Address, cursor_id: int) -> GetMore:
         batch_size = self._batch_size
@@ -191,8 +269,15 @@ class _Cursor(Generic[_DocumentType]):
     async def next(self) -> _DocumentType:
         """The next document; StopAsyncIteration when there is none. A tailable cursor
         instead waits for one while its server cursor is open (:meth:`try_next` does not)."""
-        if self._buffer or await self._refresh() or (self._tailable and await self._tail()):
+        if self._buffer:
             return self._buffer.popleft()
+        self._call_deadline = self._iteration_deadline()
+        self._in_call = True
+        try:
+            if await self._refresh() or (self._tailable and await self._tail()):
+                return self._buffer.popleft()
+        finally:
+            self._in_call = False
         raise StopAsyncIteration
 
     async def _tail(self) -> bool:
@@ -201,7 +286,7 @@ class _Cursor(Generic[_DocumentType]):
         those of a plain tailable cursor there is a short pause."""
         while self.alive:
             if self._tailable is not CursorType.TAILABLE_AWAIT:
-                await asyncio.sleep(TAILABLE_RETRY_S)
+                await asyncio.sleep(self._pause())
             try:
                 if await self._refresh():
                     return True
@@ -210,6 +295,15 @@ class _Cursor(Generic[_DocumentType]):
                     return False  # closed while its getMore waited: the getMore may fail
                 raise
         return False
+
+    def _pause(self) -> float:
+        """The pause before a plain tailable cursor's next getMore: TAILABLE_RETRY_S, or
+        half of what is left of the call's timeoutMS (CSOT: the getMore is still sent)."""
+        deadline = self._call_deadline if self._in_call else None
+        if deadline is None or deadline == math.inf:
+            return TAILABLE_RETRY_S
+        left = deadline - asyncio.get_running_loop().time()
+        return max(0.0, min(TAILABLE_RETRY_S, left / 2))
 
     async def try_next(self) -> _DocumentType | None:
         """The next document, or None when none is available now (at most one getMore):
@@ -270,7 +364,8 @@ class _Cursor(Generic[_DocumentType]):
         self._killed = True
         kill = KillCursors(cursor_id, self._namespace, address, self._codec_options)
         try:
-            await self._runner._run(kill, self._session)
+            # CSOT: close refreshes timeoutMS for killCursors, even after the lifetime ran out
+            await self._runner._run(kill, self._session, timeout_ms=self._timeout_ms)
         except MongoError:
             pass  # killCursors is best effort: the server times idle cursors out anyway
 
@@ -307,6 +402,9 @@ class AsyncCommandCursor(_Cursor[_DocumentType]):
         max_await_time_ms: int | None = None,
         cursor_type: CursorType = CursorType.NON_TAILABLE,
         session: Any = None,
+        timeout_ms: int | None = None,
+        timeout_mode: TimeoutMode = TimeoutMode.CURSOR_LIFETIME,
+        deadline: float | None = None,
     ) -> None:
         super().__init__(
             runner,
@@ -316,6 +414,9 @@ class AsyncCommandCursor(_Cursor[_DocumentType]):
             comment=comment,
             max_await_time_ms=max_await_time_ms,
             session=session,
+            timeout_ms=timeout_ms,
+            timeout_mode=timeout_mode,
+            deadline=deadline,
         )
         #: a tailable command (a find run through cursor_command) waits for more, as find does
         self._tailable = cursor_type
@@ -335,13 +436,56 @@ class AsyncCommandCursor(_Cursor[_DocumentType]):
         return self
 
 
+async def open_command_cursor(
+    runner: Runner,
+    op: Operation[CursorPage],
+    session: Any,
+    codec_options: CodecOptions,
+    *,
+    timeout_ms: int | None,
+    timeout_mode: TimeoutMode | str | None = None,
+    tailable: bool = False,
+    **cursor_options: Any,
+) -> AsyncCommandCursor[Any]:
+    """Run a cursor-opening command (aggregate, listIndexes, listCollections, ...) within
+    its timeoutMS and wrap its first page in a command cursor that keeps the timeout
+    (CSOT "Cursors": in iteration mode the command gets no maxTimeMS)."""
+    mode = timeout_mode_of(timeout_mode, timeout_ms, tailable=tailable)
+    _check_max_await(cursor_options.get("max_await_time_ms"), timeout_ms)
+    if mode is TimeoutMode.ITERATION and getattr(op.target, "write_stage", False):
+        raise InvalidArgument("timeout_mode ITERATION is not allowed with $out or $merge")
+    deadline = runner._deadline_for(timeout_ms)
+    # CSOT: maxTimeMS on the command for the cursor's lifetime, or a tailable awaitData
+    # cursor (whose getMores carry maxAwaitTimeMS), not in iteration mode otherwise
+    await_data = cursor_options.get("cursor_type") is CursorType.TAILABLE_AWAIT
+    max_time = mode is TimeoutMode.CURSOR_LIFETIME or await_data
+    page = await runner._run(op, session, deadline=deadline, max_time=max_time)
+    return AsyncCommandCursor(
+        runner,
+        page,
+        codec_options,
+        session=session,
+        timeout_ms=timeout_ms,
+        timeout_mode=mode,
+        deadline=deadline,
+        **cursor_options,
+    )
+
+
 class AsyncCursor(_Cursor[_DocumentType]):
     """A ``find`` cursor: lazily runs the command on the first read; the chainable
     modifiers (``sort``, ``skip``, ``limit``, ...) may be used only before that."""
 
     __slots__ = ("_collection", "_options")
 
-    def __init__(self, collection: Any, options: FindOptions, session: Any = None) -> None:
+    def __init__(
+        self,
+        collection: Any,
+        options: FindOptions,
+        session: Any = None,
+        timeout_mode: TimeoutMode | str | None = None,
+    ) -> None:
+        timeout_ms = getattr(collection, "timeout_ms", None)
         super().__init__(
             collection.database.client,
             Namespace(collection.database.name, collection.name),
@@ -350,6 +494,8 @@ class AsyncCursor(_Cursor[_DocumentType]):
             comment=options.comment,
             max_await_time_ms=options.max_await_time_ms if options.await_data else None,
             session=session,
+            timeout_ms=timeout_ms,
+            timeout_mode=_checked_mode(timeout_mode, timeout_ms, options),
         )
         self._collection = collection
         self._options = options
@@ -369,7 +515,13 @@ class AsyncCursor(_Cursor[_DocumentType]):
         )
 
     async def _first_page(self) -> CursorPage:
-        return await self._runner._run(self._find(), self._session)
+        self._deadline = deadline = self._runner._deadline_for(self._timeout_ms)
+        max_time = self._timeout_mode is TimeoutMode.CURSOR_LIFETIME or (
+            self._tailable is CursorType.TAILABLE_AWAIT
+        )
+        return await self._runner._run(
+            self._find(), self._session, deadline=deadline, max_time=max_time
+        )
 
     def _change(self, **changes: Any) -> AsyncCursor[_DocumentType]:
         if self._started:
@@ -478,7 +630,8 @@ class AsyncCursor(_Cursor[_DocumentType]):
 
     def clone(self) -> AsyncCursor[_DocumentType]:
         """A new, unstarted cursor with the same options, in the same session."""
-        return AsyncCursor(self._collection, self._options, self._session)
+        mode = self._timeout_mode if self._timeout_ms is not None else None
+        return AsyncCursor(self._collection, self._options, self._session, mode)
 
     def rewind(self) -> AsyncCursor[_DocumentType]:
         """Forget the results: the next read runs ``find`` again (the old cursor is dropped;
@@ -503,6 +656,24 @@ class AsyncCursor(_Cursor[_DocumentType]):
             key, self._options.filter or {}, session=self._session, comment=self._options.comment
         )
         return result
+
+
+def _checked_mode(
+    mode: TimeoutMode | str | None, timeout_ms: int | None, options: FindOptions
+) -> TimeoutMode:
+    """A find cursor's timeoutMode; tailable awaitData: maxAwaitTimeMS < timeoutMS (CSOT)."""
+    checked = timeout_mode_of(mode, timeout_ms, tailable=options.tailable)
+    if options.await_data:
+        _check_max_await(options.max_await_time_ms, timeout_ms)
+    return checked
+
+
+def _check_max_await(wait: int | None, timeout_ms: int | None) -> None:
+    """CSOT "Tailable awaitData Cursors": maxAwaitTimeMS must be less than timeoutMS."""
+    if timeout_ms and wait is not None and wait >= timeout_ms:
+        raise InvalidArgument(
+            f"max_await_time_ms ({wait}) must be less than timeoutMS ({timeout_ms})"
+        )
 
 
 def find_options(

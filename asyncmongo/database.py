@@ -17,14 +17,13 @@ from asyncmongo.collection.aggregate import aggregate_cursor
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations import management
 from asyncmongo.core.operations.common import Namespace, check_database_name
-from asyncmongo.core.operations.cursors import CursorPage
 from asyncmongo.core.operations.run_command import (
     command_document,
     run_command,
     run_cursor_command,
 )
 from asyncmongo.core.selection import PRIMARY, ReadPreference
-from asyncmongo.cursor import AsyncCommandCursor, CursorType
+from asyncmongo.cursor import AsyncCommandCursor, CursorType, open_command_cursor
 from asyncmongo.errors import (
     CollectionInvalid,
     InvalidArgument,
@@ -55,6 +54,7 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
             read_preference: ReadPreference | None = None,
             write_concern: WriteConcern | None = None,
             read_concern: ReadConcern | None = None,
+            timeout_ms: int | None = None,
         ) -> AsyncDatabase[_DocumentType]: ...
 
         @overload
@@ -64,6 +64,7 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
             read_preference: ReadPreference | None = None,
             write_concern: WriteConcern | None = None,
             read_concern: ReadConcern | None = None,
+            timeout_ms: int | None = None,
         ) -> AsyncDatabase[_DocumentTypeArg]: ...
 
         @overload
@@ -73,6 +74,7 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
             read_preference: ReadPreference | None = None,
             write_concern: WriteConcern | None = None,
             read_concern: ReadConcern | None = None,
+            timeout_ms: int | None = None,
         ) -> AsyncDatabase[_DocumentType] | AsyncDatabase[_DocumentTypeArg]: ...
 
         def with_options(
@@ -81,6 +83,7 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
             read_preference: ReadPreference | None = None,
             write_concern: WriteConcern | None = None,
             read_concern: ReadConcern | None = None,
+            timeout_ms: int | None = None,
         ) -> AsyncDatabase[Any]: ...
 
     def __init__(
@@ -91,6 +94,7 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
         read_preference: ReadPreference | None = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
+        timeout_ms: int | None = None,
     ) -> None:
         super().__init__(
             client,
@@ -99,6 +103,7 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
             read_preference,
             write_concern,
             read_concern,
+            timeout_ms,
         )
 
     def __getattr__(self, name: str) -> AsyncCollection[_DocumentType]:
@@ -130,6 +135,7 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
         read_preference: ReadPreference | None = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
+        timeout_ms: int | None = None,
     ) -> AsyncCollection[_DocumentType]:
         """The collection ``name`` of this database, with some settings replaced.
 
@@ -139,7 +145,7 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
         (and ``db.x``); an invalid name raises InvalidName.
         """
         return AsyncCollection(
-            self, name, codec_options, read_preference, write_concern, read_concern
+            self, name, codec_options, read_preference, write_concern, read_concern, timeout_ms
         )
 
     # -- commands ---------------------------------------------------------------------------
@@ -171,7 +177,7 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
             check=check and not allowable_errors,
             own_read_preference=read_preference is not None,
         )
-        reply: Mapping[str, Any] = await self._client._run(op, session)
+        reply: Mapping[str, Any] = await self._client._run(op, session, timeout_ms=self._timeout_ms)
         return reply
 
     async def cursor_command(
@@ -184,6 +190,7 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
         comment: Any = None,
         max_await_time_ms: int | None = None,
         batch_size: int = 0,
+        timeout_mode: Any = None,
         **kwargs: Any,
     ) -> AsyncCommandCursor[_DocumentType]:
         """Run a command that returns a cursor (run-command: runCursorCommand) and iterate it.
@@ -201,16 +208,19 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
             codec,
             own_read_preference=read_preference is not None,
         )
-        page: CursorPage = await self._client._run(op, session)
-        return AsyncCommandCursor(
+        cursor_type = _cursor_type(document)
+        return await open_command_cursor(
             self._client,
-            page,
+            op,
+            session,
             codec,
+            timeout_ms=self._timeout_ms,
+            timeout_mode=timeout_mode,
+            tailable=cursor_type is not CursorType.NON_TAILABLE,
             batch_size=batch_size,
             comment=comment,
             max_await_time_ms=max_await_time_ms,
-            cursor_type=_cursor_type(document),
-            session=session,
+            cursor_type=cursor_type,
         )
 
     async def run_command(self, command: Mapping[str, Any], **kwargs: Any) -> Mapping[str, Any]:
@@ -272,6 +282,7 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
         )
         batch_size = kwargs.pop("batchSize", kwargs.pop("batch_size", None))
         raw_data = kwargs.pop("raw_data", None)
+        timeout_mode = kwargs.pop("timeout_mode", None)
         if kwargs:
             raise InvalidArgument(f"list_collections() got unexpected arguments {sorted(kwargs)}")
         op = management.list_collections(
@@ -285,14 +296,15 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
             codec_options=self._codec_options,
         )
         op.raw_data = raw_data
-        page: CursorPage = await self._client._run(op, session)
-        return AsyncCommandCursor(
+        return await open_command_cursor(
             self._client,
-            page,
+            op,
+            session,
             self._codec_options,
+            timeout_ms=self._timeout_ms,
+            timeout_mode=timeout_mode,
             batch_size=batch_size or 0,
             comment=comment,
-            session=session,
         )
 
     async def list_collection_names(
@@ -340,7 +352,7 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
             codec_options=self._codec_options,
         )
         try:
-            await self._client._run(op, session)
+            await self._client._run(op, session, timeout_ms=self._timeout_ms)
         except OperationFailure as exc:
             if check_exists and exc.code == NAMESPACE_EXISTS:
                 raise CollectionInvalid(f"collection {name} already exists") from exc
@@ -364,7 +376,9 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
             write_concern=self._write_concern_for(session),
             codec_options=self._codec_options,
         )
-        result: Mapping[str, Any] = await self._client._run(op, session)
+        result: Mapping[str, Any] = await self._client._run(
+            op, session, timeout_ms=self._timeout_ms
+        )
         return result
 
     async def drop(self, session: Any = None, comment: Any = None) -> None:

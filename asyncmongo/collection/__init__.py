@@ -54,6 +54,7 @@ class AsyncCollection(
             read_preference: ReadPreference | None = None,
             write_concern: WriteConcern | None = None,
             read_concern: ReadConcern | None = None,
+            timeout_ms: int | None = None,
         ) -> AsyncCollection[_DocumentType]: ...
 
         @overload
@@ -63,6 +64,7 @@ class AsyncCollection(
             read_preference: ReadPreference | None = None,
             write_concern: WriteConcern | None = None,
             read_concern: ReadConcern | None = None,
+            timeout_ms: int | None = None,
         ) -> AsyncCollection[_DocumentTypeArg]: ...
 
         @overload
@@ -72,6 +74,7 @@ class AsyncCollection(
             read_preference: ReadPreference | None = None,
             write_concern: WriteConcern | None = None,
             read_concern: ReadConcern | None = None,
+            timeout_ms: int | None = None,
         ) -> AsyncCollection[_DocumentType] | AsyncCollection[_DocumentTypeArg]: ...
 
         def with_options(
@@ -80,6 +83,7 @@ class AsyncCollection(
             read_preference: ReadPreference | None = None,
             write_concern: WriteConcern | None = None,
             read_concern: ReadConcern | None = None,
+            timeout_ms: int | None = None,
         ) -> AsyncCollection[Any]: ...
 
     def __getattr__(self, name: str) -> AsyncCollection[_DocumentType]:

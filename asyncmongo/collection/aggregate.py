@@ -15,9 +15,8 @@ from asyncmongo.collection.arguments import AGGREGATE_OPTIONS, command_options, 
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations import aggregate as aggregate_ops
 from asyncmongo.core.operations.common import Namespace
-from asyncmongo.core.operations.cursors import CursorPage
 from asyncmongo.core.selection import ReadPreference
-from asyncmongo.cursor import AsyncCommandCursor
+from asyncmongo.cursor import AsyncCommandCursor, open_command_cursor
 
 __all__ = ["AggregateOwner", "aggregate_cursor"]
 
@@ -42,6 +41,9 @@ class AggregateOwner(Protocol):
     @property
     def codec_options(self) -> CodecOptions: ...
 
+    @property
+    def timeout_ms(self) -> int | None: ...
+
     def _write_concern_for(self, session: Any) -> WriteConcern: ...
 
 
@@ -57,6 +59,8 @@ async def aggregate_cursor(
 ) -> AsyncCommandCursor[Any]:
     """Run ``aggregate`` for a collection or a database (``owner``'s settings) and wrap the
     first page in a command cursor; collection and database aggregate share this."""
+    kwargs = dict(kwargs)
+    timeout_mode = kwargs.pop("timeout_mode", None)
     options, raw_data = command_options(kwargs, AGGREGATE_OPTIONS, "aggregate")
     max_await_time_ms = options.pop("max_await_time_ms", None)
     op = aggregate_ops.aggregate(
@@ -72,13 +76,14 @@ async def aggregate_cursor(
         **options,
     )
     client = owner.database.client  # a database's ``database`` is itself
-    page: CursorPage = await client._run(with_raw_data(op, raw_data), session)
-    return AsyncCommandCursor(
+    return await open_command_cursor(
         client,
-        page,
+        with_raw_data(op, raw_data),
+        session,
         owner.codec_options,
+        timeout_ms=owner.timeout_ms,
+        timeout_mode=timeout_mode,
         batch_size=options.get("batch_size") or 0,
         comment=comment,
         max_await_time_ms=max_await_time_ms,
-        session=session,
     )

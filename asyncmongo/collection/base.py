@@ -38,6 +38,7 @@ class CollectionBase(NamedScope[DatabaseScope], Generic[_DocumentType]):
         read_preference: ReadPreference | None = None,
         write_concern: WriteConcern | None = None,
         read_concern: ReadConcern | None = None,
+        timeout_ms: int | None = None,
     ) -> None:
         super().__init__(
             database,
@@ -46,6 +47,7 @@ class CollectionBase(NamedScope[DatabaseScope], Generic[_DocumentType]):
             read_preference,
             write_concern,
             read_concern,
+            timeout_ms,
         )
         self._namespace = Namespace(database.name, name)
 
@@ -67,5 +69,7 @@ class CollectionBase(NamedScope[DatabaseScope], Generic[_DocumentType]):
         self, op: CommandOperation[_T], session: Any = None, raw_data: bool | None = None
     ) -> _T:
         """Run one command operation in ``session`` (with ``rawData`` when given)."""
-        result: _T = await self._client._run(with_raw_data(op, raw_data), session)
+        result: _T = await self._client._run(
+            with_raw_data(op, raw_data), session, timeout_ms=self._timeout_ms
+        )
         return result

@@ -23,7 +23,7 @@ from asyncmongo.core.operations.common import (
     index_name,
 )
 from asyncmongo.core.selection import PRIMARY
-from asyncmongo.cursor import AsyncCommandCursor
+from asyncmongo.cursor import AsyncCommandCursor, open_command_cursor
 from asyncmongo.errors import InvalidArgument
 from asyncmongo.operations import IndexModel, SearchIndexModel
 
@@ -92,6 +92,7 @@ class CollectionIndexes(CollectionBase[_DocumentType]):
         batch_size: int | None = None,
         *,
         raw_data: bool | None = None,
+        timeout_mode: Any = None,
     ) -> AsyncCommandCursor[MutableMapping[str, Any]]:
         """A cursor over the collection's index documents (none if it does not exist).
 
@@ -107,14 +108,15 @@ class CollectionIndexes(CollectionBase[_DocumentType]):
             read_preference=self._read_preference,
             codec_options=self._codec_options,
         )
-        page = await self._client._run(with_raw_data(op, raw_data), session)
-        return AsyncCommandCursor(
+        return await open_command_cursor(
             self._client,
-            page,
+            with_raw_data(op, raw_data),
+            session,
             self._codec_options,
+            timeout_ms=self._timeout_ms,
+            timeout_mode=timeout_mode,
             batch_size=batch_size or 0,
             comment=comment,
-            session=session,
         )
 
     async def index_names(self, session: Any = None, comment: Any = None) -> list[str]:

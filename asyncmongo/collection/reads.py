@@ -47,9 +47,10 @@ class CollectionReads(CollectionBase[_DocumentType]):
         """
         session = kwargs.pop("session", None)
         check_session(session)
+        mode = kwargs.pop("timeout_mode", None)
         if filter is not None:
             check_document(filter, "filter")
-        return AsyncCursor(self, find_options(filter, projection, **kwargs), session)
+        return AsyncCursor(self, find_options(filter, projection, **kwargs), session, mode)
 
     async def find_one(
         self, filter: Any = None, *args: Any, **kwargs: Any
@@ -78,7 +79,7 @@ class CollectionReads(CollectionBase[_DocumentType]):
                 self._read_concern,
                 self._codec_options,
             )
-        page: CursorPage = await self._client._run(op, session)
+        page: CursorPage = await self._client._run(op, session, timeout_ms=self._timeout_ms)
         if page.cursor_id:  # a server that kept it open anyway
             await AsyncCommandCursor(
                 self._client, page, self._codec_options, session=session

@@ -64,6 +64,7 @@ class CollectionWrites(CollectionBase[_DocumentType]):
             self._codec_options,
             options,
             session,
+            self._client._deadline_for(self._timeout_ms),
         )
         if not concern.acknowledged:
             return result(None, False)
@@ -93,7 +94,9 @@ class CollectionWrites(CollectionBase[_DocumentType]):
             options,
         )
         client = self._client
-        batch = await client._run(command, session, client._next_operation_id())
+        batch = await client._run(
+            command, session, client._next_operation_id(), timeout_ms=self._timeout_ms
+        )
         check_write_reply(batch.reply)
         return InsertOneResult(document.get("_id"), concern.acknowledged)
 
@@ -326,5 +329,5 @@ class CollectionWrites(CollectionBase[_DocumentType]):
     ) -> BulkResult:
         return await run_bulk(
             self._client, self._namespace, statements, concern, self._codec_options, options,
-            session,
+            session, self._client._deadline_for(self._timeout_ms),
         )

@@ -13,10 +13,12 @@ Files are found with :meth:`AsyncGridFSBucket.find`, a filter on files documents
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from asyncmongo._scope import new_id_class
+from asyncmongo._timeout import current_deadline, timeout
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.selection.read_preference import PRIMARY, ReadPreference
 from asyncmongo.errors import ConfigurationError, InvalidArgument
@@ -51,6 +53,7 @@ class AsyncGridFSBucket:
         "_files",
         "_indexes_checked",
         "_new_id",
+        "_timeout_ms",
     )
 
     def __init__(
@@ -62,17 +65,21 @@ class AsyncGridFSBucket:
         read_preference: ReadPreference | None = None,
         *,
         read_concern: ReadConcern | None = None,
+        timeout_ms: int | None = None,
     ) -> None:
         if not isinstance(bucket_name, str) or not bucket_name:
             raise InvalidArgument(f"bucket_name must be a non-empty str, not {bucket_name!r}")
         self._chunk_size = check_chunk_size(chunk_size_bytes)
         self._bucket_name = bucket_name
+        # CSOT "GridFS API": inherited from the database unless given; each method's
+        # operations share one timeoutMS.
+        self._timeout_ms = database.timeout_ms if timeout_ms is None else timeout_ms
         self._files = database.get_collection(
             f"{bucket_name}.files", write_concern=write_concern,
-            read_preference=read_preference, read_concern=read_concern)
+            read_preference=read_preference, read_concern=read_concern, timeout_ms=timeout_ms)
         self._chunks = database.get_collection(
             f"{bucket_name}.chunks", write_concern=write_concern,
-            read_preference=read_preference, read_concern=read_concern)
+            read_preference=read_preference, read_concern=read_concern, timeout_ms=timeout_ms)
         if not self._files.write_concern.acknowledged:
             raise ConfigurationError("GridFS needs an acknowledged write concern")
         self._indexes_checked = False
@@ -94,6 +101,13 @@ class AsyncGridFSBucket:
         """The chunk size of new uploads, in bytes (255 KiB by default); an upload stream may be
         given its own. Stored files keep the size they were written with."""
         return self._chunk_size
+
+    def _budget(self) -> contextlib.AbstractContextManager[Any]:
+        """One timeoutMS for all the operations of a method (an enclosing
+        ``asyncmongo.timeout()`` block, the operation's own timeout, takes precedence)."""
+        if self._timeout_ms is None or current_deadline() is not None:
+            return contextlib.nullcontext()
+        return timeout(self._timeout_ms / 1000)
 
     # -- indexes ----------------------------------------------------------------------------
 
@@ -181,35 +195,39 @@ class AsyncGridFSBucket:
     ) -> None:
         """Store ``source`` as a new file with the caller's ``file_id`` (see
         :meth:`upload_from_stream`)."""
-        grid_in = self.open_upload_stream_with_id(
-            file_id, filename, chunk_size_bytes, metadata, session)
-        try:
-            async for piece in read_pieces(source, _read_size(grid_in.chunk_size)):
-                await grid_in.write(piece)
-        except BaseException:
-            # Aborting an upload: the source's error (or the cancellation) is what the
-            # caller sees, whether or not the cleanup succeeds.
-            with contextlib.suppress(Exception):
-                await grid_in.abort()
-            raise
-        await grid_in.close()
+        with self._budget():
+            grid_in = self.open_upload_stream_with_id(
+                file_id, filename, chunk_size_bytes, metadata, session)
+            try:
+                async for piece in read_pieces(source, _read_size(grid_in.chunk_size)):
+                    await grid_in.write(piece)
+            except BaseException:
+                # Aborting an upload: the source's error (or the cancellation) is what the
+                # caller sees, whether or not the cleanup succeeds.
+                with contextlib.suppress(Exception):
+                    await grid_in.abort()
+                raise
+            await grid_in.close()
 
     # -- download ---------------------------------------------------------------------------
 
     async def open_download_stream(self, file_id: Any, session: Any = None) -> AsyncGridOut:
         """A download stream of the file with ``file_id`` (NoFile if there is none)."""
-        document = await self._files.find_one({"_id": file_id}, session=session)
+        with self._budget():
+            document = await self._files.find_one({"_id": file_id}, session=session)
+            deadline = _stream_deadline()
         if document is None:
             raise NoFile(f"no file in {self._files.name} with _id {file_id!r}")
-        return AsyncGridOut(self._chunks, document, session)
+        return AsyncGridOut(self._chunks, document, session, deadline)
 
     async def download_to_stream(
         self, file_id: Any, destination: Any, session: Any = None
     ) -> None:
         """Write the file's bytes, chunk by chunk, to ``destination.write`` (sync or async;
         the destination is not closed)."""
-        grid_out = await self.open_download_stream(file_id, session=session)
-        await _copy(grid_out, destination)
+        with self._budget():
+            grid_out = await self.open_download_stream(file_id, session=session)
+            await _copy(grid_out, destination)
 
     async def open_download_stream_by_name(
         self, filename: str, revision: int = -1, session: Any = None
@@ -217,13 +235,15 @@ class AsyncGridFSBucket:
         """A download stream of one revision of ``filename``: 0 the first stored, 1 the
         next, ...; -1 (default) the latest, -2 the one before, ... (by uploadDate)."""
         direction, skip = revision_query(revision)
-        document = await self._files.find_one(
-            {"filename": filename}, sort=[("uploadDate", direction)], skip=skip,
-            session=session)
-        if document is not None:
-            return AsyncGridOut(self._chunks, document, session)
-        if await self._files.find_one({"filename": filename}, {"_id": 1},
-                                      session=session) is None:
+        with self._budget():
+            document = await self._files.find_one(
+                {"filename": filename}, sort=[("uploadDate", direction)], skip=skip,
+                session=session)
+            if document is not None:
+                return AsyncGridOut(self._chunks, document, session, _stream_deadline())
+            missing = await self._files.find_one(
+                {"filename": filename}, {"_id": 1}, session=session) is None
+        if missing:
             raise NoFile(f"no file in {self._files.name} named {filename!r}")
         raise NoFile(f"no revision {revision} of file {filename!r} in {self._files.name}")
 
@@ -232,8 +252,10 @@ class AsyncGridFSBucket:
     ) -> None:
         """Write one revision of ``filename`` to ``destination`` (see
         :meth:`open_download_stream_by_name` and :meth:`download_to_stream`)."""
-        grid_out = await self.open_download_stream_by_name(filename, revision, session=session)
-        await _copy(grid_out, destination)
+        with self._budget():
+            grid_out = await self.open_download_stream_by_name(
+                filename, revision, session=session)
+            await _copy(grid_out, destination)
 
     # -- files ------------------------------------------------------------------------------
 
@@ -247,19 +269,21 @@ class AsyncGridFSBucket:
         """Delete the file's files document, then its chunks (the spec's order: a reader
         then sees no file rather than a file without chunks). NoFile if there was no files
         document (its orphaned chunks are still deleted)."""
-        result = await self._files.delete_one({"_id": file_id}, session=session)
-        await self._chunks.delete_many({"files_id": file_id}, session=session)
+        with self._budget():
+            result = await self._files.delete_one({"_id": file_id}, session=session)
+            await self._chunks.delete_many({"files_id": file_id}, session=session)
         if result.deleted_count == 0:
             raise NoFile(f"no file in {self._files.name} with _id {file_id!r}")
 
     async def delete_by_name(self, filename: str, session: Any = None) -> None:
         """Delete every revision of ``filename`` (NoFile if there is none)."""
-        cursor = self._files.find({"filename": filename}, {"_id": 1}, session=session)
-        ids = [document["_id"] for document in await cursor.to_list()]
-        if not ids:
-            raise NoFile(f"no file in {self._files.name} named {filename!r}")
-        await self._files.delete_many({"_id": {"$in": ids}}, session=session)
-        await self._chunks.delete_many({"files_id": {"$in": ids}}, session=session)
+        with self._budget():
+            cursor = self._files.find({"filename": filename}, {"_id": 1}, session=session)
+            ids = [document["_id"] for document in await cursor.to_list()]
+            if not ids:
+                raise NoFile(f"no file in {self._files.name} named {filename!r}")
+            await self._files.delete_many({"_id": {"$in": ids}}, session=session)
+            await self._chunks.delete_many({"files_id": {"$in": ids}}, session=session)
 
     async def rename(self, file_id: Any, new_filename: str, session: Any = None) -> None:
         """Set the filename of the file with ``file_id`` (NoFile if there is none)."""
@@ -279,8 +303,9 @@ class AsyncGridFSBucket:
 
     async def drop(self, session: Any = None) -> None:
         """Drop the files collection, then the chunks collection."""
-        await self._files.drop(session=session)
-        await self._chunks.drop(session=session)
+        with self._budget():
+            await self._files.drop(session=session)
+            await self._chunks.drop(session=session)
         self._indexes_checked = False
 
 
@@ -288,6 +313,12 @@ class AsyncGridFSBucket:
 #: stored with one insert (fewer round trips than one insert per chunk, bounded memory).
 _BATCH_BYTES = 4 * 1024 * 1024
 _BATCH_CHUNKS = 256
+
+
+def _stream_deadline() -> float | None:
+    """A download stream's end of life: the deadline of the block it was opened in."""
+    deadline = current_deadline()
+    return None if deadline is None or deadline == math.inf else deadline
 
 
 def _read_size(chunk_size: int) -> int:

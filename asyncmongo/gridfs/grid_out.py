@@ -9,11 +9,14 @@ needs. A zero-length file never queries the chunks collection.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from asyncmongo._timeout import timeout
 from asyncmongo.errors import InvalidArgument
 from asyncmongo.gridfs.errors import CorruptGridFile
 from asyncmongo.gridfs.layout import check_chunk, chunk_count
@@ -50,6 +53,7 @@ class AsyncGridOut:
         "_buffer_n",
         "_chunks",
         "_cursor",
+        "_deadline",
         "_document",
         "_iterator",
         "_next_n",
@@ -60,9 +64,15 @@ class AsyncGridOut:
     )
 
     def __init__(
-        self, chunks: AsyncCollection, file_document: Mapping[str, Any], session: Any = None
+        self,
+        chunks: AsyncCollection,
+        file_document: Mapping[str, Any],
+        session: Any = None,
+        deadline: float | None = None,
     ) -> None:
         self._chunks = chunks
+        #: CSOT "GridFS API": the stream's lifetime ends at this loop.time() (None: no limit).
+        self._deadline = deadline
         self._document = file_document
         self._session = session
         self.length = _whole_number(file_document, "length")
@@ -165,19 +175,28 @@ class AsyncGridOut:
             size = remaining
         pieces = []
         got = 0
-        while got < size:
-            piece = await self._read_in_chunk(size - got)
-            pieces.append(piece)
-            got += len(piece)
-        if self._position >= self.length > 0 and self._iterator is not None:
-            await self._check_no_extra_chunk()
+        with self._budget():
+            while got < size:
+                piece = await self._read_in_chunk(size - got)
+                pieces.append(piece)
+                got += len(piece)
+            if self._position >= self.length > 0 and self._iterator is not None:
+                await self._check_no_extra_chunk()
         return b"".join(pieces)
 
     async def readchunk(self) -> bytes:
         """The rest of the chunk holding the current position (b"" at the end)."""
         if self._position >= self.length:
             return b""
-        return await self._read_in_chunk(self.chunk_size)
+        with self._budget():
+            return await self._read_in_chunk(self.chunk_size)
+
+    def _budget(self) -> contextlib.AbstractContextManager[Any]:
+        """What is left of the stream's lifetime, for the reads of one call."""
+        if self._deadline is None:
+            return contextlib.nullcontext()
+        left = self._deadline - asyncio.get_running_loop().time()
+        return timeout(max(left, 1e-6))
 
     async def _read_in_chunk(self, most: int) -> bytes:
         n = self._position // self.chunk_size

@@ -140,6 +140,7 @@ class SessionOperation(Generic[T]):
         "clock",
         "generic",
         "held",
+        "max_time",
         "max_wire_version",
         "op",
         "retry_reads",
@@ -148,6 +149,7 @@ class SessionOperation(Generic[T]):
         "sharded",
         "step",
         "supports_retryable_writes",
+        "timed",
         "txn_number",
     )
 
@@ -173,6 +175,10 @@ class SessionOperation(Generic[T]):
         #: Load-balanced mode: a cursor-opening command's connection, held until the reply
         #: says whether a cursor stays open on it.
         self.held: Any = None
+        #: CSOT: timeoutMS is set (retry until the deadline, deprecated timeouts ignored),
+        #: and the command carries the remaining budget as maxTimeMS.
+        self.timed = False
+        self.max_time = False
         # A generic command (``db.command``): the user's document gets no afterClusterTime,
         # and in a transaction an explicitly given read preference is checked rather than
         # replaced by the transaction's.
@@ -276,9 +282,10 @@ class SessionOperation(Generic[T]):
 
     # -- the retry decision ---------------------------------------------------------------
 
-    def may_retry(self, exc: BaseException) -> bool:
-        """After the first attempt failed with ``exc``: is one retry allowed?"""
-        if self.attempt != 1:
+    def may_retry(self, exc: BaseException, *, until_deadline: bool = False) -> bool:
+        """After an attempt failed with ``exc``: is a retry allowed? One retry, or with
+        ``until_deadline`` (CSOT: timeoutMS is set) as many as the deadline allows."""
+        if self.attempt != 1 and not until_deadline:
             return False
         if self.retry_writes:
             if not self.supports_retryable_writes and self.max_wire_version is not None:

@@ -39,7 +39,7 @@ import itertools
 import os
 from collections import deque
 from collections.abc import Awaitable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar, cast
 
 from asyncmongo.bson import CodecOptions, ObjectId
@@ -315,9 +315,14 @@ class Connection:
         "_busy",
         "_closed",
         "_compressor",
+        "_csot",
         "_protocol",
+        "_read_deadline",
+        "_read_started",
         "_settings",
         "_streaming",
+        "_timer",
+        "_timer_at",
         "_transport",
         "address",
         "hello",
@@ -356,6 +361,16 @@ class Connection:
         self._settings = settings
         self._compressor: Compressor | None = None
         self._busy = False
+        #: The command in progress runs under timeoutMS: socketTimeoutMS does not apply.
+        self._csot = False
+        #: The timed read: its deadline (None: no read is timed now) and start, and the one
+        #: timer of this connection, armed at ``_timer_at`` and left armed between reads: a
+        #: timer that fires early re-arms for the read in progress, so a client with
+        #: timeoutMS schedules about one timer per timeoutMS, not one per command.
+        self._read_deadline: float | None = None
+        self._read_started = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
         self._streaming = False
         self._closed = False
 
@@ -386,12 +401,19 @@ class Connection:
         """Abort the socket now (no waiting, no goodbye)."""
         self._closed = True
         self._transport.abort()
+        self._disarm()
 
     async def aclose(self) -> None:
         """Close the socket and let the loop finish with it."""
         self._closed = True
         self._transport.abort()
+        self._disarm()
         await asyncio.sleep(0)
+
+    def _disarm(self) -> None:
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
 
     async def command(
         self,
@@ -404,8 +426,12 @@ class Connection:
         unacknowledged: bool = False,
         check: bool = False,
         codec_options: CodecOptions | None = None,
+        csot: bool = False,
     ) -> dict[str, Any]:
         """Run ``command`` on ``db`` and return the reply document.
+
+        ``deadline`` bounds the send and the reply; ``csot``: it is the operation's timeoutMS,
+        so socketTimeoutMS (deprecated) is ignored (CSOT "Command Execution").
 
         ``sequences`` are kind-1 document sequences (already encoded documents);
         ``unacknowledged`` sets moreToCome on the request (w:0) and returns ``{}`` without
@@ -416,6 +442,7 @@ class Connection:
             # CSOT: expired before anything was sent, so the connection stays usable
             raise NetworkTimeout(f"{format_address(self.address)}: timed out before sending")
         self._busy = True
+        self._csot = csot
         try:
             if self._protocol._draining:
                 await self._guard(self._protocol.wait_drained(), deadline, "drain")
@@ -518,14 +545,17 @@ class Connection:
         exhaust: bool,
     ) -> dict[str, Any]:
         try:
-            if deadline is None and self._settings.socket_timeout is None:
-                # the usual case: nothing to time, so no _guard frame and no wait_reply frame
-                # (wait_reply inlined: same waiter, same failure handling)
+            if self._csot or self._settings.socket_timeout is None:
+                # the usual case: no _guard frame and no wait_reply frame (wait_reply inlined:
+                # same waiter, same failure handling); a deadline is one timer that fails
+                # the waiter (as asyncpg times its waiters), not a timeout scope
                 protocol = self._protocol
                 try:
                     while (message := protocol.reply_nowait()) is None:
                         loop = protocol._loop or asyncio.get_running_loop()
                         waiter = protocol._waiter = loop.create_future()
+                        if deadline is not None and self._read_deadline is None:
+                            self._time_read(loop, deadline)
                         try:
                             await waiter
                         finally:
@@ -533,6 +563,8 @@ class Connection:
                 except (ConnectionFailure, ProtocolError):
                     self.close()
                     raise
+                finally:
+                    self._read_deadline = None
             else:
                 message = await self._guard(self._protocol.wait_reply(), deadline, "read")
         except asyncio.CancelledError:
@@ -548,12 +580,48 @@ class Connection:
             _check_ok(reply)
         return reply
 
+    def _time_read(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
+        """Time the read in progress: the armed timer serves if it fires no later."""
+        self._read_deadline = deadline
+        self._read_started = loop.time()
+        timer = self._timer
+        if timer is not None and self._timer_at <= deadline:
+            return
+        if timer is not None:
+            timer.cancel()
+        self._timer = loop.call_at(deadline, self._expire)
+        self._timer_at = deadline
+
+    def _expire(self) -> None:
+        """The timer fired: if the read in progress has a later deadline, re-arm for it;
+        past its deadline, fail its waiter (the reader closes the connection: the reply
+        may still come, and the next command must not read it)."""
+        self._timer = None
+        deadline = self._read_deadline
+        if deadline is None:
+            return  # no timed read now: the next one arms a timer
+        loop = asyncio.get_running_loop()
+        if loop.time() < deadline:
+            self._timer = loop.call_at(deadline, self._expire)
+            self._timer_at = deadline
+            return
+        waiter = self._protocol._waiter
+        if waiter is not None and not waiter.done():
+            waited = (loop.time() - self._read_started) * 1000
+            limit = "timeoutMS" if self._csot else "the deadline"
+            waiter.set_exception(NetworkTimeout(
+                f"{format_address(self.address)}: timed out during read ({limit} ran out "
+                f"after {waited:.0f}ms waiting for the reply)"
+            ))
+
     async def _guard(self, waiting: Awaitable[T], deadline: float | None, action: str) -> T:
         """Await ``waiting`` within the deadline (and socketTimeoutMS); failures close us."""
-        timeout = self._settings.socket_timeout
-        if timeout is not None:
-            now = asyncio.get_running_loop().time()
-            deadline = now + timeout if deadline is None else min(deadline, now + timeout)
+        limit = "timeoutMS" if self._csot else "the deadline"
+        start = asyncio.get_running_loop().time()
+        timeout = None if self._csot else self._settings.socket_timeout
+        if timeout is not None and (deadline is None or start + timeout < deadline):
+            deadline = start + timeout
+            limit = f"socketTimeoutMS {timeout * 1000:.0f}ms"
         try:
             if deadline is None:
                 return await waiting  # the common case: no timeout context to build
@@ -561,8 +629,10 @@ class Connection:
                 return await waiting
         except TimeoutError as exc:
             self.close()
+            waited = (asyncio.get_running_loop().time() - start) * 1000
             raise NetworkTimeout(
-                f"{format_address(self.address)}: timed out during {action}"
+                f"{format_address(self.address)}: timed out during {action} ({limit} ran out "
+                f"after {waited:.0f}ms of {action})"
             ) from exc
         except ConnectionFailure:
             self.close()
@@ -695,7 +765,10 @@ async def connect(
         if is_backpressure_candidate(exc.__cause__):
             add_backpressure_labels(exc)
         raise
-    conn = Connection(id, address, transport, protocol, settings)
+    # CSOT: under an operation's timeoutMS the handshake and authentication ignore
+    # socketTimeoutMS (deprecated); the connection keeps it for later commands without one
+    establishing = settings if deadline is None else replace(settings, socket_timeout=None)
+    conn = Connection(id, address, transport, protocol, establishing)
     try:
         if handshake:
             await conn._handshake(
@@ -704,6 +777,7 @@ async def connect(
     except BaseException:
         conn.close()
         raise
+    conn._settings = settings
     return conn
 
 

@@ -22,14 +22,16 @@ attempt is discarded, never reused.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
+import math
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 from asyncmongo.bson import CodecOptions
 from asyncmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS
-from asyncmongo.core.address import Address
+from asyncmongo.core.address import Address, format_address
 from asyncmongo.core.error_policy import ApplicationError, is_state_change_error
 from asyncmongo.core.operations.base import Operation, Target
 from asyncmongo.core.operations.command import CommandOperation
@@ -37,7 +39,13 @@ from asyncmongo.core.operations.replies import is_ok
 from asyncmongo.core.sdam.types import ServerType, TopologyType
 from asyncmongo.core.selection import Mode, Selection, write_stage_read_preference
 from asyncmongo.core.selection.suitability import Operation as SelectionKind
-from asyncmongo.errors import AutoReconnect, MongoError, NotPrimaryError, OperationFailure
+from asyncmongo.errors import (
+    AutoReconnect,
+    ExecutionTimeout,
+    MongoError,
+    NotPrimaryError,
+    OperationFailure,
+)
 from asyncmongo.monitoring.command import failure_document
 from asyncmongo.runtime.attempt import ClusterTimeKeeper, OperationSession, SessionOperation
 from asyncmongo.runtime.command_events import CommandEvents
@@ -152,9 +160,15 @@ class Executor:
         *,
         deadline: float | None = None,
         operation_id: int | None = None,
+        max_time: bool = False,
     ) -> T:
         """Run ``op`` in ``session`` with the retry rules; its parsed result. A cursor page
-        whose cursor stays open names the server that owns it (``CursorPage.address``)."""
+        whose cursor stays open names the server that owns it (``CursorPage.address``).
+
+        ``deadline`` (a loop.time()) is the operation's timeoutMS: it bounds selection,
+        checkout, connection establishment, every retry and the reply; with ``max_time``
+        the command carries what is left of it, less the server's minimum RTT, as maxTimeMS
+        (CSOT "Command Execution")."""
         session, implicit = self._session_for(op, session)
         if session is not None:
             # CSOT: inside with_transaction with timeoutMS the whole call shares one
@@ -162,6 +176,11 @@ class Executor:
             cap = session._session_deadline
             if cap is not None and (deadline is None or cap < deadline):
                 deadline = cap
+        # CSOT: timeoutMS is set (math.inf: to 0, no limit): retry until the deadline, no
+        # socketTimeoutMS or wTimeoutMS; a finite deadline also times each step
+        timed = deadline is not None
+        if deadline == math.inf:
+            deadline = None
         attempt = SessionOperation(
             op,
             session,
@@ -169,6 +188,8 @@ class Executor:
             retry_writes=self.retry_writes,
             retry_reads=self.retry_reads,
         )
+        attempt.timed = timed
+        attempt.max_time = max_time
         keep = False
         try:
             result = await self._attempts(attempt, deadline, operation_id)
@@ -241,13 +262,18 @@ class Executor:
     # -- attempts ----------------------------------------------------------------------------
 
     async def _attempts(
-        self, attempt: SessionOperation[T], deadline: float | None, operation_id: int | None
+        self,
+        attempt: SessionOperation[T],
+        deadline: float | None,
+        operation_id: int | None,
     ) -> T:
-        """The first attempt and, when allowed, one retry (retryable reads/writes specs)."""
+        """The first attempt and, when allowed, one retry (retryable reads/writes specs); with
+        timeoutMS, retries until the deadline passes (CSOT "Retryability")."""
         if attempt.name == "killCursors" and self._release_broken_cursor_pin(attempt):
             return attempt.op.parse({"ok": 1})
         deprioritized: list[Address] = []
         first_error: BaseException | None = None
+        timed = attempt.timed
         while True:
             try:
                 server = await self._server_for(
@@ -255,6 +281,8 @@ class Executor:
                 )
             except Exception as exc:
                 if first_error is not None:
+                    if deadline is not None and getattr(exc, "timeout", False):
+                        raise exc from first_error  # CSOT: out of time, a timeout error
                     raise first_error from exc  # no server for the retry: the original error
                 attempt.failed(exc)
                 raise
@@ -280,8 +308,10 @@ class Executor:
                 if lease is not None and lease is not Lease.POOLED:
                     self._settle(attempt, server, lease, None)
                 attempt.failed(exc)
-                if first_error is None and attempt.may_retry(exc):
-                    first_error = exc
+                if (first_error is None or timed) and attempt.may_retry(
+                    exc, until_deadline=timed
+                ):
+                    first_error = first_error or exc
                     if sharded:
                         deprioritized.append(server.address)
                     continue
@@ -446,10 +476,13 @@ class Executor:
         connection is checked in"), so a cleared pool closes it as stale."""
         try:
             command = attempt.build(conn)
+            document = command.document
+            timed = attempt.timed
+            if timed:
+                document = self._csot_fields(document, server, deadline, attempt.max_time)
         except BaseException:
             self._give_back(server, conn, lease, attempt)  # a client-side refusal sent nothing
             raise
-        document = command.document
         read_preference = self._read_preference(attempt.target, server)
         if read_preference is not None:
             document = {**document, "$readPreference": read_preference}
@@ -466,6 +499,7 @@ class Executor:
                 deadline=deadline,
                 unacknowledged=command.unacknowledged,
                 codec_options=attempt.codec_options,
+                csot=timed,
             )
         except BaseException as exc:
             if monitored:
@@ -519,6 +553,35 @@ class Executor:
         finally:
             self._give_back(server, conn, lease, attempt, exc if conn.is_closed else None)
 
+    def _csot_fields(
+        self, document: dict[str, Any], server: Server, deadline: float | None, max_time: bool
+    ) -> dict[str, Any]:
+        """CSOT "Command Execution": a command that cannot finish in time is not sent; one
+        that can carries maxTimeMS = remaining - minRoundTripTime (replacing the deprecated
+        per-operation maxTimeMS), unless ``max_time`` is False (getMore, iteration mode)."""
+        concern = document.get("writeConcern")
+        if isinstance(concern, Mapping) and "wtimeout" in concern:
+            # CSOT: wTimeoutMS (deprecated) is ignored when timeoutMS is set
+            rest = {k: v for k, v in concern.items() if k != "wtimeout"}
+            if rest:
+                document = {**document, "writeConcern": rest}
+            else:
+                document = {k: v for k, v in document.items() if k != "writeConcern"}
+        if deadline is None:
+            return document
+        known = self._topology.description.servers.get(server.address)
+        rtt_ms = (known.min_round_trip_time_ms if known is not None else None) or 0.0
+        remaining_ms = (deadline - asyncio.get_running_loop().time()) * 1000
+        if remaining_ms <= rtt_ms:
+            raise timeout_before_send(server.address, remaining_ms, rtt_ms)
+        budget = int(remaining_ms - rtt_ms) or 1
+        if not max_time:
+            wait = document.get("maxTimeMS")  # an awaitData getMore's maxAwaitTimeMS
+            if isinstance(wait, int) and wait > budget:
+                return {**document, "maxTimeMS": budget}
+            return document
+        return {**document, "maxTimeMS": budget}
+
     def _read_preference(self, target: Target, server: Server) -> dict[str, Any] | None:
         """The ``$readPreference`` to send, if any (server-selection: "Topology type:
         Single", "Passing read preference to mongos and load balancers", replica sets)."""
@@ -544,6 +607,16 @@ async def _pinned_server(topology: Topology, address: Address) -> Server:
     if server is None:
         raise AutoReconnect(f"{address[0]}:{address[1]} left the topology; its cursors are gone")
     return server
+
+
+def timeout_before_send(address: Address, remaining_ms: float, rtt_ms: float) -> ExecutionTimeout:
+    """CSOT: the command was not sent, its budget being spent or within the server's minimum
+    round trip time (an ExecutionTimeout, as PyMongo raises, with no server reply)."""
+    return ExecutionTimeout(
+        f"{format_address(address)}: timeoutMS expired before send: {max(remaining_ms, 0):.0f}ms "
+        f"left, server minimum round trip time {rtt_ms:.0f}ms",
+        50,
+    )
 
 
 def _checked(reply: Mapping[str, Any]) -> dict[str, Any]:

@@ -433,15 +433,17 @@ class RttMonitor:
                     # RttMonitor, resets the average.
                     self._drop()
                 else:
-                    self.samples += 1
-                    self._server.rtt = self._server.rtt.add(sample)
-                    await self._topology.on_rtt_sample(self._server)
+                    if sample is not None:  # None: a new connection, no sample yet
+                        self.samples += 1
+                        self._server.rtt = self._server.rtt.add(sample)
+                        await self._topology.on_rtt_sample(self._server)
                 await asyncio.sleep(self._settings.heartbeat_frequency_ms / 1000)
         finally:
             self._drop()
 
-    async def _ping(self) -> float:
-        """One RTT sample in milliseconds (the handshake's, for a new connection)."""
+    async def _ping(self) -> float | None:
+        """One RTT sample in milliseconds; None after opening the connection (a handshake,
+        with TCP, TLS and authentication, is no round trip sample)."""
         loop = asyncio.get_running_loop()
         start = _clock()
         timeout_ms = self._settings.connect_timeout_ms
@@ -451,7 +453,7 @@ class RttMonitor:
                 self._connection_settings,
                 id=next(_monitor_connection_ids),
             )
-            return (_clock() - start) * 1000
+            return None
         deadline = None if timeout_ms is None else loop.time() + timeout_ms / 1000
         await self._connection.command("admin", {"hello": 1}, deadline=deadline)
         return (_clock() - start) * 1000

@@ -304,7 +304,10 @@ class Topology:
             if remembered is not None:
                 return remembered
         loop = asyncio.get_running_loop()
-        limit = loop.time() + self.settings.server_selection_timeout_ms / 1000
+        start = loop.time()
+        limit = start + self.settings.server_selection_timeout_ms / 1000
+        # CSOT: min(serverSelectionTimeoutMS, what is left of timeoutMS)
+        budget_ms = None if deadline is None or deadline >= limit else (deadline - start) * 1000
         deadline = limit if deadline is None else min(deadline, limit)
         if deprioritized:
             selection = dataclasses.replace(selection, deprioritized=frozenset(deprioritized))
@@ -335,7 +338,7 @@ class Topology:
                     found = self._try_select(selection, log)
                     if found is not None:
                         return found
-                    error = self._selection_timeout(selection)
+                    error = self._selection_timeout(selection, budget_ms)
                     log("Server selection failed", failure=error)
                     raise error from None
                 self.wakeups += 1
@@ -384,9 +387,11 @@ class Topology:
             log("Server selection succeeded", address=server.address)
         return server
 
-    def _selection_timeout(self, selection: Selection) -> ServerSelectionTimeoutError:
+    def _selection_timeout(
+        self, selection: Selection, budget_ms: float | None = None
+    ) -> ServerSelectionTimeoutError:
         return selection_timeout_error(
-            self._description, selection, self.settings.server_selection_timeout_ms
+            self._description, selection, self.settings.server_selection_timeout_ms, budget_ms
         )
 
     # -- plumbing ------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from dataclasses import replace
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
+from asyncmongo._timeout import current_deadline
 from asyncmongo.bson.types import Timestamp
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.base import Operation, Target
@@ -355,7 +356,10 @@ class AsyncClientSession:
         options = TransactionOptions(
             read_concern, write_concern, read_preference, max_commit_time_ms
         )
-        return await run_with_transaction(self, callback, options, self._timeout_ms())
+        # an enclosing asyncmongo.timeout() block is the call's own timeoutMS
+        return await run_with_transaction(
+            self, callback, options, self._timeout_ms(), current_deadline()
+        )
 
     def _timeout_ms(self) -> int | None:
         """timeoutMS for with_transaction: the session's default, else the client's."""

@@ -131,11 +131,18 @@ async def run_with_transaction(
     callback: Callable[[S], Awaitable[T]],
     options: TransactionOptions,
     timeout_ms: int | None,
+    block: float | None = None,
 ) -> T:
-    """The spec's algorithm, step by step (see the module docstring)."""
-    budget = budget_for(timeout_ms)
+    """The spec's algorithm, step by step (see the module docstring). ``block``: the
+    deadline of an enclosing ``asyncmongo.timeout()`` block (math.inf: no limit), which
+    replaces ``timeout_ms``."""
     loop = asyncio.get_running_loop()
+    if block is not None:
+        timeout_ms = 0 if block == math.inf else max(1, math.ceil((block - loop.time()) * 1000))
+    budget = budget_for(timeout_ms)
     deadline = loop.time() + budget.limit_s if budget.csot and budget.limit_s < math.inf else None
+    if block is not None and block != math.inf:
+        deadline = block
     session._session_deadline = deadline
     try:
         return await _run(session, callback, options, budget, deadline)

@@ -125,7 +125,7 @@ def collection_options(options: Mapping[str, Any]) -> dict[str, Any]:
         elif key == "readPreference":
             kwargs["read_preference"] = ReadPreference.from_document(value)
         elif key == "timeoutMS":
-            kwargs["timeout"] = value / 1000
+            kwargs["timeout_ms"] = value
         else:
             raise TestFormatError(f"unknown collection/database option {key}")
     return kwargs
@@ -196,8 +196,6 @@ class EntityMap:
     async def _create_client(self, options: Mapping[str, Any]) -> None:
         for key, reason in (
             ("autoEncryptOpts", "client-side field level encryption is not built"),
-            ("awaitMinPoolSizeMS", "awaitMinPoolSizeMS needs pool statistics the runner "
-                                   "does not read yet"),
         ):
             if key in options:
                 raise Unsupported(reason)
@@ -233,6 +231,8 @@ class EntityMap:
         client = AsyncMongoClient(uri, event_listeners=[observer], **kwargs)
         # Drivers start monitoring when a client is constructed; asyncmongo does on aconnect.
         await client.aconnect()
+        if "awaitMinPoolSizeMS" in options:
+            await _await_min_pool_size(client, kwargs, options["awaitMinPoolSizeMS"])
         self.add(options["id"], "client",
                  ClientEntity(client, observer, options.get("observeLogMessages", {}), spans))
 
@@ -272,7 +272,7 @@ class EntityMap:
         if "chunkSizeBytes" in bucket_options:
             kwargs["chunk_size_bytes"] = bucket_options.pop("chunkSizeBytes")
         if "timeoutMS" in bucket_options:
-            raise Unsupported("timeoutMS on a GridFS bucket (CSOT) is not built")
+            kwargs["timeout_ms"] = bucket_options.pop("timeoutMS")
         kwargs.update(collection_options(bucket_options))
         self.add(options["id"], "bucket", AsyncGridFSBucket(database, **kwargs))
 
@@ -300,6 +300,21 @@ class EntityMap:
             await entity.client.close()
         self._entities.clear()
         self._kinds.clear()
+
+
+async def _await_min_pool_size(client: AsyncMongoClient, uri_options: Mapping[str, Any],
+                               timeout_ms: int) -> None:
+    """awaitMinPoolSizeMS: wait until every server's pool holds minPoolSize idle
+    connections (the unified format's client entity option)."""
+    minimum = int(uri_options.get("minPoolSize", 0))
+    runtime = client._runtime
+    assert runtime is not None
+    async with asyncio.timeout(timeout_ms / 1000):
+        while True:
+            servers = list(runtime.topology.servers.values())
+            if servers and all(s.pool.statistics().idle >= minimum for s in servers):
+                return
+            await asyncio.sleep(0.01)
 
 
 def _uri_options(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -48,9 +48,7 @@ class OperationContext(Protocol):
 
 Handler = Callable[[OperationContext, Any, dict[str, Any]], Awaitable[Any]]
 
-_UNSUPPORTED_ARGUMENTS = {
-    "timeoutMS": "client-side operation timeout (timeoutMS) is not in asyncmongo's API yet",
-}
+_UNSUPPORTED_ARGUMENTS: dict[str, str] = {}
 
 
 def snake_case(name: str) -> str:
@@ -80,6 +78,8 @@ def convert_arguments(ctx: OperationContext, arguments: Mapping[str, Any], *,
             kwargs["write_concern"] = write_concern(value)
         elif key == "readPreference":
             kwargs["read_preference"] = ReadPreference.from_document(value)
+        elif key == "cursorType":
+            kwargs["cursor_type"] = _cursor_type(value)
         elif key == "returnDocument":
             kwargs["return_document"] = _return_document(value)
         elif verbatim:
@@ -87,6 +87,17 @@ def convert_arguments(ctx: OperationContext, arguments: Mapping[str, Any], *,
         else:
             kwargs[snake_case(key)] = value
     return kwargs
+
+
+def _cursor_type(value: Any) -> Any:
+    """The format's cursorType (tailable, tailableAwait, nonTailable) as PyMongo's."""
+    from asyncmongo.cursor import CursorType
+
+    types = {"tailable": CursorType.TAILABLE, "tailableAwait": CursorType.TAILABLE_AWAIT,
+             "nonTailable": CursorType.NON_TAILABLE}
+    if value not in types:
+        raise TestFormatError(f"unknown cursorType {value!r}")
+    return types[value]
 
 
 def _return_document(value: Any) -> bool:
@@ -230,9 +241,6 @@ async def _create_command_cursor(ctx: OperationContext, obj: Any,
         kwargs["max_await_time_ms"] = kwargs.pop("max_time_ms")
     # The command itself says tailable/awaitData; PyMongo's cursor_command has no cursorType.
     kwargs.pop("cursor_type", None)
-    if "timeout_mode" in kwargs:
-        raise Unsupported("timeoutMode (client-side operation timeout) is not in "
-                          "asyncmongo's API yet")
     return await call_api(obj, "cursor_command", command, **kwargs)
 
 

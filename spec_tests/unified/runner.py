@@ -19,6 +19,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import asyncmongo
 from asyncmongo.client import AsyncMongoClient
 from asyncmongo.errors import OperationFailure
 from spec_tests.unified.entities import ClientEntity, EntityMap
@@ -219,8 +220,18 @@ class UnifiedTestRunner:
         if isinstance(obj, ClientEntity):
             obj = obj.client
         handler = find_handler(kind, name)
+        arguments = dict(arguments)
+        timeout_ms = arguments.pop("timeoutMS", None)
         kwargs = convert_arguments(self, arguments, verbatim=name in VERBATIM_OPERATIONS)
-        return await handler(self, obj, kwargs)
+        if timeout_ms is None:
+            return await handler(self, obj, kwargs)
+        if kind in ("collection", "database") and name in _CURSOR_OPENERS:
+            # a cursor's own timeoutMS (its iterations keep it, each refreshed in iteration
+            # mode): the same scope with the timeout overridden
+            return await handler(self, obj.with_options(timeout_ms=timeout_ms), kwargs)
+        # any other operation's: an asyncmongo.timeout() block around it
+        with asyncmongo.timeout(timeout_ms / 1000):
+            return await handler(self, obj, kwargs)
 
     # -- events and log messages -----------------------------------------------------------
 
@@ -253,6 +264,11 @@ class UnifiedTestRunner:
             check_expected_events(expected["events"], observed, self.entities,
                                   ignore_extra=expected.get("ignoreExtraEvents", False))
 
+
+_CURSOR_OPENERS = frozenset({
+    "find", "createFindCursor", "aggregate", "listCollections", "listIndexes",
+    "runCursorCommand", "createCommandCursor", "createChangeStream", "watch",
+    "listCollectionNames", "listIndexNames"})
 
 _KIND_BY_OPERATION = {"createFindCursor": "findCursor", "createCommandCursor": "commandCursor",
                       "createChangeStream": "changeStream", "watch": "changeStream"}

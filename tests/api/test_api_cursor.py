@@ -26,13 +26,18 @@ class ScriptedRunner:
         self.more = list(more)
         self.ran: list[Any] = []
 
-    async def _run(self, op: Any, session: Any = None, operation_id: int | None = None) -> Any:
+    async def _run(
+        self, op: Any, session: Any = None, operation_id: int | None = None, **timing: Any
+    ) -> Any:
         self.ran.append(op)
         if isinstance(op, GetMore):
             return self.more.pop(0)
         if isinstance(op, KillCursors):
             return None
         return self.first
+
+    def _deadline_for(self, timeout_ms: int | None) -> float | None:
+        return None  # timeoutMS unset
 
 
 class Collection:

@@ -169,3 +169,23 @@ async def test_cancelled_aclose_still_closes() -> None:
         with pytest.raises(asyncio.CancelledError):
             await task
         assert conn.is_closed
+
+
+async def test_cancelled_timed_read_drains_and_stays_reusable() -> None:
+    """CSOT's timed read (one timer on the reply's waiter): a cancellation still drains."""
+    async with ScriptedServer(slow_handler) as server:
+        conn = await connect(server.address, SETTINGS, id=1)
+        deadline = asyncio.get_running_loop().time() + 5
+        await cancel_soon(conn.command("db", {"slow": 0.1}, deadline=deadline, csot=True))
+        assert not conn.is_closed and "draining" in repr(conn)
+        assert await conn.command("db", {"ping": 1}, deadline=deadline, csot=True) == {"ok": 1.0}
+        conn.close()
+
+
+async def test_timed_read_past_its_deadline_closes_and_names_the_budget() -> None:
+    async with ScriptedServer(slow_handler) as server:
+        conn = await connect(server.address, SETTINGS, id=1)
+        deadline = asyncio.get_running_loop().time() + 0.05
+        with pytest.raises(NetworkTimeout, match=r"during read \(timeoutMS ran out"):
+            await conn.command("db", {"slow": 0.5}, deadline=deadline, csot=True)
+        assert conn.is_closed  # the reply may still come: never read it as the next one's

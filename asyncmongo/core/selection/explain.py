@@ -45,13 +45,21 @@ def why_none_suits(description: TopologyDescription, selection: Selection) -> st
 
 
 def selection_timeout_error(
-    description: TopologyDescription, selection: Selection, timeout_ms: int
+    description: TopologyDescription,
+    selection: Selection,
+    timeout_ms: int,
+    operation_budget_ms: float | None = None,
 ) -> ServerSelectionTimeoutError:
-    """The error for a selection that found nothing in time, with per-server errors."""
+    """The error for a selection that found nothing in time, with per-server errors;
+    ``operation_budget_ms``: the operation's timeoutMS left for selection, when it (not
+    serverSelectionTimeoutMS) ended the wait."""
     errors = {format_address(a): s.error for a, s in description.servers.items() if s.error}
+    if operation_budget_ms is None:
+        limit = f"within {timeout_ms} ms (or the operation's timeout)"
+    else:
+        limit = f"within the operation's timeoutMS ({operation_budget_ms:.0f} ms left for it)"
     message = (
-        f"No server suitable for {describe_selection(selection)} within {timeout_ms} ms "
-        f"(or the operation's timeout): {why_none_suits(description, selection)}. "
-        f"Topology: {description!r}"
+        f"No server suitable for {describe_selection(selection)} {limit}: "
+        f"{why_none_suits(description, selection)}. Topology: {description!r}"
     )
     return ServerSelectionTimeoutError(message, errors)

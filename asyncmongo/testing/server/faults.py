@@ -157,8 +157,10 @@ class Faults:
             return Preemption(None)
         if fired.error_code is not None:
             return Preemption(fired.error_reply(command))
-        if fired.block_connection and max_time_exceeded(command, fired.block_time_ms):
+        if (fired.block_connection and "getMore" not in command
+                and max_time_exceeded(command, fired.block_time_ms)):
             # The block ate the command's maxTimeMS: mongod's first interrupt check fails.
+            # (A getMore's maxTimeMS is how long an awaitData cursor waits, not a limit.)
             return Preemption(error_reply(50, "operation exceeded time limit"))
         return None
 

@@ -1,0 +1,171 @@
+"""Client-side operations timeout: where timeoutMS comes from (client, database, collection,
+``asyncmongo.timeout()``), validation, and the spec's prose tests that run against
+asyncmongo.testing (client-side-operations-timeout/README.md: 1, 5, 8)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any
+
+import pytest
+
+import asyncmongo
+from asyncmongo import AsyncMongoClient, CommandStartedEvent, CursorType
+from asyncmongo.errors import InvalidArgument, MongoError, ServerSelectionTimeoutError
+from asyncmongo.testing import ReplicaSet, Standalone
+
+
+def started(events: list[Any], name: str) -> list[CommandStartedEvent]:
+    return [e for e in events if isinstance(e, CommandStartedEvent) and e.command_name == name]
+
+
+# -- inheritance and validation -------------------------------------------------------------
+
+async def test_timeout_ms_is_inherited_and_overridden() -> None:
+    client = AsyncMongoClient("mongodb://localhost:1/?timeoutMS=500")
+    db = client.get_database("db")
+    assert db.timeout_ms == 500
+    coll = db.get_collection("coll", timeout_ms=0)
+    assert coll.timeout_ms == 0
+    assert coll.with_options(timeout_ms=20).timeout_ms == 20
+    assert coll.with_options().timeout_ms == 0  # kept unless replaced
+    assert db["other"].timeout_ms == 500
+    await client.close()
+
+
+async def test_negative_timeout_ms_is_refused() -> None:
+    client = AsyncMongoClient("mongodb://localhost:1")
+    with pytest.raises(InvalidArgument):
+        client.get_database("db", timeout_ms=-1)
+    with pytest.raises(InvalidArgument):
+        client.db.coll.with_options(timeout_ms=-5)
+    with pytest.raises(ValueError):
+        asyncmongo.timeout(-1)
+    await client.close()
+
+
+async def test_timeout_blocks_nest_and_only_shorten() -> None:
+    client = AsyncMongoClient("mongodb://localhost:1/?timeoutMS=10000")
+    loop = asyncio.get_running_loop()
+    assert client._deadline_for(None) == pytest.approx(loop.time() + 10, abs=0.5)
+    with asyncmongo.timeout(5):
+        outer = client._deadline_for(None)
+        assert outer == pytest.approx(loop.time() + 5, abs=0.5)
+        with asyncmongo.timeout(60):
+            assert client._deadline_for(None) == outer  # a longer inner block: no longer
+        with asyncmongo.timeout(1):
+            assert client._deadline_for(None) < outer
+        with asyncmongo.timeout(None):
+            assert client._deadline_for(None) == outer
+    with asyncmongo.timeout(None):
+        assert client._deadline_for(None) == math.inf  # no limit, overriding the client's
+    await client.close()
+
+
+async def test_timeout_mode_needs_timeout_ms() -> None:
+    client = AsyncMongoClient("mongodb://localhost:1")
+    with pytest.raises(InvalidArgument):
+        client.db.coll.find({}, timeout_mode="iteration")
+    timed = client.db.get_collection("coll", timeout_ms=100)
+    with pytest.raises(InvalidArgument):  # tailable: iteration only
+        timed.find({}, cursor_type=CursorType.TAILABLE, timeout_mode="cursorLifetime")
+    with pytest.raises(InvalidArgument):  # awaitData: maxAwaitTimeMS < timeoutMS
+        timed.find({}, cursor_type=CursorType.TAILABLE_AWAIT, max_await_time_ms=100)
+    await client.close()
+
+
+# -- the deadline at work ---------------------------------------------------------------------
+
+async def test_operation_block_sends_max_time_ms_and_times_out() -> None:
+    events: list[Any] = []
+    async with Standalone() as server, AsyncMongoClient(
+            server.uri, event_listeners=[events.append]) as client:
+        coll = client.db.coll
+        await coll.insert_one({"_id": 1})
+        assert "maxTimeMS" not in started(events, "insert")[0].command
+        with asyncmongo.timeout(5):
+            await coll.find_one({})
+        assert 0 < started(events, "find")[-1].command["maxTimeMS"] <= 5000
+        with server.fail_point({"times": 1}, failCommands=["find"], blockConnection=True,
+                               blockTimeMS=300):
+            with asyncmongo.timeout(0.1), pytest.raises(MongoError) as info:
+                await coll.find_one({})
+        assert info.value.timeout
+        assert await coll.find_one({}) == {"_id": 1}  # the client works on
+
+
+async def test_socket_timeout_is_ignored_under_timeout_ms() -> None:
+    async with Standalone() as server, AsyncMongoClient(
+            server.uri, socketTimeoutMS=50, timeoutMS=2000) as client:
+        with server.fail_point({"times": 1}, failCommands=["ping"], blockConnection=True,
+                               blockTimeMS=150):
+            await client.db.command("ping")
+
+
+# -- prose tests -----------------------------------------------------------------------------
+
+async def test_prose_1_multi_batch_inserts() -> None:
+    events: list[Any] = []
+    # the spec's 1010ms block and 2000ms timeoutMS, scaled for a shared machine (encoding and
+    # sending a 48MB batch may take a second): the first batch fits, the second cannot
+    async with Standalone() as server, AsyncMongoClient(
+            server.uri, timeoutMS=4500, event_listeners=[events.append]) as client:
+        with server.fail_point({"times": 2}, failCommands=["insert"], blockConnection=True,
+                               blockTimeMS=3000):
+            with pytest.raises(MongoError) as info:
+                await client.db.coll.insert_many([{"a": "x" * (1024 * 1024)} for _ in range(50)])
+        assert info.value.timeout
+        assert len(started(events, "insert")) == 2
+
+
+async def test_prose_5_tailable_cursor_blocking_iteration() -> None:
+    events: list[Any] = []
+    async with Standalone() as server:
+        async with AsyncMongoClient(server.uri) as internal:
+            await internal.db.create_collection("coll", capped=True, size=4096)
+            await internal.db.coll.insert_one({"x": 1})
+        async with AsyncMongoClient(server.uri, timeoutMS=200,
+                                    event_listeners=[events.append]) as client:
+            cursor = client.db.coll.find({}, {"_id": 0}, cursor_type=CursorType.TAILABLE)
+            with server.fail_point("alwaysOn", failCommands=["getMore"], blockConnection=True,
+                                   blockTimeMS=150):
+                assert await cursor.next() == {"x": 1}
+                assert not started(events, "getMore")
+                with pytest.raises(MongoError) as info:
+                    await cursor.next()
+                assert info.value.timeout
+            await cursor.close()
+        assert len(started(events, "find")) == 1
+        assert len(started(events, "getMore")) == 2
+
+
+async def test_prose_5_change_stream_blocking_iteration() -> None:
+    events: list[Any] = []
+    async with ReplicaSet() as server, AsyncMongoClient(
+            server.uri, timeoutMS=200, event_listeners=[events.append]) as client:
+        # maxAwaitTimeMS: the simulated server's getMore returns (empty) after the block
+        async with await client.db.coll.watch(max_await_time_ms=10) as stream:
+            with server.fail_point("alwaysOn", failCommands=["getMore"], blockConnection=True,
+                                   blockTimeMS=150):
+                with pytest.raises(MongoError) as info:
+                    await stream.next()
+                assert info.value.timeout
+        assert len(started(events, "aggregate")) == 1
+        assert len(started(events, "getMore")) == 2
+
+
+@pytest.mark.parametrize(("options", "bound_ms"), [
+    ("serverSelectionTimeoutMS=10", 10),
+    ("timeoutMS=10&serverSelectionTimeoutMS=20", 10),
+    ("timeoutMS=20&serverSelectionTimeoutMS=10", 10),
+    ("timeoutMS=0&serverSelectionTimeoutMS=10", 10),
+])
+async def test_prose_8_server_selection(options: str, bound_ms: int) -> None:
+    async with AsyncMongoClient(f"mongodb://127.0.0.1:1/?{options}") as client:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        with pytest.raises(ServerSelectionTimeoutError):
+            await client.admin.command("ping")
+        # the spec's 15ms, with room for a loaded machine
+        assert (loop.time() - start) * 1000 < bound_ms + 200
