@@ -8,7 +8,6 @@ the errors module. GridFS is the subpackage :mod:`asyncmongo.gridfs` (PyMongo's 
 from __future__ import annotations
 
 from asyncmongo import errors
-from asyncmongo._timeout import timeout
 from asyncmongo.change_stream import AsyncChangeStream
 from asyncmongo.client import AsyncMongoClient
 from asyncmongo.collection import AsyncCollection, ReturnDocument
@@ -44,6 +43,7 @@ from asyncmongo.results import (
     InsertOneResult,
     UpdateResult,
 )
+from asyncmongo.runtime.timeout import timeout
 from asyncmongo.sessions import AsyncClientSession, SessionOptions, TransactionOptions
 
 __version__ = "0.1.0.dev0"

@@ -35,7 +35,6 @@ from asyncmongo._client_settings import (
     split_api_options,
 )
 from asyncmongo._scope import check_session
-from asyncmongo._timeout import current_deadline
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.types import Timestamp
 from asyncmongo.bson.typings import _DocumentType
@@ -66,6 +65,7 @@ from asyncmongo.runtime.client_runtime import ClientRuntime
 from asyncmongo.runtime.command_events import next_operation_id
 from asyncmongo.runtime.executor import Executor
 from asyncmongo.runtime.tasks import TaskSet
+from asyncmongo.runtime.timeout import current_deadline
 from asyncmongo.runtime.topology import Topology
 from asyncmongo.sessions import AsyncClientSession, ServerSessions
 from asyncmongo.sessions.implicit import ImplicitSession

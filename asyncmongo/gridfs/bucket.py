@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from asyncmongo._scope import new_id_class
-from asyncmongo._timeout import current_deadline, timeout
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.selection.read_preference import PRIMARY, ReadPreference
 from asyncmongo.errors import ConfigurationError, InvalidArgument
@@ -34,6 +33,7 @@ from asyncmongo.gridfs.layout import (
     revision_query,
 )
 from asyncmongo.gridfs.streams import read_pieces, write_to
+from asyncmongo.runtime.timeout import current_deadline, timeout
 
 if TYPE_CHECKING:
     from asyncmongo.collection import AsyncCollection

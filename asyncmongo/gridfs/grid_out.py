@@ -16,10 +16,10 @@ from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from asyncmongo._timeout import timeout
 from asyncmongo.errors import InvalidArgument
 from asyncmongo.gridfs.errors import CorruptGridFile
 from asyncmongo.gridfs.layout import check_chunk, chunk_count
+from asyncmongo.runtime.timeout import timeout
 
 if TYPE_CHECKING:
     from asyncmongo.collection import AsyncCollection

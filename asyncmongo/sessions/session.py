@@ -20,7 +20,6 @@ from dataclasses import replace
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
-from asyncmongo._timeout import current_deadline
 from asyncmongo.bson.types import Timestamp
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.base import Operation, Target
@@ -51,6 +50,7 @@ from asyncmongo.errors import (
     ServerSelectionTimeoutError,
 )
 from asyncmongo.runtime.attempt import SessionStep
+from asyncmongo.runtime.timeout import current_deadline
 from asyncmongo.sessions.options import NO_TRANSACTION_OPTIONS, SessionOptions, TransactionOptions
 from asyncmongo.sessions.pool import ServerSessions
 from asyncmongo.sessions.transaction import TransactionContext, finish_operation
