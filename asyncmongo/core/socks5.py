@@ -72,7 +72,11 @@ def encode_destination(host: str, port: int) -> bytes:
     try:
         ip = ipaddress.ip_address(host)
     except ValueError:
-        name = host.encode("idna")
+        try:
+            name = host.encode("idna")
+        except UnicodeError as exc:
+            message = f"host name {host!r} cannot be sent to a SOCKS5 proxy: {exc}"
+            raise Socks5Error(message) from None
         if not 0 < len(name) <= 255:
             raise Socks5Error(f"host name {host!r} is too long for SOCKS5") from None
         address = bytes([ATYP_DOMAIN, len(name)]) + name
