@@ -107,31 +107,53 @@ async def open_transport(
     loop = asyncio.get_running_loop()
     host, port = address
     try:
-        async with asyncio.timeout_at(deadline):
-            if proxy is not None and port is not None:
-                sock = await _open_tunnel(proxy, host, port)
-                try:
-                    transport, protocol = await loop.create_connection(
+        if proxy is not None:
+            transport, protocol = await _connect_through(
+                proxy, address, protocol_factory, context, deadline
+            )
+        else:
+            async with asyncio.timeout_at(deadline):
+                if port is None:
+                    transport, protocol = await loop.create_unix_connection(
                         protocol_factory,
-                        sock=sock,
+                        host,
                         ssl=context,
                         server_hostname=host if context else None,
                     )
-                except BaseException:
-                    sock.close()
-                    raise
-            elif port is None:
-                transport, protocol = await loop.create_unix_connection(
-                    protocol_factory, host, ssl=context, server_hostname=host if context else None
-                )
-            else:
-                transport, protocol = await loop.create_connection(
-                    protocol_factory, host, port, ssl=context
-                )
+                else:
+                    transport, protocol = await loop.create_connection(
+                        protocol_factory, host, port, ssl=context
+                    )
     except (OSError, TimeoutError, EOFError) as exc:
         raise translate_error(exc, address, "connect") from exc
     _tune_socket(transport)
     return transport, protocol
+
+
+async def _connect_through(
+    proxy: ProxySettings,
+    address: Address,
+    protocol_factory: Callable[[], P],
+    context: ssl.SSLContext | None,
+    deadline: float | None,
+) -> tuple[asyncio.Transport, P]:
+    """Open the tunnel to ``address``, then the connection (TLS if ``context``) over it."""
+    host, port = address
+    if port is None:
+        raise ConfigurationError(f"{host}: a Unix domain socket cannot be reached through a proxy")
+    try:
+        async with asyncio.timeout_at(deadline):
+            sock = await _open_tunnel(proxy, host, port)
+    except TimeoutError as exc:
+        raise ProxyError(f"{proxy.describe()}: timed out") from exc
+    try:
+        async with asyncio.timeout_at(deadline):
+            return await asyncio.get_running_loop().create_connection(
+                protocol_factory, sock=sock, ssl=context, server_hostname=host if context else None
+            )
+    except BaseException:
+        sock.close()
+        raise
 
 
 async def _open_tunnel(proxy: ProxySettings, host: str, port: int) -> socket.socket:
@@ -235,6 +257,8 @@ def translate_error(exc: BaseException | None, address: Address, action: str) ->
     if isinstance(exc, ConnectionFailure):
         return exc
     if isinstance(exc, ProxyError):
+        if isinstance(exc.__cause__, TimeoutError):
+            return NetworkTimeout(f"{where}: {exc} during {action}")
         return AutoReconnect(f"{where}: {exc} during {action}")
     if isinstance(exc, TimeoutError | socket.timeout):
         return NetworkTimeout(f"{where}: timed out during {action}")

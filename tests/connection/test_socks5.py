@@ -5,6 +5,7 @@ never a direct connection."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import Any
 
@@ -12,7 +13,12 @@ import pytest
 
 import asyncmongo.runtime.client_runtime as client_module
 from asyncmongo.client import AsyncMongoClient
-from asyncmongo.errors import AutoReconnect, ConfigurationError, ServerSelectionTimeoutError
+from asyncmongo.errors import (
+    AutoReconnect,
+    ConfigurationError,
+    NetworkTimeout,
+    ServerSelectionTimeoutError,
+)
 from asyncmongo.monitoring.command import CommandEvent
 from asyncmongo.runtime.connection import BACKPRESSURE_LABELS, ConnectionSettings, connect
 from asyncmongo.runtime.network import ProxySettings, TlsSettings
@@ -213,3 +219,70 @@ def test_zero_length_credentials_are_ignored() -> None:
     settings = ConnectionSettings.from_client_options(client.options)
     assert settings.proxy == ProxySettings("p", 1080)
     assert "secret" not in repr(ProxySettings("p", 1, "u", "secret"))
+
+
+class SilentProxy:
+    """Accepts connections and never answers (a hung proxy)."""
+
+    def __init__(self) -> None:
+        self.accepted: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self.first = asyncio.Event()
+        self.server: asyncio.Server | None = None
+        self.port = 0
+
+    async def __aenter__(self) -> SilentProxy:
+        self.server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        self.port = self.server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        for _, writer in self.accepted:
+            writer.close()
+        assert self.server is not None
+        self.server.close()
+        await self.server.wait_closed()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted.append((reader, writer))
+        self.first.set()
+
+
+async def test_a_hung_proxy_times_out_naming_the_proxy() -> None:
+    async with SilentProxy() as proxy:
+        settings = ConnectionSettings(
+            proxy=ProxySettings("127.0.0.1", proxy.port), connect_timeout=0.2
+        )
+        with pytest.raises(NetworkTimeout, match=rf"SOCKS5 proxy 127.0.0.1:{proxy.port}: timed"):
+            await connect(("db.example", 27017), settings, id=1)
+        assert len(proxy.accepted) == 1
+
+
+async def test_a_hung_proxy_fails_server_selection() -> None:
+    async with SilentProxy() as proxy:
+        client = AsyncMongoClient(
+            "mongodb://db.example:27017", proxyHost="127.0.0.1", proxyPort=proxy.port,
+            serverSelectionTimeoutMS=600, connectTimeoutMS=200,
+        )
+        with pytest.raises(ServerSelectionTimeoutError, match=r"SOCKS5 proxy.*timed out"):
+            await ping(client)
+
+
+async def test_cancelled_during_the_proxy_handshake_leaves_nothing_open() -> None:
+    async with SilentProxy() as proxy:
+        settings = ConnectionSettings(proxy=ProxySettings("127.0.0.1", proxy.port))
+        task = asyncio.create_task(connect(("db.example", 27017), settings, id=1))
+        await asyncio.wait_for(proxy.first.wait(), 2)
+        reader, _ = proxy.accepted[0]
+        greeting = await reader.readexactly(3)
+        assert greeting == b"\x05\x01\x00"
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # the socket to the proxy was closed: the proxy sees EOF
+        assert await asyncio.wait_for(reader.read(), 2) == b""
+
+
+async def test_unix_socket_hosts_are_not_connected_around_the_proxy() -> None:
+    settings = ConnectionSettings(proxy=ProxySettings("127.0.0.1", 1))
+    with pytest.raises(ConfigurationError, match="Unix domain socket"):
+        await connect(("/tmp/mongodb-27017.sock", None), settings, id=1)
