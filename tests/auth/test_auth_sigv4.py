@@ -81,7 +81,8 @@ def test_aws_sigv4_test_suite(
 @pytest.mark.parametrize(
     ("path", "expected"),
     [("", "/"), ("/", "/"), ("/example/..", "/"), ("/./", "/"),
-     ("/example space/", "/example%20space/"), ("//example//", "/example/"), ("/a/b/../c", "/a/c"), ("/-._~", "/-._~")],
+     ("/example space/", "/example%20space/"), ("//example//", "/example/"),
+     ("/a/b/../c", "/a/c"), ("/-._~", "/-._~")],
 )
 def test_canonical_path(path: str, expected: str) -> None:
     assert canonical_path(path) == expected
