@@ -105,9 +105,10 @@ class Socks5Proxy:
             destination = await self._handshake(reader, writer)
             if destination is None:
                 return
-            up_reader, upstream = await self._connect(destination, writer)
-            if upstream is None:
+            tunnel = await self._connect(destination, writer)
+            if tunnel is None:
                 return
+            up_reader, upstream = tunnel
             self.connections += 1
             await _splice(reader, writer, up_reader, upstream)
         except (OSError, asyncio.IncompleteReadError):
@@ -158,14 +159,14 @@ class Socks5Proxy:
 
     async def _connect(
         self, destination: Destination, writer: asyncio.StreamWriter
-    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter | None]:
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         key = f"{destination.host}:{destination.port}"
         host, _, port = self._map.get(key, key).rpartition(":")
         try:
             up_reader, upstream = await asyncio.open_connection(host.strip("[]"), int(port))
         except OSError:
             writer.write(_reply(5))  # connection refused
-            return asyncio.StreamReader(), None
+            return None
         writer.write(_reply(0))
         await writer.drain()
         return up_reader, upstream
