@@ -38,7 +38,7 @@ class TlsSettings:
     enabled: bool = False
     ca_file: str | None = None
     certificate_key_file: str | None = None
-    certificate_key_file_password: str | None = None
+    certificate_key_file_password: str | None = field(default=None, repr=False)
     allow_invalid_certificates: bool = False
     allow_invalid_hostnames: bool = False
     insecure: bool = False
