@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import socket
 import ssl
 from collections.abc import Callable
@@ -164,7 +165,8 @@ async def _open_tunnel(proxy: ProxySettings, host: str, port: int) -> socket.soc
     try:
         sock = await _connect_socket(proxy.host, proxy.port)
     except OSError as exc:
-        raise ProxyError(f"{proxy.describe()}: {exc.strerror or exc}") from exc
+        message = f"{proxy.describe()}: cannot connect to the proxy: {_reason(exc)}"
+        raise ProxyError(message) from exc
     try:
         await _socks5_handshake(sock, Socks5Handshake(host, port, proxy.credentials))
     except OSError as exc:
@@ -177,6 +179,15 @@ async def _open_tunnel(proxy: ProxySettings, host: str, port: int) -> socket.soc
         sock.close()
         raise
     return sock
+
+
+def _reason(exc: OSError) -> str:
+    """The system's words for ``exc`` (asyncio's "Connect call failed" hides them)."""
+    if isinstance(exc, socket.gaierror):
+        return f"cannot resolve the host name ({exc.strerror})"
+    if exc.errno and exc.errno > 0:
+        return os.strerror(exc.errno)
+    return str(exc)
 
 
 async def _connect_socket(host: str, port: int) -> socket.socket:

@@ -286,3 +286,10 @@ async def test_unix_socket_hosts_are_not_connected_around_the_proxy() -> None:
     settings = ConnectionSettings(proxy=ProxySettings("127.0.0.1", 1))
     with pytest.raises(ConfigurationError, match="Unix domain socket"):
         await connect(("/tmp/mongodb-27017.sock", None), settings, id=1)
+
+
+async def test_an_unresolvable_proxy_host_says_so() -> None:
+    settings = ConnectionSettings(proxy=ProxySettings("proxy.invalid", 1080), connect_timeout=5)
+    with pytest.raises(AutoReconnect, match=r"SOCKS5 proxy proxy.invalid:1080: .*resolve") as info:
+        await connect(("db.example", 27017), settings, id=1)
+    assert not set(BACKPRESSURE_LABELS) & set(info.value._error_labels)
