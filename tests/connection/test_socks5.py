@@ -293,3 +293,21 @@ async def test_an_unresolvable_proxy_host_says_so() -> None:
     with pytest.raises(AutoReconnect, match=r"SOCKS5 proxy proxy.invalid:1080: .*resolve") as info:
         await connect(("db.example", 27017), settings, id=1)
     assert not set(BACKPRESSURE_LABELS) & set(info.value._error_labels)
+
+
+async def test_closing_the_proxy_cuts_the_tunnels() -> None:
+    async with Standalone() as db:
+        proxy = Socks5Proxy()
+        await proxy.start()
+        client = AsyncMongoClient(
+            db.uri, proxyHost="127.0.0.1", proxyPort=proxy.port, heartbeatFrequencyMS=500, **FAST
+        )
+        try:
+            await client.admin.command("ping")
+            assert "carried" in repr(proxy) and "no auth" in repr(proxy)
+            await proxy.close()
+            with pytest.raises(AutoReconnect):
+                await client.admin.command("ping")
+        finally:
+            await client.close()
+            await proxy.close()
