@@ -53,6 +53,7 @@ from asyncmongo.core.sdam.types import ServerType, TopologyType
 from asyncmongo.core.selection import PRIMARY, ReadPreference, Selection
 from asyncmongo.core.uri import ClientOptions
 from asyncmongo.core.uri.parse import parse
+from asyncmongo.core.uri.support import check_supported
 from asyncmongo.core.wire.handshake import DriverInfo, append_driver_info
 from asyncmongo.cursor import AsyncCommandCursor
 from asyncmongo.database import AsyncDatabase
@@ -124,6 +125,7 @@ class AsyncMongoClient(Generic[_DocumentType]):
         configure_logging_once()  # specs/logging: the MONGODB_LOG_* variables
         api_options, options = split_api_options(options)
         self._options: ClientOptions = parse(uri, **options)
+        check_supported(self._options)
         self._codec_options = codec_options(api_options, self._options.uuid_representation)
         self._read_preference = _read_preference(self._options)
         #: OpenTelemetry tracing (asyncmongo.monitoring.otel), None when off.

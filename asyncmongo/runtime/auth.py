@@ -22,10 +22,13 @@ ConfigurationError.
 
 from __future__ import annotations
 
+import secrets
 from collections import deque
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from asyncmongo.core.auth.aws import MONGODB_AWS, NONCE_SIZE, AwsConversation
 from asyncmongo.core.auth.conversation import Conversation
 from asyncmongo.core.auth.negotiation import (
     Credential,
@@ -36,6 +39,7 @@ from asyncmongo.core.auth.negotiation import (
 )
 from asyncmongo.core.auth.scram import ScramCache, generate_nonce
 from asyncmongo.errors import ConfigurationError
+from asyncmongo.runtime.aws_credentials import fetch_aws_credentials
 
 if TYPE_CHECKING:
     from asyncmongo.runtime.connection import Authenticator, Connection
@@ -55,7 +59,8 @@ class CommandConnection(Protocol):
 
 
 class CredentialAuthenticator:
-    """Authenticates connections with one credential (SCRAM-SHA-1/256, PLAIN, MONGODB-X509)."""
+    """Authenticates connections with one credential (SCRAM-SHA-1/256, PLAIN, MONGODB-X509,
+    MONGODB-AWS)."""
 
     __slots__ = ("_cache", "_credential", "_nonce_factory", "_pending")
 
@@ -110,7 +115,7 @@ class CredentialAuthenticator:
             return  # auth spec: no authentication is possible on an arbiter.
         conversation, command = self._resume(hello_reply)
         if conversation is None:
-            conversation = self._new(negotiated_mechanism(self._credential, hello_reply))
+            conversation = await self._start(negotiated_mechanism(self._credential, hello_reply))
             command = conversation.first_command()
         await _converse(conn, conversation, command, deadline)
 
@@ -126,7 +131,7 @@ class CredentialAuthenticator:
         Auth spec, "Reauthentication": no new hello, a fresh conversation of the mechanism the
         connection's handshake reply (``hello_reply``) negotiates.
         """
-        conversation = self._new(negotiated_mechanism(self._credential, hello_reply))
+        conversation = await self._start(negotiated_mechanism(self._credential, hello_reply))
         await _converse(conn, conversation, conversation.first_command(), deadline)
 
     def _resume(
@@ -141,6 +146,17 @@ class CredentialAuthenticator:
                 self._pending.remove(conversation)
                 return conversation, conversation.resume(speculative)
         return None, None
+
+    async def _start(self, mechanism: str) -> Conversation:
+        """A new conversation; MONGODB-AWS first fetches its credentials (the clock and the
+        random nonce are taken here: the conversation itself is pure)."""
+        if mechanism != MONGODB_AWS:
+            return self._new(mechanism)
+        properties = getattr(self._credential, "mechanism_properties", {})
+        credentials = await fetch_aws_credentials(properties)
+        return AwsConversation(
+            credentials, secrets.token_bytes(NONCE_SIZE), datetime.now(UTC)
+        )
 
     def _new(self, mechanism: str) -> Conversation:
         return new_conversation(mechanism, self._credential, self._cache, self._nonce_factory)

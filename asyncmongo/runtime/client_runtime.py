@@ -203,6 +203,7 @@ class ClientRuntime:
                 connect_timeout=settings.connect_timeout,
                 socket_timeout=None,
                 tls=settings.tls,
+                proxy=settings.proxy,
                 app_name=settings.app_name,
                 driver_info=settings.driver_info,
                 server_api=settings.server_api,

@@ -86,6 +86,7 @@ from asyncmongo.errors import (
     ProtocolError,
 )
 from asyncmongo.runtime.network import (
+    ProxySettings,
     TlsSettings,
     is_backpressure_candidate,
     open_transport,
@@ -135,6 +136,7 @@ class ConnectionSettings:
     connect_timeout: float | None = 20.0
     socket_timeout: float | None = None
     tls: TlsSettings = field(default_factory=TlsSettings)
+    proxy: ProxySettings | None = None
     compression: CompressionSettings = field(default_factory=CompressionSettings)
     app_name: str | None = None
     driver_info: tuple[DriverInfo, ...] = ()
@@ -168,6 +170,7 @@ class ConnectionSettings:
                 allow_invalid_hostnames=options.tls_allow_invalid_hostnames,
                 insecure=options.tls_insecure,
             ),
+            proxy=_proxy(options),
             compression=CompressionSettings(
                 tuple(c for c in options.compressors if c in SUPPORTED_COMPRESSORS),
                 options.zlib_compression_level,
@@ -177,6 +180,18 @@ class ConnectionSettings:
             server_api=_server_api(options.server_api),
             load_balanced=options.load_balanced,
         )
+
+
+def _proxy(options: ClientOptions) -> ProxySettings | None:
+    """SOCKS5 spec, "MongoClient Configuration": a zero-length proxyUsername or
+    proxyPassword is ignored (the URI rules already paired them and required proxyHost;
+    ``check_supported`` their lengths)."""
+    if options.proxy_host is None:
+        return None
+    username, password = options.proxy_username or None, options.proxy_password or None
+    if username is None or password is None:
+        return ProxySettings(options.proxy_host, options.proxy_port or 1080)
+    return ProxySettings(options.proxy_host, options.proxy_port or 1080, username, password)
 
 
 def _server_api(value: object) -> ServerApi | None:
@@ -760,6 +775,7 @@ async def connect(
             lambda: _WireProtocol(address, loop),
             tls=settings.tls,
             deadline=_earliest(deadline, loop, settings.connect_timeout),
+            proxy=settings.proxy,
         )
     except ConnectionFailure as exc:
         if is_backpressure_candidate(exc.__cause__):

@@ -46,6 +46,8 @@ against real wire traffic with faults on cue::
 
   (latency, bandwidth, blackhole, reset, truncate, corrupt, misdirect, drip, refuse,
   partition: :mod:`asyncmongo.testing.proxy`).
+- :class:`Socks5Proxy`: a SOCKS5 proxy (optionally with username/password) that counts the
+  connections it carries, for testing ``proxyHost`` (:mod:`asyncmongo.testing.socks5`).
 - ``python -m asyncmongo.testing [standalone|replset N|sharded N|lb]`` runs one until Ctrl-C;
   ``--fault-proxy --control-port 0`` adds the proxies and a line-based control port other
   processes and shells drive (:mod:`asyncmongo.testing.control`: ``stepdown``, ``stop 1``,
@@ -72,6 +74,7 @@ from asyncmongo.testing.member import MemberConfig, Role
 from asyncmongo.testing.partition import MemberPartition
 from asyncmongo.testing.proxy import Fault, FaultProxy, Scope
 from asyncmongo.testing.server import FailPointHandle, ServerStatistics, SimServer
+from asyncmongo.testing.socks5 import Socks5Proxy
 from asyncmongo.testing.store import SessionContext, Store, StoreError
 
 __all__ = [
@@ -88,6 +91,7 @@ __all__ = [
     "SessionContext",
     "ShardedCluster",
     "SimServer",
+    "Socks5Proxy",
     "Standalone",
     "Store",
     "StoreError",

@@ -36,6 +36,8 @@ KWARG_ONLY = {
 }
 
 _NO_REPEAT = frozenset({"proxyHost", "proxyPort", "proxyUsername", "proxyPassword"})
+#: SOCKS5 spec: "Drivers MUST ignore this option if it specifies a zero-length string".
+_IGNORED_WHEN_EMPTY = frozenset({"proxyUsername", "proxyPassword"})
 _STACK = 5
 
 
@@ -49,6 +51,8 @@ def collect_pairs(pairs: Iterable[tuple[str, str]], *, lenient: bool, where: str
         if resolved is None:
             continue
         option, raw = resolved
+        if raw == "" and option.name in _IGNORED_WHEN_EMPTY:
+            continue
         try:
             value = _validate(option, raw)
         except BadValue as exc:
@@ -151,6 +155,8 @@ def collect_kwargs(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str,
         if name is None:
             raise ConfigurationError(f"unknown option {key!r}")
         option = OPTIONS[name]
+        if raw == "" and name in _IGNORED_WHEN_EMPTY:
+            continue
         try:
             value = _kwarg_value(option, raw)
         except BadValue as exc:

@@ -33,7 +33,7 @@ def check_combination(
     _direct_connection(options, hosts, is_srv)
     _srv(options, is_srv)
     _load_balanced(options, hosts, resolved)
-    _proxy(options)
+    _proxy(options, hosts)
     _read_preference(options)
     _pool(options)
 
@@ -79,8 +79,10 @@ def _load_balanced(options: Mapping[str, Any], hosts: tuple[Address, ...], resol
         raise ConfigurationError("loadBalanced=true requires exactly one host")
 
 
-def _proxy(options: Mapping[str, Any]) -> None:
+def _proxy(options: Mapping[str, Any], hosts: tuple[Address, ...]) -> None:
     # SOCKS5 spec: "MongoClient Configuration"
+    if "proxyHost" in options and any(port is None for _, port in hosts):
+        raise ConfigurationError("proxyHost cannot be used with a Unix domain socket host")
     if "proxyHost" not in options:
         for name in ("proxyPort", "proxyUsername", "proxyPassword"):
             if name in options:
