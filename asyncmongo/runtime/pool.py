@@ -42,7 +42,12 @@ from asyncmongo.core.cmap.events import (
 )
 from asyncmongo.core.cmap.log_messages import log_message
 from asyncmongo.core.cmap.options import PoolOptions
-from asyncmongo.errors import PoolClearedError, PoolClosedError, WaitQueueTimeoutError
+from asyncmongo.errors import (
+    NetworkTimeout,
+    PoolClearedError,
+    PoolClosedError,
+    WaitQueueTimeoutError,
+)
 
 __all__ = ["Pinned", "Pool", "PoolConnection"]
 
@@ -219,7 +224,7 @@ class Pool(Generic[C]):
                 return conn
             if book.can_create():
                 book.reserve()
-                return await self._establish_for_checkout(start)
+                return await self._establish_for_checkout(start, deadline)
         return await self._wait_for_connection(start, deadline)
 
     async def _wait_for_connection(self, start: float, deadline: float | None) -> C:
@@ -238,7 +243,7 @@ class Pool(Generic[C]):
             if book.closing:
                 self._close_discarded()
             if conn is None:
-                return await self._establish_for_checkout(start)
+                return await self._establish_for_checkout(start, deadline)
             book.release()
             self._after_capacity_change()
             grant = conn
@@ -302,8 +307,10 @@ class Pool(Generic[C]):
                 self._close_connection(grant, reason, None)
         self._after_capacity_change()
 
-    async def _establish_for_checkout(self, start: float) -> C:
-        """Open a connection with the maxConnecting slot this checkout holds."""
+    async def _establish_for_checkout(self, start: float, deadline: float | None) -> C:
+        """Open a connection with the maxConnecting slot this checkout holds, within the
+        operation's ``deadline`` (CSOT: the remaining timeoutMS bounds connection
+        establishment, handshake and authentication included, below connectTimeoutMS)."""
         book = self._book
         conn_id, generation = book.next_connection_id()
         created = _monotonic()
@@ -312,7 +319,18 @@ class Pool(Generic[C]):
         task = asyncio.get_running_loop().create_task(self._establish(conn_id))
         self._establishing[conn_id] = (task, generation)
         try:
-            conn = await task
+            if deadline is None:
+                conn = await task
+            else:
+                try:
+                    async with asyncio.timeout_at(deadline):
+                        conn = await task
+                except TimeoutError:
+                    where = format_address(self.address)
+                    raise NetworkTimeout(
+                        f"connecting to {where} did not finish within the operation's "
+                        "timeoutMS (phase: connect)"
+                    ) from None
         except BaseException as exc:
             del self._establishing[conn_id]
             error = self._establishment_failed(task, exc, conn_id, generation, created)

@@ -258,9 +258,6 @@ async def test_faults_behind_tls_hit_raw_records(tmp_path: Path) -> None:
             await client.close()
 
 
-@pytest.mark.xfail(strict=True, reason="the pool's connection establishment ignores the "
-                   "operation's timeoutMS (CSOT: min(connectTimeoutMS, remaining timeout) "
-                   "bounds the TCP connect and the handshake); it waits connectTimeoutMS")
 async def test_timeout_ms_bounds_a_new_connection_into_a_blackhole(
         standalone: Standalone) -> None:
     proxy = proxy_of(standalone)
