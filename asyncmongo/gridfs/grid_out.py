@@ -33,7 +33,7 @@ def _whole_number(document: Mapping[str, Any], name: str) -> int:
         return int(value)
     if not isinstance(value, int) or isinstance(value, bool):
         raise CorruptGridFile(f"files document has no valid {name!r}: {value!r}")
-    return int(value)
+    return value  # as stored: an Int64 stays one, as PyMongo's GridOut hands it back
 
 
 class AsyncGridOut:

@@ -101,6 +101,7 @@ async def test_the_files_document_has_the_spec_fields_and_no_metadata_unless_giv
     document = await env.db["fs.files"].find_one({"_id": file_id})
     assert list(document) == ["_id", "length", "chunkSize", "uploadDate", "filename"]
     assert (document["length"], document["chunkSize"], document["filename"]) == (3, CHUNK, "doc")
+    assert type(document["length"]).__name__ == "Int64"  # the spec's type, as PyMongo writes it
     assert "md5" not in document
 
 
