@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, overload
 
-from asyncmongo._scope import ClientScope, NamedScope
+from asyncmongo._scope import ClientScope, NamedScope, adopt_codec_options
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.typings import _DocumentType, _DocumentTypeArg
 from asyncmongo.collection import AsyncCollection
@@ -167,12 +167,19 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
             self._name,
             document,
             read_preference or PRIMARY,
-            codec_options or self._codec_options,
+            self._reply_codec_options(codec_options),
             check=check and not allowable_errors,
             own_read_preference=read_preference is not None,
         )
         reply: Mapping[str, Any] = await self._client._run(op, session)
         return reply
+
+    def _reply_codec_options(self, given: Any) -> CodecOptions:
+        """The codec options a command's reply decodes with: ``given`` (asyncmongo's or
+        PyMongo's) keeping this database's value classes, else the database's own."""
+        if given is None:
+            return self._codec_options
+        return adopt_codec_options(given, self._codec_options)
 
     async def cursor_command(
         self,
@@ -193,7 +200,7 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
         getMores go to the server that answered the command.
         """
         document = command_document(command, value, **kwargs)
-        codec = codec_options or self._codec_options
+        codec = self._reply_codec_options(codec_options)
         op = run_cursor_command(
             self._name,
             document,

@@ -194,3 +194,18 @@ async def test_ids_made_by_the_driver_are_pymongos_object_ids() -> None:
     async with Standalone() as server, asyncmongo.AsyncMongoClient(server.uri) as plain:
         made = await plain.db.ids.insert_one({})
         assert type(made.inserted_id) is asyncmongo.bson.ObjectId
+
+
+async def test_command_codec_options_keep_pymongos_classes() -> None:
+    import bson
+    from bson.codec_options import CodecOptions as PyMongoCodecOptions
+    from bson.son import SON
+
+    async with Standalone() as server, compat.AsyncMongoClient(server.uri) as client:
+        await client.db.c.insert_one({"_id": 1, "i": bson.Int64(5)})
+        options = PyMongoCodecOptions(document_class=SON)
+        reply = await client.db.command("find", "c", codec_options=options)
+        assert isinstance(reply, SON)
+        assert type(reply["cursor"]["firstBatch"][0]["i"]) is bson.Int64
+        cursor = await client.db.cursor_command("find", "c", codec_options=options)
+        assert type((await cursor.next())["i"]) is bson.Int64
