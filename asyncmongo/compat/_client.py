@@ -142,6 +142,9 @@ AsyncMongoClient = compatible_class(
             "write results are PyMongo's, and address/primary/secondaries/arbiters/is_primary/"
             "is_mongos are awaited, as in PyMongo's AsyncMongoClient."
         ),
+        # PyMongo's class constants: the host and port a client without a URI connects to.
+        "HOST": "localhost",
+        "PORT": 27017,
         "address": property(_address),
         "primary": property(_primary),
         "secondaries": property(_secondaries),

@@ -37,9 +37,27 @@ def _bulk(r: results.BulkWriteResult) -> Any:
     return pymongo_results.BulkWriteResult(dict(r.bulk_api_result), r.acknowledged)
 
 
+#: The fields PyMongo's client bulk write result always has, besides the counts.
+_CLIENT_BULK_FIELDS = ("insertResults", "updateResults", "deleteResults")
+
+
 def _client_bulk(r: results.ClientBulkWriteResult) -> Any:
+    document: dict[str, Any] = {
+        "anySuccessful": True,  # a result (not an error) means some write succeeded
+        "error": None,
+        "writeErrors": [],
+        "writeConcernErrors": [],
+        **{name: {} for name in _CLIENT_BULK_FIELDS},
+    }
+    document.update(r.bulk_api_result)
+    for name in _CLIENT_BULK_FIELDS:
+        document[name] = {
+            index: RESULT_CONVERTERS[type(value)](value) if type(value) in RESULT_CONVERTERS
+            else value
+            for index, value in document[name].items()
+        }
     return pymongo_results.ClientBulkWriteResult(
-        dict(r.bulk_api_result), r.acknowledged, r.has_verbose_results
+        document, r.acknowledged, r.has_verbose_results
     )
 
 

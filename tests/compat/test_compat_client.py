@@ -209,3 +209,14 @@ async def test_command_codec_options_keep_pymongos_classes() -> None:
         assert type(reply["cursor"]["firstBatch"][0]["i"]) is bson.Int64
         cursor = await client.db.cursor_command("find", "c", codec_options=options)
         assert type((await cursor.next())["i"]) is bson.Int64
+
+
+async def test_client_bulk_write_result_and_error_have_pymongos_shape() -> None:
+    async with ReplicaSet(members=1) as rs, compat.AsyncMongoClient(rs.uri) as client:
+        assert (client.HOST, client.PORT) == (pymongo.MongoClient.HOST, pymongo.MongoClient.PORT)
+        result = await client.bulk_write([pymongo.InsertOne({"_id": 1}, namespace="db.c")])
+        assert result.bulk_api_result["anySuccessful"] is True
+        assert result.bulk_api_result["writeErrors"] == []
+        with pytest.raises(pymongo.errors.ClientBulkWriteException) as caught:
+            await client.bulk_write([pymongo.InsertOne({"_id": 1}, namespace="db.c")])
+        assert caught.value.code == 65
