@@ -336,3 +336,15 @@ async def test_dereference_and_validate_collection() -> None:
             await db.dereference({"$ref": "c", "$id": 1})
         with pytest.raises(TypeError):
             await db.validate_collection(5)  # type: ignore[arg-type]
+
+
+async def test_cursor_retrieved_counts_the_documents_returned() -> None:
+    async with Standalone() as server, AsyncMongoClient(server.uri) as client:
+        coll = client.db.c
+        await coll.insert_many([{"_id": i} for i in range(5)])
+        cursor = coll.find().batch_size(2)
+        assert cursor.retrieved == 0
+        await cursor.next()
+        assert cursor.retrieved == 2
+        await cursor.to_list()
+        assert cursor.retrieved == 5
