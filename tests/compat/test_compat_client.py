@@ -220,3 +220,13 @@ async def test_client_bulk_write_result_and_error_have_pymongos_shape() -> None:
         with pytest.raises(pymongo.errors.ClientBulkWriteException) as caught:
             await client.bulk_write([pymongo.InsertOne({"_id": 1}, namespace="db.c")])
         assert caught.value.code == 65
+
+
+async def test_gridfs_find_yields_grid_outs_as_pymongos() -> None:
+    async with Standalone() as server, compat.AsyncMongoClient(server.uri) as client:
+        bucket = compat.AsyncGridFSBucket(client.db)
+        await bucket.upload_from_stream("a.txt", b"hello")
+        cursor = bucket.find({"filename": "a.txt"})
+        assert type(cursor).__name__ == "AsyncGridOutCursor"
+        (grid_out,) = await cursor.to_list()
+        assert grid_out.filename == "a.txt" and await grid_out.read() == b"hello"
