@@ -131,9 +131,15 @@ DELIBERATE: tuple[Deliberate, ...] = (
     ),
     Deliberate(
         "Cursors are not subscriptable",
-        "`cursor[0]` raises TypeError; PyMongo's AsyncCursor raises IndexError from a "
-        "`__getitem__` left from the synchronous API. Use `skip(n).limit(1)`.",
-        (("cursor_script", "getitem", "error"),),
+        "`cursor[a:b]` and `cursor[i]` raise TypeError. PyMongo's AsyncCursor keeps the "
+        "synchronous API's `__getitem__`: a slice sets skip and limit, an index raises "
+        "IndexError (it cannot run a query without await). Use `skip(a).limit(b - a)`.",
+        (
+            ("cursor_script", "getitem", "error"),
+            *_both("cursor_script", "getitem(slice)"),
+            ("cursor_script", "getitem(slice)", "commands"),
+            ("cursor_script", "getitem(slice)", "error"),
+        ),
     ),
     Deliberate(
         "A command cursor's `cursor_id` is an int",

@@ -340,6 +340,7 @@ async def cursor_script(run: Run) -> None:
     await step("limit(bad)", lambda: coll.find().limit("x"))
     await step("batch_size(bad)", lambda: coll.find().batch_size(-1))
     await step("getitem", lambda: coll.find()[0])
+    await step("getitem(slice)", lambda: coll.find().sort("_id")[2:4].to_list())
     await step("bad filter", lambda: coll.find({"$bad": 1}).to_list())
     await step("find(options)", lambda: coll.find(
         {"x": 2}, {"s": 1}, skip=0, limit=2, sort=[("_id", 1)], batch_size=1, comment="c"

@@ -8,12 +8,13 @@ differences from PyMongo").
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from asyncmongo.testing import ReplicaSet, Standalone
-from tests.compat.differential.differences import DELIBERATE_DIFFERENCES
+from tests.compat.differential.differences import DELIBERATE, DELIBERATE_DIFFERENCES
 from tests.compat.differential.harness import Run, compare
 from tests.compat.differential.scripts import AREAS
 from tests.support.pymongo_peer import PYMONGO_PEER_MARKS, collect_pymongo_leaks  # noqa: F401
@@ -45,3 +46,10 @@ def test_deliberate_differences_name_existing_steps() -> None:
     for script, _label, aspect in DELIBERATE_DIFFERENCES:
         assert script in scripts
         assert aspect in {"value", "class", "commands", "error"}
+
+
+def test_the_migration_guide_lists_every_deliberate_difference() -> None:
+    guide = (Path(__file__).parents[3] / "docs" / "guides" / "migrating.md").read_text()
+    section = guide.split("## Known differences from PyMongo", 1)[1].split("\n## ", 1)[0]
+    for entry in DELIBERATE:
+        assert f"- **{entry.what}.** {entry.why}" in section, entry.what
