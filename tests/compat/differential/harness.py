@@ -26,6 +26,7 @@ import pymongo
 import pymongo.results
 from pymongo import monitoring
 
+import asyncmongo.bson
 from asyncmongo import compat
 
 #: Command fields whose value differs per run; only their presence is compared.
@@ -201,7 +202,11 @@ def significant_command(event: monitoring.CommandStartedEvent, db_name: str) -> 
         if key in COMMAND_FIELDS_IGNORED or (key in COMMAND_FIELDS_IF_SET and value is None):
             continue
         command[key] = "<present>" if key in COMMAND_FIELDS_PRESENT_ONLY else value
-    return _without_defaults(normalise(command, db_name, typed=False, reply=False))
+    # Each driver's event holds its own classes (PyMongo's the caller's objects, asyncmongo's
+    # its own bson classes for what it decoded or made): compare what goes on the wire, as
+    # PyMongo decodes it.
+    wire = bson.decode(asyncmongo.bson.encode(command))
+    return _without_defaults(normalise(wire, db_name, typed=False, reply=False))
 
 
 def _without_defaults(value: Any) -> Any:

@@ -546,6 +546,120 @@ async def gridfs_script(run: Run) -> None:
     await client.close()
 
 
+def _every_bson_value() -> dict[str, Any]:
+    import datetime
+    import uuid
+
+    from bson.binary import UuidRepresentation
+
+    return {
+        "_id": 1,
+        "oid": bson.ObjectId("5f0c1a2b3c4d5e6f70819203"),
+        "i32": 7,
+        "i64": bson.Int64(7),
+        "big": 2**40,
+        "dbl": 1.5,
+        "dec": bson.Decimal128("1.25"),
+        "str": "text",
+        "bin": bson.Binary(b"\x01\x02", 0),
+        "bin_user": bson.Binary(b"\x03", 128),
+        "uuid4": bson.Binary.from_uuid(
+            uuid.UUID("12345678-1234-5678-1234-567812345678"), UuidRepresentation.STANDARD
+        ),
+        "uuid3": bson.Binary(b"\x00" * 16, 3),
+        "when": datetime.datetime(2026, 11, 27, 1, 2, 3, 4000),
+        "ts": bson.Timestamp(5, 1),
+        "re": bson.Regex("^a", "i"),
+        "code": bson.Code("f()"),
+        "code_scope": bson.Code("g()", {"x": 1}),
+        "ref": bson.DBRef("other", 1, "db2", extra=True),
+        "min": bson.MinKey(),
+        "max": bson.MaxKey(),
+        "none": None,
+        "bool": True,
+        "nested": {"list": [1, bson.Int64(2), {"a": bson.ObjectId("5f0c1a2b3c4d5e6f70819204")}]},
+    }
+
+
+async def values_script(run: Run) -> None:
+    """What documents read back hold, per codec option: the classes must be PyMongo's."""
+    from bson.codec_options import CodecOptions
+    from bson.raw_bson import RawBSONDocument
+    from bson.son import SON
+
+    step = run.step
+    client = run.new_client()
+    coll = client[run.db_name].c
+    await step("insert every value", lambda: coll.insert_one(_every_bson_value()))
+    await step("find_one", lambda: coll.find_one({"_id": 1}))
+    await step("find_one(SON)", lambda: coll.with_options(
+        codec_options=CodecOptions(document_class=SON)
+    ).find_one({"_id": 1}))
+    await step("find_one(RawBSONDocument)", lambda: coll.with_options(
+        codec_options=CodecOptions(document_class=RawBSONDocument)
+    ).find_one({"_id": 1}))
+    await step("find_one(tz_aware)", lambda: coll.with_options(
+        codec_options=CodecOptions(tz_aware=True)
+    ).find_one({"_id": 1}, {"when": 1}))
+    await step("aggregate values", lambda: _to_list(coll.aggregate(
+        [{"$project": {"i64": 1, "dec": 1, "sum": {"$add": ["$i64", 1]}}}]
+    )))
+    await step("distinct values", lambda: coll.distinct("oid"))
+    await step("insert(generated id)", lambda: coll.insert_one({"_id": None, "k": 1}))
+    await step("insert($-prefixed key)", lambda: coll.insert_one({"$bad": 1}))
+    await step("insert(unencodable)", lambda: coll.insert_one({"x": object()}))
+    await client.drop_database(run.db_name)
+    await client.close()
+    for label, options in (
+        ("uuidRepresentation=standard", {"uuidRepresentation": "standard"}),
+        ("document_class=SON", {"document_class": SON}),
+        ("tz_aware", {"tz_aware": True}),
+    ):
+        client = run.new_client(**options)
+        coll = client[run.db_name].c
+        await coll.insert_one(_every_bson_value())
+        await step(f"client {label}", lambda coll=coll: coll.find_one({"_id": 1}))
+        await client.drop_database(run.db_name)
+        await client.close()
+
+
+async def _to_list(cursor: Awaitable[Any]) -> Any:
+    return await (await cursor).to_list()
+
+
+async def errors_script(run: Run) -> None:
+    """Errors raised on the way: server selection, server errors, client-side checks."""
+    step = run.step
+    client = run.new_client()
+    coll = client[run.db_name].c
+    await coll.insert_one({"_id": 1})
+    await step("DuplicateKeyError", lambda: coll.insert_one({"_id": 1}))
+    await step("WriteError(bad update)", lambda: coll.update_one({"_id": 1}, {"$inc": {"_id": 1}}))
+    await step("OperationFailure(bad query)", lambda: coll.find_one({"x": {"$nope": 1}}))
+    await step("OperationFailure(bad command)", lambda: client[run.db_name].command("nope"))
+    await step("failCommand(find)", lambda: client.admin.command(
+        {"configureFailPoint": "failCommand", "mode": {"times": 1},
+         "data": {"failCommands": ["find"], "errorCode": 50}}
+    ))
+    await step("ExecutionTimeout(find)", lambda: coll.find_one({}))
+    await step("failCommand(insert, retryable)", lambda: client.admin.command(
+        {"configureFailPoint": "failCommand", "mode": {"times": 1},
+         "data": {"failCommands": ["insert"], "errorCode": 6}}
+    ))
+    await step("insert retried", lambda: coll.insert_one({"_id": 2}))
+    await step("InvalidName", lambda: client["bad.name"])
+    await step("InvalidName(collection)", lambda: client[run.db_name]["$bad"])
+    await step("find_one(non-document filter)", lambda: coll.find_one(5.5))
+    await step("ConfigurationError(get_default_database)", lambda: client.get_default_database())
+    await client.drop_database(run.db_name)
+    await client.close()
+    dead = run.client_class(
+        "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=100&connectTimeoutMS=100"
+    )
+    await step("ServerSelectionTimeoutError", lambda: dead.db.c.find_one())
+    await dead.close()
+
+
 #: Area -> (deployment kind, the area's scripts).
 AREAS: dict[str, tuple[str, list[Script]]] = {
     "client": ("replica_set", [client_script, client_context_script]),
@@ -556,4 +670,6 @@ AREAS: dict[str, tuple[str, list[Script]]] = {
     "session": ("replica_set", [session_script]),
     "change_stream": ("replica_set", [change_stream_script]),
     "gridfs": ("replica_set", [gridfs_script]),
+    "values": ("replica_set", [values_script]),
+    "errors": ("replica_set", [errors_script]),
 }
