@@ -58,6 +58,9 @@ DELIBERATE: tuple[Deliberate, ...] = (
             ("database_script", "watch", "class"),
             ("collection_script", "watch", "class"),
             ("change_stream_script", "watch", "class"),
+            ("change_stream_script", "watch(full_document_before_change)", "class"),
+            ("change_stream_script", "database watch", "class"),
+            ("change_stream_script", "client watch", "class"),
         ),
     ),
     Deliberate(

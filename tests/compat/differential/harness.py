@@ -47,6 +47,11 @@ COMMAND_FIELDS_IF_TRUE: Mapping[str, str] = {
     "new": "false is the server's default for findAndModify",
 }
 
+#: Fields inside commands that differ per run (at any depth).
+RESUME_TOKEN_FIELDS: Mapping[str, str] = {
+    "_data": "a change stream's resume token (resumeAfter, startAfter) encodes the clock",
+}
+
 #: Command fields compared only when not null: PyMongo sends ``comment: null`` when no
 #: comment was given, which the server treats as no comment.
 COMMAND_FIELDS_IF_SET: Mapping[str, str] = {
@@ -212,7 +217,7 @@ def significant_command(event: monitoring.CommandStartedEvent, db_name: str) -> 
 def _without_defaults(value: Any) -> Any:
     if isinstance(value, dict):
         return {
-            key: _without_defaults(item)
+            key: "<present>" if key in RESUME_TOKEN_FIELDS else _without_defaults(item)
             for key, item in value.items()
             if not (key in COMMAND_FIELDS_IF_TRUE and item is False)
         }

@@ -431,6 +431,28 @@ async def session_script(run: Run) -> None:
 
     await step("with_transaction(dup)", lambda: session.with_transaction(failing))
     await step("bind", lambda: session.bind())
+
+    async def transient_once(s: Any) -> Any:
+        await coll.insert_one({"_id": 6}, session=s)
+        return await coll.count_documents({}, session=s)
+
+    await step("failCommand(transient)", lambda: client.admin.command(
+        {"configureFailPoint": "failCommand", "mode": {"times": 1},
+         "data": {"failCommands": ["insert"], "errorCode": 112,
+                  "errorLabels": ["TransientTransactionError"]}}
+    ))
+    await step("with_transaction(retried)", lambda: session.with_transaction(
+        transient_once, read_concern=ReadConcern("snapshot"), write_concern=WriteConcern(w=1),
+        read_preference=ReadPreference.PRIMARY,
+    ))
+
+    async def other_session_after(s: Any) -> Any:
+        async with client.start_session() as other:
+            other.advance_cluster_time(s.cluster_time)
+            other.advance_operation_time(s.operation_time)
+            return await coll.find_one({"_id": 6}, session=other)
+
+    await step("advance_* from another session", lambda: other_session_after(session))
     await step("end_session", lambda: session.end_session())
     await step("has_ended(after)", lambda: session.has_ended)
     await step("use ended", lambda: coll.find_one({}, session=session))
@@ -444,6 +466,21 @@ async def session_script(run: Run) -> None:
     await step("start_session(snapshot and causal)", lambda: client.start_session(
         snapshot=True, causal_consistency=True
     ))
+
+    async def snapshot_reads() -> Any:
+        async with client.start_session(snapshot=True) as s:
+            first = await coll.find({}, session=s).sort("_id").to_list()
+            await coll.insert_one({"_id": 100})
+            second = await coll.count_documents({}, session=s)
+            return first, second
+
+    await step("snapshot session reads", snapshot_reads)
+
+    async def write_in_snapshot() -> Any:
+        async with client.start_session(snapshot=True) as s:
+            return await coll.insert_one({"_id": 101}, session=s)
+
+    await step("write in snapshot session", write_in_snapshot)
     await client.drop_database(run.db_name)
     await client.close()
 
@@ -479,6 +516,35 @@ async def change_stream_script(run: Run) -> None:
 
     await step("async with / async for", context_stream)
     await step("watch(bad)", lambda: coll.watch([{"$nosuch": 1}]))
+
+    async def resumed(**options: Any) -> Any:
+        async with await coll.watch(**options) as s:
+            change = await s.try_next()
+            return None if change is None else change["documentKey"]
+
+    first = await coll.watch()
+    await coll.insert_one({"_id": 3})
+    await coll.insert_one({"_id": 4})
+    change = await first.next()
+    await first.close()
+    await step("watch(resume_after)", lambda: resumed(resume_after=change["_id"]))
+    await step("watch(start_after)", lambda: resumed(start_after=change["_id"]))
+    await step("watch(start_at_operation_time)", lambda: resumed(
+        start_at_operation_time=change["clusterTime"]
+    ))
+    await step("watch(full_document_before_change)", lambda: coll.watch(
+        full_document_before_change="whenAvailable", batch_size=1, comment="cs"
+    ))
+    db_stream = await step("database watch", lambda: client[run.db_name].watch())
+    await coll.insert_one({"_id": 5})
+    await step("database watch.next", lambda: db_stream.next())
+    await step("database watch.close", lambda: db_stream.close())
+    client_stream = await step("client watch", lambda: client.watch(
+        [{"$match": {"ns.db": run.db_name}}]
+    ))
+    await client[run.db_name].other.insert_one({"_id": 1})
+    await step("client watch.next", lambda: client_stream.next())
+    await step("client watch.close", lambda: client_stream.close())
     await client.drop_database(run.db_name)
     await client.close()
 
