@@ -726,6 +726,68 @@ async def errors_script(run: Run) -> None:
     await dead.close()
 
 
+#: What a PyMongo command listener reads of each event (tracing integrations read these).
+_EVENT_ATTRIBUTES = (
+    "command_name", "database_name", "request_id", "operation_id", "connection_id",
+    "server_connection_id", "service_id", "duration_micros", "reply", "failure",
+)
+
+
+def _event_shape(event: Any) -> tuple[str, dict[str, Any]]:
+    shape: dict[str, Any] = {}
+    for name in _EVENT_ATTRIBUTES:
+        if not hasattr(event, name):
+            continue
+        value = getattr(event, name)
+        if name in ("reply", "failure") and isinstance(value, dict):
+            value = sorted(value)  # the keys: values hold clocks and ids
+        elif name not in ("command_name", "database_name"):
+            value = type(value).__name__  # ids, durations, addresses differ per run
+        shape[name] = value
+    return type(event).__name__, shape
+
+
+async def monitoring_script(run: Run) -> None:
+    """The events a PyMongo CommandListener receives, and what it reads of them."""
+    from pymongo import monitoring
+
+    class Shapes(monitoring.CommandListener):
+        def __init__(self) -> None:
+            self.shapes: list[Any] = []
+
+        def started(self, event: monitoring.CommandStartedEvent) -> None:
+            self.shapes.append(_event_shape(event))
+
+        def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+            self.shapes.append(_event_shape(event))
+
+        def failed(self, event: monitoring.CommandFailedEvent) -> None:
+            self.shapes.append(_event_shape(event))
+
+    shapes = Shapes()
+    client = run.client_class(run.uri, event_listeners=[shapes])
+    coll = client[run.db_name].c
+
+    async def events_of(call: Callable[[], Awaitable[Any]]) -> Any:
+        del shapes.shapes[:]
+        try:
+            await call()
+        except Exception as exc:  # the events are compared, the error by its class
+            return type(exc).__name__, list(shapes.shapes)
+        return None, list(shapes.shapes)
+
+    await run.step("insert events", lambda: events_of(lambda: coll.insert_one({"_id": 1})))
+    await run.step("failed events", lambda: events_of(lambda: coll.insert_one({"_id": 1})))
+    await run.step("command error events", lambda: events_of(
+        lambda: client[run.db_name].command("nope")
+    ))
+    await run.step("cursor events", lambda: events_of(
+        lambda: coll.find().batch_size(1).to_list()
+    ))
+    await client.drop_database(run.db_name)
+    await client.close()
+
+
 #: Area -> (deployment kind, the area's scripts).
 AREAS: dict[str, tuple[str, list[Script]]] = {
     "client": ("replica_set", [client_script, client_context_script]),
@@ -738,4 +800,5 @@ AREAS: dict[str, tuple[str, list[Script]]] = {
     "gridfs": ("replica_set", [gridfs_script]),
     "values": ("replica_set", [values_script]),
     "errors": ("replica_set", [errors_script]),
+    "monitoring": ("replica_set", [monitoring_script]),
 }
