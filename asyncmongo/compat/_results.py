@@ -30,11 +30,15 @@ def _update(r: results.UpdateResult) -> Any:
 
 
 def _delete(r: results.DeleteResult) -> Any:
-    return pymongo_results.DeleteResult(r.raw_result, r.acknowledged)  # type: ignore[arg-type]
+    # PyMongo's unacknowledged delete has the raw result {"ok": 1} (its update has None).
+    raw = r.raw_result if r.acknowledged else {"ok": 1}
+    return pymongo_results.DeleteResult(raw, r.acknowledged)  # type: ignore[arg-type]
 
 
 def _bulk(r: results.BulkWriteResult) -> Any:
-    return pymongo_results.BulkWriteResult(dict(r.bulk_api_result), r.acknowledged)
+    # PyMongo's unacknowledged bulk result is empty: nothing is known of what was written.
+    document = dict(r.bulk_api_result) if r.acknowledged else {}
+    return pymongo_results.BulkWriteResult(document, r.acknowledged)
 
 
 #: The fields PyMongo's client bulk write result always has, besides the counts.

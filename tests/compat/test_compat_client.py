@@ -230,3 +230,14 @@ async def test_gridfs_find_yields_grid_outs_as_pymongos() -> None:
         assert type(cursor).__name__ == "AsyncGridOutCursor"
         (grid_out,) = await cursor.to_list()
         assert grid_out.filename == "a.txt" and await grid_out.read() == b"hello"
+
+
+async def test_unacknowledged_results_are_pymongos() -> None:
+    from pymongo.write_concern import WriteConcern
+
+    async with Standalone() as server, compat.AsyncMongoClient(server.uri) as client:
+        coll = client.db.c.with_options(write_concern=WriteConcern(w=0))
+        deleted = await coll.delete_many({})
+        assert (deleted.acknowledged, deleted.raw_result) == (False, {"ok": 1})
+        bulk = await coll.bulk_write([pymongo.InsertOne({"_id": 1})])
+        assert (bulk.acknowledged, bulk.bulk_api_result) == (False, {})
