@@ -92,6 +92,18 @@ DELIBERATE: tuple[Deliberate, ...] = (
         (("collection_script", "bulk_write", "commands"),),
     ),
     Deliberate(
+        "A batch size of 1 is 1",
+        "PyMongo turns a cursor batch size of 1 into 2 for its getMores (OP_QUERY closed a "
+        "cursor after a batch of 1); asyncmongo sends 1, which the server honours.",
+        (("collection_script", "aggregate(options)", "commands"),),
+    ),
+    Deliberate(
+        "Unacknowledged batched writes carry `writeConcern: {w: 0}`",
+        "An unacknowledged `insert_many` sends its write concern in the command as well as "
+        "the moreToCome flag; PyMongo sends the flag only. The server replies to neither.",
+        (("collection_script", "insert_many(w=0)", "commands"),),
+    ),
+    Deliberate(
         "`list_indexes()` yields dicts",
         "PyMongo decodes index documents as SON; asyncmongo uses the collection's "
         "document_class. Dicts keep key order and compare equal to SON.",

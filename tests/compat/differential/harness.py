@@ -39,12 +39,15 @@ COMMAND_FIELDS_PRESENT_ONLY: Mapping[str, str] = {
 }
 
 #: Command fields compared only when they differ from the server's default: PyMongo spells
-#: out ``multi: false`` and ``upsert: false`` in update statements and ``new: false`` and
-#: ``upsert: false`` in findAndModify, asyncmongo leaves the server to apply its defaults.
+#: out ``multi: false`` and ``upsert: false`` in update statements, ``new: false`` and
+#: ``upsert: false`` in findAndModify, and find's returnKey/showRecordId when given false;
+#: asyncmongo leaves the server to apply its defaults.
 COMMAND_FIELDS_IF_TRUE: Mapping[str, str] = {
     "multi": "false is the server's default for an update statement",
     "upsert": "false is the server's default (update statements, findAndModify)",
     "new": "false is the server's default for findAndModify",
+    "returnKey": "false is the server's default for find (PyMongo sends it when given)",
+    "showRecordId": "false is the server's default for find (PyMongo sends it when given)",
 }
 
 #: Fields inside commands that differ per run (at any depth).
@@ -179,7 +182,7 @@ def _described(value: Any, db_name: str) -> Any:
     """What is compared of a step's result."""
     fields = _RESULT_FIELDS.get(type(value))
     if fields is not None:
-        return {name: normalise(getattr(value, name), db_name) for name in fields}
+        return {name: _attribute(value, name, db_name) for name in fields}
     if isinstance(value, _grid_out_classes()):
         return {
             name: normalise(getattr(value, name), db_name)
@@ -192,6 +195,15 @@ def _described(value: Any, db_name: str) -> Any:
                 return name.replace(db_name, "DB")
         return None
     return normalise(value, db_name)
+
+
+def _attribute(value: Any, name: str, db_name: str) -> Any:
+    """An attribute of a result, or the class of the error reading it raises (the counts of
+    an unacknowledged write)."""
+    try:
+        return normalise(getattr(value, name), db_name)
+    except Exception as exc:  # the error's class is what is compared
+        return f"<raises {type(exc).__name__}>"
 
 
 def _grid_out_classes() -> tuple[type, ...]:

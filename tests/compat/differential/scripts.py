@@ -278,10 +278,81 @@ async def collection_script(run: Run) -> None:
     await step("drop", lambda: db.c2.drop())
     await step("next", lambda: coll.next())
     await step("call", lambda: coll.nosuch())
+    await _collection_options(run, db.opts)
+    await _unacknowledged(run, db.unack)
     await step("equal", lambda: coll == db.c)
     await step("bool", lambda: bool(coll))
     await client.drop_database(run.db_name)
     await client.close()
+
+
+async def _collection_options(run: Run, coll: Any) -> None:
+    """The options each CRUD method passes on (hint, collation, let, comment, ...)."""
+    step = run.step
+    collation = {"locale": "en", "strength": 2}
+    await coll.insert_many([{"_id": i, "s": s} for i, s in enumerate(["a", "A", "b"])])
+    await coll.create_index("s")
+    await step("create_index(ttl partial)", lambda: coll.create_index(
+        "t", expireAfterSeconds=60, partialFilterExpression={"t": {"$exists": True}},
+        comment="ci",
+    ))
+    await step("insert_many(bypass)", lambda: coll.insert_many(
+        [{"_id": 10}], bypass_document_validation=True, comment="im"
+    ))
+    await step("update_one(hint collation let)", lambda: coll.update_one(
+        {"$expr": {"$eq": ["$s", "$$v"]}}, {"$set": {"u": 1}}, hint="s_1",
+        let={"v": "a"}, comment="u1",
+    ))
+    await step("update_many(collation)", lambda: coll.update_many(
+        {"s": "a"}, {"$set": {"m": 1}}, collation=collation
+    ))
+    await step("replace_one(hint)", lambda: coll.replace_one({"_id": 10}, {"r": 1}, hint="_id_"))
+    await step("delete_many(collation)", lambda: coll.delete_many(
+        {"s": "B"}, collation=collation, comment="dm"
+    ))
+    await step("delete_one(hint)", lambda: coll.delete_one({"_id": 10}, hint={"_id": 1}))
+    await step("count_documents(hint collation)", lambda: coll.count_documents(
+        {"s": "a"}, hint="s_1", collation=collation, maxTimeMS=5000
+    ))
+    await step("distinct(collation comment)", lambda: coll.distinct(
+        "s", {}, collation=collation, comment="d"
+    ))
+    await step("find(collation hint let)", lambda: coll.find(
+        {"s": "a"}, collation=collation, hint="s_1", let={"x": 1}, max_time_ms=5000,
+        allow_disk_use=True, return_key=False, show_record_id=False,
+    ).to_list())
+    await step("aggregate(options)", lambda: _to_list(coll.aggregate(
+        [{"$match": {"s": "a"}}], collation=collation, let={"x": 1}, allowDiskUse=True,
+        maxTimeMS=5000, comment="ag", batchSize=1, hint="s_1",
+    )))
+    await step("find_one_and_update(options)", lambda: coll.find_one_and_update(
+        {"s": "A"}, {"$set": {"f": 1}}, collation=collation, hint="s_1", let={"x": 1},
+        sort=[("_id", 1)], return_document=True, comment="fu",
+    ))
+    await step("find_one_and_delete(options)", lambda: coll.find_one_and_delete(
+        {"s": "a"}, collation=collation, sort={"_id": -1}, projection=["s"]
+    ))
+    await step("estimated_document_count(maxTimeMS)", lambda: (
+        coll.estimated_document_count(maxTimeMS=5000, comment="e")
+    ))
+    await step("update_one(bad option)", lambda: coll.update_one({}, {"$set": {"x": 1}}, nope=1))
+
+
+async def _unacknowledged(run: Run, coll: Any) -> None:
+    """w=0: results say unacknowledged, and their counts cannot be read."""
+    step = run.step
+    unack = coll.with_options(write_concern=WriteConcern(w=0))
+    result = await step("insert_one(w=0)", lambda: unack.insert_one({"_id": 1}))
+    await step("w=0 inserted_id", lambda: result.inserted_id)
+    result = await step("update_one(w=0)", lambda: unack.update_one(
+        {"_id": 1}, {"$set": {"x": 1}}
+    ))
+    await step("w=0 matched_count", lambda: result.matched_count)
+    await step("delete_one(w=0)", lambda: unack.delete_one({"_id": 1}))
+    await step("delete_many(w=0)", lambda: unack.delete_many({}))
+    await step("bulk_write(w=0)", lambda: unack.bulk_write([InsertOne({"_id": 2})]))
+    await step("insert_many(w=0)", lambda: unack.insert_many([{"_id": 3}, {"_id": 4}]))
+    await step("count after w=0", lambda: coll.count_documents({}))
 
 
 async def cursor_script(run: Run) -> None:
