@@ -94,6 +94,11 @@ class AsyncGridOut:
         return self._document.get("filename")
 
     @property
+    def name(self) -> str | None:
+        """The filename, under the name io's file objects give it (as PyMongo's GridOut)."""
+        return self._document.get("filename")
+
+    @property
     def upload_date(self) -> datetime.datetime | None:
         """When the file was stored (the files document's ``uploadDate``, a UTC datetime, naive
         unless the codec options are tz_aware), or None if the document has none."""
@@ -169,6 +174,30 @@ class AsyncGridOut:
             piece = await self._read_in_chunk(size - got)
             pieces.append(piece)
             got += len(piece)
+        if self._position >= self.length > 0 and self._iterator is not None:
+            await self._check_no_extra_chunk()
+        return b"".join(pieces)
+
+    async def readline(self, size: int = -1) -> bytes:
+        """The bytes up to and including the next newline, at most ``size`` of them (no
+        limit when negative); b"" at the end (io's readline, as PyMongo's GridOut)."""
+        remaining = max(self.length - self._position, 0)
+        if size < 0 or size > remaining:
+            size = remaining
+        pieces = []
+        got = 0
+        while got < size:
+            n = self._position // self.chunk_size
+            if n != self._buffer_n:
+                await self._load_chunk(n)
+            offset = self._position - n * self.chunk_size
+            newline = self._buffer.find(b"\n", offset)
+            most = size - got if newline < 0 else min(size - got, newline + 1 - offset)
+            piece = await self._read_in_chunk(most)
+            pieces.append(piece)
+            got += len(piece)
+            if piece.endswith(b"\n"):
+                break
         if self._position >= self.length > 0 and self._iterator is not None:
             await self._check_no_extra_chunk()
         return b"".join(pieces)
