@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pymongo.monitoring
@@ -45,7 +46,21 @@ AsyncCommandCursor = compatible_class(_AsyncCommandCursor)
 AsyncClientSession = compatible_class(_AsyncClientSession)
 AsyncChangeStream = compatible_class(AsyncChangeStream)  # type: ignore[misc]
 compatible_class(_AsyncGridIn)
-compatible_class(_AsyncGridOut)
+
+
+async def _lines(grid_out: _AsyncGridOut) -> AsyncIterator[bytes]:
+    while line := await grid_out.readline():
+        yield line
+
+
+compatible_class(
+    _AsyncGridOut,
+    {
+        # PyMongo's GridOut iterates as a file object does, line by line (asyncmongo's
+        # yields chunks).
+        "__aiter__": lambda self: _lines(self),
+    },
+)
 compatible_class(_TransactionContext)
 
 

@@ -241,3 +241,11 @@ async def test_unacknowledged_results_are_pymongos() -> None:
         assert (deleted.acknowledged, deleted.raw_result) == (False, {"ok": 1})
         bulk = await coll.bulk_write([pymongo.InsertOne({"_id": 1})])
         assert (bulk.acknowledged, bulk.bulk_api_result) == (False, {})
+
+
+async def test_grid_out_iterates_by_line_as_pymongos() -> None:
+    async with Standalone() as server, compat.AsyncMongoClient(server.uri) as client:
+        bucket = compat.AsyncGridFSBucket(client.db, chunk_size_bytes=5)
+        await bucket.upload_from_stream_with_id(1, "f", b"one\ntwo\nend")
+        grid_out = await bucket.open_download_stream(1)
+        assert [line async for line in grid_out] == [b"one\n", b"two\n", b"end"]
