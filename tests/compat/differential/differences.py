@@ -157,9 +157,14 @@ DELIBERATE: tuple[Deliberate, ...] = (
         ),
     ),
     Deliberate(
-        "A command cursor's `cursor_id` is an int",
-        "PyMongo hands back the reply's Int64; Int64 is an int subclass, the value is the same.",
-        (("cursor_script", "command cursor.cursor_id", "class"),),
+        "A command cursor's `cursor_id` and `GridIn.length` are ints",
+        "PyMongo hands back an Int64 for both; Int64 is an int subclass, the value is the same. "
+        "(A stored file's length is an Int64, as PyMongo writes it, and GridOut.length "
+        "hands it back.)",
+        (
+            ("cursor_script", "command cursor.cursor_id", "class"),
+            *_both("gridfs_script", "GridIn.length"),
+        ),
     ),
     Deliberate(
         "Values the driver makes for itself are asyncmongo's bson classes",
@@ -203,6 +208,10 @@ DELIBERATE: tuple[Deliberate, ...] = (
             ("gridfs_script", "upload_from_stream(revision)", "commands"),
             ("gridfs_script", "GridIn write/close", "commands"),
             ("gridfs_script", "GridIn with id", "commands"),
+            ("gridfs_script", "GridIn.writelines", "commands"),
+            ("gridfs_script", "GridIn.close", "commands"),
+            ("gridfs_script", "GridIn.write(abort)", "commands"),
+            ("gridfs_script", "GridIn async with", "commands"),
         ),
     ),
     Deliberate(
@@ -213,6 +222,28 @@ DELIBERATE: tuple[Deliberate, ...] = (
         (
             ("gridfs_script", "open_download_stream_by_name(missing)", "commands"),
             ("gridfs_script", "delete_by_name(missing)", "commands"),
+        ),
+    ),
+    Deliberate(
+        "`GridIn.abort()` deletes the chunks only",
+        "The files document is written by `close()`, so an aborted upload has none; PyMongo "
+        "also sends a delete for it.",
+        (("gridfs_script", "GridIn.abort", "commands"),),
+    ),
+    Deliberate(
+        "GridOut reuses its buffered chunk",
+        "After a seek within the chunk it holds, a read continues from the buffer; PyMongo "
+        "queries the chunks again.",
+        (("gridfs_script", "GridOut.read(rest)", "commands"),),
+    ),
+    Deliberate(
+        "GridFS stream misuse raises asyncmongo's errors",
+        "Writing to a closed GridIn raises InvalidOperation (PyMongo: ValueError) and seeking "
+        "before the start raises InvalidArgument (PyMongo: OSError), both PyMongoError "
+        "subclasses under the compatible client.",
+        (
+            ("gridfs_script", "GridIn.write(closed)", "error"),
+            ("gridfs_script", "GridOut.seek(bad)", "error"),
         ),
     ),
 )

@@ -679,6 +679,7 @@ async def gridfs_script(run: Run) -> None:
     await step("delete_by_name(missing)", lambda: bucket.delete_by_name("a.txt"))
     await step("files left", lambda: db["fs.files"].find({}, {"filename": 1, "_id": 0})
                .sort("filename").to_list())
+    await _grid_files(run, bucket)
     await client.drop_database(run.db_name)
     await client.close()
 
@@ -857,6 +858,54 @@ async def monitoring_script(run: Run) -> None:
     ))
     await client.drop_database(run.db_name)
     await client.close()
+
+
+async def _grid_files(run: Run, bucket: Any) -> None:
+    """The upload and download streams' own API (GridIn, GridOut)."""
+    step = run.step
+    grid_in = bucket.open_upload_stream_with_id(
+        20, "lines.txt", chunk_size_bytes=5, metadata={"m": 1}
+    )
+    await step("GridIn.filename", lambda: grid_in.filename)
+    await step("GridIn.chunk_size", lambda: grid_in.chunk_size)
+    await step("GridIn.closed", lambda: grid_in.closed)
+    await step("GridIn.writelines", lambda: grid_in.writelines([b"one\n", b"two\n"]))
+    await step("GridIn.write(str)", lambda: grid_in.write("three\n"))
+    await step("GridIn.write(bad)", lambda: grid_in.write(5))
+    await step("GridIn.close", lambda: grid_in.close())
+    await step("GridIn.length", lambda: grid_in.length)
+    await step("GridIn._id", lambda: grid_in._id)
+    await step("GridIn.closed(after)", lambda: grid_in.closed)
+    await step("GridIn.write(closed)", lambda: grid_in.write(b"x"))
+    aborted = bucket.open_upload_stream("aborted.txt", chunk_size_bytes=2)
+    await step("GridIn.write(abort)", lambda: aborted.write(b"abcdef"))
+    await step("GridIn.abort", lambda: aborted.abort())
+
+    async def grid_in_context() -> Any:
+        async with bucket.open_upload_stream_with_id(21, "ctx.txt") as stream:
+            await stream.write(b"ctx")
+        return stream.closed
+
+    await step("GridIn async with", grid_in_context)
+    grid_out = await bucket.open_download_stream(20)
+    for name in ("_id", "filename", "name", "length", "chunk_size", "metadata"):
+        await step(f"GridOut.{name}", lambda name=name: getattr(grid_out, name))
+    await step("GridOut.upload_date", lambda: grid_out.upload_date is not None)
+    await step("GridOut.readline", lambda: grid_out.readline())
+    await step("GridOut.tell", lambda: grid_out.tell())
+    await step("GridOut.readchunk", lambda: grid_out.readchunk())
+    await step("GridOut.read(3)", lambda: grid_out.read(3))
+    await step("GridOut.seek", lambda: grid_out.seek(0))
+    await step("GridOut.seek(end)", lambda: grid_out.seek(-3, io.SEEK_END))
+    await step("GridOut.read(rest)", lambda: grid_out.read())
+    await step("GridOut.seek(bad)", lambda: grid_out.seek(-100))
+
+    async def chunks(file_id: Any) -> Any:
+        stream = await bucket.open_download_stream(file_id)
+        return [chunk async for chunk in stream]
+
+    await step("GridOut async for", lambda: chunks(20))
+    await step("GridOut.close", lambda: grid_out.close())
 
 
 #: Area -> (deployment kind, the area's scripts).
