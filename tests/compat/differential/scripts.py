@@ -40,6 +40,9 @@ async def client_script(run: Run) -> None:
     await step("options", lambda: client.options)
     await step("options.pool_options", lambda: client.options.pool_options.max_pool_size)
     await step("topology_description", lambda: client.topology_description)
+    await step("server_descriptions", lambda: sorted(
+        type(d).__name__ for d in client.topology_description.server_descriptions().values()
+    ))
     await step(
         "topology_type_name", lambda: client.topology_description.topology_type_name
     )
@@ -59,6 +62,7 @@ async def client_script(run: Run) -> None:
     cursor = await step("list_databases", lambda: client.list_databases(nameOnly=True))
     await step("list_databases.to_list", lambda: cursor.to_list(None))
     await step("server_info", lambda: client.server_info())
+    await step("buildInfo", lambda: client.admin.command({"buildInfo": 1}))
     await step("append_metadata", lambda: client.append_metadata(
         pymongo.driver_info.DriverInfo("differential", "1.0")
     ))
@@ -390,6 +394,8 @@ async def cursor_script(run: Run) -> None:
     await step("next(exhausted)", lambda: cursor.next())
     await step("rewind", lambda: cursor.rewind())
     await step("to_list(2)", lambda: cursor.to_list(2))
+    await step("to_list(length=1)", lambda: cursor.to_list(length=1))
+    await step("to_list(length=None)", lambda: cursor.to_list(length=None))
     await step("close", lambda: cursor.close())
     await step("alive(closed)", lambda: cursor.alive)
 
