@@ -198,7 +198,7 @@ class AsyncGridFSBucket:
 
     async def open_download_stream(self, file_id: Any, session: Any = None) -> AsyncGridOut:
         """A download stream of the file with ``file_id`` (NoFile if there is none)."""
-        document = await self._files.find_one({"_id": {"$eq": file_id}}, session=session)
+        document = await self._files.find_one({"_id": file_id}, session=session)
         if document is None:
             raise NoFile(f"no file in {self._files.name} with _id {file_id!r}")
         return AsyncGridOut(self._chunks, document, session)
@@ -247,8 +247,8 @@ class AsyncGridFSBucket:
         """Delete the file's files document, then its chunks (the spec's order: a reader
         then sees no file rather than a file without chunks). NoFile if there was no files
         document (its orphaned chunks are still deleted)."""
-        result = await self._files.delete_one({"_id": {"$eq": file_id}}, session=session)
-        await self._chunks.delete_many({"files_id": {"$eq": file_id}}, session=session)
+        result = await self._files.delete_one({"_id": file_id}, session=session)
+        await self._chunks.delete_many({"files_id": file_id}, session=session)
         if result.deleted_count == 0:
             raise NoFile(f"no file in {self._files.name} with _id {file_id!r}")
 
@@ -264,7 +264,7 @@ class AsyncGridFSBucket:
     async def rename(self, file_id: Any, new_filename: str, session: Any = None) -> None:
         """Set the filename of the file with ``file_id`` (NoFile if there is none)."""
         result = await self._files.update_one(
-            {"_id": {"$eq": file_id}}, {"$set": {"filename": new_filename}}, session=session)
+            {"_id": file_id}, {"$set": {"filename": new_filename}}, session=session)
         if result.matched_count == 0:
             raise NoFile(f"no file in {self._files.name} with _id {file_id!r}")
 

@@ -207,7 +207,7 @@ class AsyncGridIn:
         self._closed = True
         self._aborted = True
         self._buffer.clear()
-        await self._chunks.delete_many({"files_id": {"$eq": self._file_id}}, session=self._session)
+        await self._chunks.delete_many({"files_id": self._file_id}, session=self._session)
 
     async def __aenter__(self) -> AsyncGridIn:
         return self

@@ -245,7 +245,7 @@ class AsyncGridOut:
 
     async def _open_cursor(self, n: int) -> None:
         await self._close_cursor()
-        query: dict[str, Any] = {"files_id": {"$eq": self._id}}
+        query: dict[str, Any] = {"files_id": self._id}
         if n > 0:
             query["n"] = {"$gte": n}
         self._cursor = self._chunks.find(query, sort=[("n", 1)], session=self._session)
