@@ -215,6 +215,21 @@ DELIBERATE: tuple[Deliberate, ...] = (
         ),
     ),
     Deliberate(
+        "GridFS filters on a file id as it is",
+        "The files and chunks queries and deletes filter on `{_id: id}` / `{files_id: id}`, "
+        "as the GridFS and retryable-reads spec tests expect; PyMongo wraps the id in `$eq`. "
+        "For the ids the server accepts (no arrays, regexes or `$` fields) both match the same.",
+        tuple(
+            ("gridfs_script", label, "commands")
+            for label in (
+                "open_download_stream", "open_download_stream(missing)", "GridOut read",
+                "GridOut read(by name)", "download_to_stream", "download_to_stream_by_name",
+                "rename", "rename(missing)", "delete", "delete(missing)",
+                "GridIn.abort", "GridOut.readline", "GridOut.read(rest)", "GridOut async for",
+            )
+        ),
+    ),
+    Deliberate(
         "GridFS by-name errors",
         "A missing file by name costs asyncmongo a second query, to say whether the name or "
         "only the revision is missing; `delete_by_name` of a missing name sends no deletes "
