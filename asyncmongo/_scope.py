@@ -172,7 +172,7 @@ class NamedScope(Generic[P]):
         self._codec_options = (
             parent.codec_options
             if codec_options is None
-            else _adopt_codec_options(codec_options, parent.codec_options)
+            else adopt_codec_options(codec_options, parent.codec_options)
         )
         self._read_preference = adopt_read_preference(read_preference) or parent.read_preference
         self._write_concern = adopt_write_concern(write_concern) or parent.write_concern
@@ -285,7 +285,7 @@ class NamedScope(Generic[P]):
         }
 
 
-def _adopt_codec_options(given: Any, inherited: CodecOptions) -> CodecOptions:
+def adopt_codec_options(given: Any, inherited: CodecOptions) -> CodecOptions:
     """``given`` (asyncmongo's or PyMongo's CodecOptions) for a child scope: PyMongo's is
     converted, and options that say nothing of the value classes keep the parent's, so a
     database or collection of the PyMongo-compatible client still decodes to PyMongo's

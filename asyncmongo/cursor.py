@@ -503,6 +503,11 @@ class AsyncCursor(_Cursor[_DocumentType]):
         self._tailable = options.cursor_type if options.tailable else CursorType.NON_TAILABLE
 
     @property
+    def retrieved(self) -> int:
+        """How many documents the server has returned so far (PyMongo's name)."""
+        return self._retrieved
+
+    @property
     def collection(self) -> Any:
         """The AsyncCollection this cursor reads from."""
         return self._collection

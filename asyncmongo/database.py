@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, overload
 
-from asyncmongo._scope import ClientScope, NamedScope
+from asyncmongo._scope import ClientScope, NamedScope, adopt_codec_options
 from asyncmongo.bson.codec_options import CodecOptions
+from asyncmongo.bson.dbref import DBRef
 from asyncmongo.bson.typings import _DocumentType, _DocumentTypeArg
 from asyncmongo.collection import AsyncCollection
 from asyncmongo.collection.aggregate import aggregate_cursor
@@ -173,12 +174,19 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
             self._name,
             document,
             read_preference or PRIMARY,
-            codec_options or self._codec_options,
+            self._reply_codec_options(codec_options),
             check=check and not allowable_errors,
             own_read_preference=read_preference is not None,
         )
         reply: Mapping[str, Any] = await self._client._run(op, session, timeout_ms=self._timeout_ms)
         return reply
+
+    def _reply_codec_options(self, given: Any) -> CodecOptions:
+        """The codec options a command's reply decodes with: ``given`` (asyncmongo's or
+        PyMongo's) keeping this database's value classes, else the database's own."""
+        if given is None:
+            return self._codec_options
+        return adopt_codec_options(given, self._codec_options)
 
     async def cursor_command(
         self,
@@ -200,7 +208,7 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
         getMores go to the server that answered the command.
         """
         document = command_document(command, value, **kwargs)
-        codec = codec_options or self._codec_options
+        codec = self._reply_codec_options(codec_options)
         op = run_cursor_command(
             self._name,
             document,
@@ -359,6 +367,47 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
             raise
         return collection
 
+    async def dereference(
+        self, dbref: Any, session: Any = None, comment: Any = None, **kwargs: Any
+    ) -> _DocumentType | None:
+        """The document ``dbref`` (asyncmongo's or PyMongo's DBRef) points to, or None.
+        A DBRef naming another database raises ValueError; ``kwargs`` go to ``find_one``."""
+        if not _is_dbref(dbref):
+            raise TypeError(f"cannot dereference a {type(dbref)}")
+        if dbref.database is not None and dbref.database != self._name:
+            raise ValueError(
+                "trying to dereference a DBRef that points to another database "
+                f"({dbref.database!r} not {self._name!r})"
+            )
+        collection: AsyncCollection[_DocumentType] = self[dbref.collection]
+        return await collection.find_one(
+            {"_id": dbref.id}, session=session, comment=comment, **kwargs
+        )
+
+    async def validate_collection(
+        self,
+        name_or_collection: str | AsyncCollection[Any],
+        scandata: bool = False,
+        full: bool = False,
+        session: Any = None,
+        background: bool | None = None,
+        comment: Any = None,
+    ) -> Mapping[str, Any]:
+        """Run ``validate`` on a collection; its reply. CollectionInvalid if the server
+        finds the collection invalid."""
+        name = getattr(name_or_collection, "name", name_or_collection)
+        if not isinstance(name, str):
+            raise TypeError("name_or_collection must be a str or an AsyncCollection")
+        command: dict[str, Any] = {"validate": name, "scandata": scandata, "full": full}
+        if comment is not None:
+            command["comment"] = comment
+        if background is not None:
+            command["background"] = background
+        reply = await self.command(command, session=session)
+        if not reply.get("valid", False):
+            raise CollectionInvalid(f"{name} invalid: {reply!r}")
+        return reply
+
     async def drop_collection(
         self,
         name_or_collection: Any,
@@ -392,3 +441,11 @@ def _cursor_type(command: Mapping[str, Any]) -> CursorType:
     if command.get("tailable") is not True:
         return CursorType.NON_TAILABLE
     return CursorType.TAILABLE_AWAIT if command.get("awaitData") is True else CursorType.TAILABLE
+
+
+#: The type marker of a DBRef (PyMongo's ``_type_marker`` protocol).
+_DBREF_MARKER = 100
+
+
+def _is_dbref(value: Any) -> bool:
+    return isinstance(value, DBRef) or getattr(value, "_type_marker", None) == _DBREF_MARKER

@@ -305,7 +305,7 @@ class ClientBulkWriteException(OperationFailure):
         write_concern_errors: Sequence[Any] | None = None,
         partial_result: Any = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, 65)  # PyMongo's code for "batch op errors occurred"
         self.error = error
         self.write_errors = dict(write_errors or {})
         self.write_concern_errors = list(write_concern_errors or [])

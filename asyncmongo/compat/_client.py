@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pymongo.monitoring
@@ -11,8 +13,9 @@ from asyncmongo.client import AsyncMongoClient as _AsyncMongoClient
 from asyncmongo.collection import AsyncCollection as _AsyncCollection
 from asyncmongo.compat._errors import as_pymongo_error
 from asyncmongo.compat._values import pymongo_codec_options
-from asyncmongo.compat._wrap import compatible_class
+from asyncmongo.compat._wrap import _wrap, compatible, compatible_class
 from asyncmongo.core.address import Address
+from asyncmongo.core.operations.cursors import CursorPage
 from asyncmongo.core.sdam.types import TopologyType
 from asyncmongo.core.selection import Selection
 from asyncmongo.cursor import AsyncCommandCursor as _AsyncCommandCursor
@@ -42,10 +45,57 @@ AsyncCursor = compatible_class(_AsyncCursor)
 AsyncCommandCursor = compatible_class(_AsyncCommandCursor)
 AsyncClientSession = compatible_class(_AsyncClientSession)
 AsyncChangeStream = compatible_class(AsyncChangeStream)  # type: ignore[misc]
-AsyncGridFSBucket = compatible_class(_AsyncGridFSBucket)
 compatible_class(_AsyncGridIn)
-compatible_class(_AsyncGridOut)
+
+
+async def _lines(grid_out: _AsyncGridOut) -> AsyncIterator[bytes]:
+    while line := await grid_out.readline():
+        yield line
+
+
+compatible_class(
+    _AsyncGridOut,
+    {
+        # PyMongo's GridOut iterates as a file object does, line by line (asyncmongo's
+        # yields chunks).
+        "__aiter__": lambda self: _lines(self),
+    },
+)
 compatible_class(_TransactionContext)
+
+
+class AsyncGridOutCursor(AsyncCursor):  # type: ignore[valid-type,misc]
+    """PyMongo's ``AsyncGridOutCursor``: a find on a bucket's files collection that yields
+    an ``AsyncGridOut`` per files document (asyncmongo's bucket yields the documents)."""
+
+    __slots__ = ()
+
+    def _take(self, page: CursorPage) -> None:
+        files = self._collection
+        chunks = files.database.get_collection(
+            files.name[: -len("files")] + "chunks",
+            codec_options=files.codec_options,
+            read_preference=files.read_preference,
+            read_concern=files.read_concern,
+        )
+        grid_outs = [
+            compatible(_AsyncGridOut(chunks, document, self._session))
+            for document in page.documents
+        ]
+        super()._take(dataclasses.replace(page, documents=grid_outs))
+
+
+def _find_grid_outs(self: _AsyncGridFSBucket, *args: Any, **kwargs: Any) -> Any:
+    cursor = _AsyncGridFSBucket.find(self, *args, **kwargs)
+    cursor.__class__ = AsyncGridOutCursor
+    return cursor
+
+
+AsyncGridFSBucket = compatible_class(_AsyncGridFSBucket)
+AsyncGridFSBucket.find = _wrap(_find_grid_outs)  # type: ignore[method-assign]
+AsyncGridFSBucket.find.__doc__ = (
+    "A cursor over the matching files, yielding an AsyncGridOut for each, as PyMongo's."
+)
 
 
 def _registered_listeners() -> list[object]:
@@ -142,6 +192,9 @@ AsyncMongoClient = compatible_class(
             "write results are PyMongo's, and address/primary/secondaries/arbiters/is_primary/"
             "is_mongos are awaited, as in PyMongo's AsyncMongoClient."
         ),
+        # PyMongo's class constants: the host and port a client without a URI connects to.
+        "HOST": "localhost",
+        "PORT": 27017,
         "address": property(_address),
         "primary": property(_primary),
         "secondaries": property(_secondaries),

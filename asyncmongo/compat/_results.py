@@ -30,16 +30,38 @@ def _update(r: results.UpdateResult) -> Any:
 
 
 def _delete(r: results.DeleteResult) -> Any:
-    return pymongo_results.DeleteResult(r.raw_result, r.acknowledged)  # type: ignore[arg-type]
+    # PyMongo's unacknowledged delete has the raw result {"ok": 1} (its update has None).
+    raw = r.raw_result if r.acknowledged else {"ok": 1}
+    return pymongo_results.DeleteResult(raw, r.acknowledged)  # type: ignore[arg-type]
 
 
 def _bulk(r: results.BulkWriteResult) -> Any:
-    return pymongo_results.BulkWriteResult(dict(r.bulk_api_result), r.acknowledged)
+    # PyMongo's unacknowledged bulk result is empty: nothing is known of what was written.
+    document = dict(r.bulk_api_result) if r.acknowledged else {}
+    return pymongo_results.BulkWriteResult(document, r.acknowledged)
+
+
+#: The fields PyMongo's client bulk write result always has, besides the counts.
+_CLIENT_BULK_FIELDS = ("insertResults", "updateResults", "deleteResults")
 
 
 def _client_bulk(r: results.ClientBulkWriteResult) -> Any:
+    document: dict[str, Any] = {
+        "anySuccessful": True,  # a result (not an error) means some write succeeded
+        "error": None,
+        "writeErrors": [],
+        "writeConcernErrors": [],
+        **{name: {} for name in _CLIENT_BULK_FIELDS},
+    }
+    document.update(r.bulk_api_result)
+    for name in _CLIENT_BULK_FIELDS:
+        document[name] = {
+            index: RESULT_CONVERTERS[type(value)](value) if type(value) in RESULT_CONVERTERS
+            else value
+            for index, value in document[name].items()
+        }
     return pymongo_results.ClientBulkWriteResult(
-        dict(r.bulk_api_result), r.acknowledged, r.has_verbose_results
+        document, r.acknowledged, r.has_verbose_results
     )
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from asyncmongo.bson.binary import Binary
 from asyncmongo.bson.objectid import ObjectId
+from asyncmongo.bson.types import Int64
 from asyncmongo.errors import DuplicateKeyError, InvalidArgument, InvalidOperation
 from asyncmongo.gridfs.errors import FileExists
 
@@ -183,7 +184,7 @@ class AsyncGridIn:
         self._upload_date = _now()
         document: dict[str, Any] = {
             "_id": self._file_id,
-            "length": self._length,
+            "length": Int64(self._length),  # GridFS spec: length is an Int64
             "chunkSize": self._chunk_size,
             "uploadDate": self._upload_date,
             "filename": self._filename,

@@ -36,7 +36,7 @@ def _whole_number(document: Mapping[str, Any], name: str) -> int:
         return int(value)
     if not isinstance(value, int) or isinstance(value, bool):
         raise CorruptGridFile(f"files document has no valid {name!r}: {value!r}")
-    return int(value)
+    return value  # as stored: an Int64 stays one, as PyMongo's GridOut hands it back
 
 
 class AsyncGridOut:
@@ -101,6 +101,11 @@ class AsyncGridOut:
     @property
     def filename(self) -> str | None:
         """The filename (None for a legacy file stored without one)."""
+        return self._document.get("filename")
+
+    @property
+    def name(self) -> str | None:
+        """The filename, under the name io's file objects give it (as PyMongo's GridOut)."""
         return self._document.get("filename")
 
     @property
@@ -182,6 +187,30 @@ class AsyncGridOut:
                 got += len(piece)
             if self._position >= self.length > 0 and self._iterator is not None:
                 await self._check_no_extra_chunk()
+        return b"".join(pieces)
+
+    async def readline(self, size: int = -1) -> bytes:
+        """The bytes up to and including the next newline, at most ``size`` of them (no
+        limit when negative); b"" at the end (io's readline, as PyMongo's GridOut)."""
+        remaining = max(self.length - self._position, 0)
+        if size < 0 or size > remaining:
+            size = remaining
+        pieces = []
+        got = 0
+        while got < size:
+            n = self._position // self.chunk_size
+            if n != self._buffer_n:
+                await self._load_chunk(n)
+            offset = self._position - n * self.chunk_size
+            newline = self._buffer.find(b"\n", offset)
+            most = size - got if newline < 0 else min(size - got, newline + 1 - offset)
+            piece = await self._read_in_chunk(most)
+            pieces.append(piece)
+            got += len(piece)
+            if piece.endswith(b"\n"):
+                break
+        if self._position >= self.length > 0 and self._iterator is not None:
+            await self._check_no_extra_chunk()
         return b"".join(pieces)
 
     async def readchunk(self) -> bytes:

@@ -33,7 +33,7 @@ from asyncmongo.core.sessions import (
     greater_operation_time,
     transition,
 )
-from asyncmongo.core.sessions.cluster_time import cluster_time_of
+from asyncmongo.core.sessions.cluster_time import as_timestamp, cluster_time_of
 from asyncmongo.core.sessions.decorate import SessionFields, snapshot_time_of
 from asyncmongo.core.sessions.labels import (
     TRANSIENT_TRANSACTION_ERROR,
@@ -214,15 +214,15 @@ class AsyncClientSession:
 
     def advance_cluster_time(self, cluster_time: Mapping[str, Any]) -> None:
         """Causal consistency: order this session after another one's cluster time."""
-        if not isinstance(cluster_time, Mapping) or not isinstance(
-            cluster_time.get("clusterTime"), Timestamp
+        if not isinstance(cluster_time, Mapping) or (
+            as_timestamp(cluster_time.get("clusterTime")) is None
         ):
             raise InvalidOperation("cluster_time must be a $clusterTime document")
         self._cluster_time = greater_cluster_time(self._cluster_time, cluster_time)
 
     def advance_operation_time(self, operation_time: Timestamp) -> None:
         """Causal consistency: order this session's reads after ``operation_time``."""
-        if not isinstance(operation_time, Timestamp):
+        if as_timestamp(operation_time) is None:
             raise InvalidOperation("operation_time must be a Timestamp")
         self._operation_time = greater_operation_time(self._operation_time, operation_time)
 

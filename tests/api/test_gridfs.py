@@ -101,6 +101,7 @@ async def test_the_files_document_has_the_spec_fields_and_no_metadata_unless_giv
     document = await env.db["fs.files"].find_one({"_id": file_id})
     assert list(document) == ["_id", "length", "chunkSize", "uploadDate", "filename"]
     assert (document["length"], document["chunkSize"], document["filename"]) == (3, CHUNK, "doc")
+    assert type(document["length"]).__name__ == "Int64"  # the spec's type, as PyMongo writes it
     assert "md5" not in document
 
 
@@ -491,3 +492,16 @@ async def test_the_bucket_write_concern_is_sent(env: Client) -> None:
     with pytest.raises(InvalidArgument):
         env.bucket(chunk_size_bytes=0)
     assert "wc" in repr(bucket) and "chunk size 7" in repr(bucket)
+
+
+async def test_readline_reads_up_to_each_newline_across_chunks(env: Client) -> None:
+    bucket = env.bucket(chunk_size_bytes=4)
+    await bucket.upload_from_stream_with_id(1, "lines.txt", b"one\ntwo\nthree")
+    out = await bucket.open_download_stream(1)
+    assert out.name == out.filename == "lines.txt"
+    assert await out.readline() == b"one\n"
+    assert await out.readline(2) == b"tw"
+    assert await out.readline() == b"o\n"
+    assert await out.readline() == b"three"
+    assert await out.readline() == b""
+    assert out.tell() == 13

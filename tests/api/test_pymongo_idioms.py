@@ -317,3 +317,34 @@ def test_first_operation_outside_any_loop_says_asyncmongo_runs_on_asyncio() -> N
     ping = client.admin.command("ping")
     with pytest.raises(InvalidOperation, match="asyncmongo runs on asyncio"):
         ping.send(None)
+
+
+async def test_dereference_and_validate_collection() -> None:
+    import bson
+
+    from asyncmongo.bson import DBRef
+
+    async with Standalone() as server, AsyncMongoClient(server.uri) as client:
+        db = client.db
+        await db.c.insert_one({"_id": 1, "x": 1})
+        assert await db.dereference(DBRef("c", 1)) == {"_id": 1, "x": 1}
+        assert await db.dereference(bson.DBRef("c", 1, "db")) == {"_id": 1, "x": 1}
+        assert await db.dereference(DBRef("c", 2)) is None
+        with pytest.raises(ValueError, match="another database"):
+            await db.dereference(DBRef("c", 1, "other"))
+        with pytest.raises(TypeError):
+            await db.dereference({"$ref": "c", "$id": 1})
+        with pytest.raises(TypeError):
+            await db.validate_collection(5)  # type: ignore[arg-type]
+
+
+async def test_cursor_retrieved_counts_the_documents_returned() -> None:
+    async with Standalone() as server, AsyncMongoClient(server.uri) as client:
+        coll = client.db.c
+        await coll.insert_many([{"_id": i} for i in range(5)])
+        cursor = coll.find().batch_size(2)
+        assert cursor.retrieved == 0
+        await cursor.next()
+        assert cursor.retrieved == 2
+        await cursor.to_list()
+        assert cursor.retrieved == 5

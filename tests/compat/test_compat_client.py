@@ -194,3 +194,58 @@ async def test_ids_made_by_the_driver_are_pymongos_object_ids() -> None:
     async with Standalone() as server, asyncmongo.AsyncMongoClient(server.uri) as plain:
         made = await plain.db.ids.insert_one({})
         assert type(made.inserted_id) is asyncmongo.bson.ObjectId
+
+
+async def test_command_codec_options_keep_pymongos_classes() -> None:
+    import bson
+    from bson.codec_options import CodecOptions as PyMongoCodecOptions
+    from bson.son import SON
+
+    async with Standalone() as server, compat.AsyncMongoClient(server.uri) as client:
+        await client.db.c.insert_one({"_id": 1, "i": bson.Int64(5)})
+        options = PyMongoCodecOptions(document_class=SON)
+        reply = await client.db.command("find", "c", codec_options=options)
+        assert isinstance(reply, SON)
+        assert type(reply["cursor"]["firstBatch"][0]["i"]) is bson.Int64
+        cursor = await client.db.cursor_command("find", "c", codec_options=options)
+        assert type((await cursor.next())["i"]) is bson.Int64
+
+
+async def test_client_bulk_write_result_and_error_have_pymongos_shape() -> None:
+    async with ReplicaSet(members=1) as rs, compat.AsyncMongoClient(rs.uri) as client:
+        assert (client.HOST, client.PORT) == (pymongo.MongoClient.HOST, pymongo.MongoClient.PORT)
+        result = await client.bulk_write([pymongo.InsertOne({"_id": 1}, namespace="db.c")])
+        assert result.bulk_api_result["anySuccessful"] is True
+        assert result.bulk_api_result["writeErrors"] == []
+        with pytest.raises(pymongo.errors.ClientBulkWriteException) as caught:
+            await client.bulk_write([pymongo.InsertOne({"_id": 1}, namespace="db.c")])
+        assert caught.value.code == 65
+
+
+async def test_gridfs_find_yields_grid_outs_as_pymongos() -> None:
+    async with Standalone() as server, compat.AsyncMongoClient(server.uri) as client:
+        bucket = compat.AsyncGridFSBucket(client.db)
+        await bucket.upload_from_stream("a.txt", b"hello")
+        cursor = bucket.find({"filename": "a.txt"})
+        assert type(cursor).__name__ == "AsyncGridOutCursor"
+        (grid_out,) = await cursor.to_list()
+        assert grid_out.filename == "a.txt" and await grid_out.read() == b"hello"
+
+
+async def test_unacknowledged_results_are_pymongos() -> None:
+    from pymongo.write_concern import WriteConcern
+
+    async with Standalone() as server, compat.AsyncMongoClient(server.uri) as client:
+        coll = client.db.c.with_options(write_concern=WriteConcern(w=0))
+        deleted = await coll.delete_many({})
+        assert (deleted.acknowledged, deleted.raw_result) == (False, {"ok": 1})
+        bulk = await coll.bulk_write([pymongo.InsertOne({"_id": 1})])
+        assert (bulk.acknowledged, bulk.bulk_api_result) == (False, {})
+
+
+async def test_grid_out_iterates_by_line_as_pymongos() -> None:
+    async with Standalone() as server, compat.AsyncMongoClient(server.uri) as client:
+        bucket = compat.AsyncGridFSBucket(client.db, chunk_size_bytes=5)
+        await bucket.upload_from_stream_with_id(1, "f", b"one\ntwo\nend")
+        grid_out = await bucket.open_download_stream(1)
+        assert [line async for line in grid_out] == [b"one\n", b"two\n", b"end"]

@@ -4,6 +4,10 @@ Drivers track the greatest ``$clusterTime`` document seen (from any reply, per c
 session) and send it with every command to a deployment that supports it; the greatest is the
 one with the greatest ``clusterTime`` Timestamp. A causally consistent session also tracks
 the greatest ``operationTime`` it has seen.
+
+Replies may hold any Timestamp class following PyMongo's type-marker protocol (the
+PyMongo-compatible client decodes into PyMongo's): those are compared by their time and
+increment, and kept as they came.
 """
 
 from __future__ import annotations
@@ -13,14 +17,26 @@ from typing import Any
 
 from asyncmongo.bson.types import Timestamp
 
-__all__ = ["cluster_time_of", "greater_cluster_time", "greater_operation_time"]
+__all__ = ["as_timestamp", "cluster_time_of", "greater_cluster_time", "greater_operation_time"]
+
+#: The type marker of a BSON Timestamp (PyMongo's ``_type_marker`` protocol).
+_TIMESTAMP_MARKER = 17
+
+
+def as_timestamp(value: Any) -> Timestamp | None:
+    """``value`` as asyncmongo's Timestamp if it is one or a Timestamp of another class
+    (PyMongo's, by its type marker); None otherwise."""
+    if isinstance(value, Timestamp):
+        return value
+    if getattr(value, "_type_marker", None) == _TIMESTAMP_MARKER:
+        return Timestamp(value.time, value.inc)
+    return None
 
 
 def _timestamp(cluster_time: Mapping[str, Any] | None) -> Timestamp | None:
     if cluster_time is None:
         return None
-    value = cluster_time.get("clusterTime")
-    return value if isinstance(value, Timestamp) else None
+    return as_timestamp(cluster_time.get("clusterTime"))
 
 
 def greater_cluster_time(
@@ -37,11 +53,13 @@ def greater_cluster_time(
     return current
 
 
-def greater_operation_time(current: Timestamp | None, other: Any) -> Timestamp | None:
-    """The greater operationTime (a non-Timestamp ``other`` is ignored)."""
-    if not isinstance(other, Timestamp):
+def greater_operation_time(current: Any, other: Any) -> Any:
+    """The greater operationTime, as it came (a non-Timestamp ``other`` is ignored)."""
+    other_time = as_timestamp(other)
+    if other_time is None:
         return current
-    if current is None or other > current:
+    current_time = as_timestamp(current)
+    if current_time is None or other_time > current_time:
         return other
     return current
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from asyncmongo.bson.types import Timestamp
+from asyncmongo.core.sessions.cluster_time import as_timestamp
 
 __all__ = [
     "READ_CONCERN_COMMANDS",
@@ -162,8 +163,7 @@ def snapshot_time_of(reply: Mapping[str, Any]) -> Timestamp | None:
     """Snapshot reads: the ``atClusterTime`` of the first read (in ``cursor`` or top level)."""
     cursor = reply.get("cursor")
     if isinstance(cursor, Mapping):
-        value = cursor.get("atClusterTime")
-        if isinstance(value, Timestamp):
+        value = as_timestamp(cursor.get("atClusterTime"))
+        if value is not None:
             return value
-    value = reply.get("atClusterTime")
-    return value if isinstance(value, Timestamp) else None
+    return as_timestamp(reply.get("atClusterTime"))
