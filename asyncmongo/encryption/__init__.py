@@ -19,12 +19,14 @@ The names are PyMongo's::
 from __future__ import annotations
 
 from asyncmongo.encryption.algorithm import Algorithm, QueryType
+from asyncmongo.encryption.auto import AutoEncryptionOpts
 from asyncmongo.encryption.client_encryption import AsyncClientEncryption
 from asyncmongo.errors import EncryptedCollectionError, EncryptionError
 
 __all__ = [
     "Algorithm",
     "AsyncClientEncryption",
+    "AutoEncryptionOpts",
     "EncryptedCollectionError",
     "EncryptionError",
     "QueryType",
