@@ -25,7 +25,7 @@ import dataclasses
 import math
 from collections.abc import AsyncIterator, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from asyncmongo._bulk import run_client_bulk
 from asyncmongo._client_events import EVENT_BACKLOG, ClientEvents, EventListener
@@ -105,6 +105,8 @@ class AsyncMongoClient(Generic[_DocumentType]):
     effect, as in PyMongo's AsyncMongoClient: the client connects on its first operation
     or ``await client.aconnect()``. ``tracing=`` configures OpenTelemetry tracing
     (``enabled``, ``query_text_max_length``, ``tracer_provider``; see the monitoring guide).
+    ``auto_encryption_opts=`` (an :class:`~asyncmongo.encryption.AutoEncryptionOpts`)
+    decrypts every reply automatically.
     """
 
     def __init__(
@@ -123,6 +125,7 @@ class AsyncMongoClient(Generic[_DocumentType]):
         if "://" not in uri:
             uri = f"mongodb://{uri}" + (f":{port}" if port is not None else "")
         configure_logging_once()  # specs/logging: the MONGODB_LOG_* variables
+        auto_encryption_opts = options.pop("auto_encryption_opts", None)
         api_options, options = split_api_options(options)
         self._options: ClientOptions = parse(uri, **options)
         check_supported(self._options)
@@ -142,6 +145,7 @@ class AsyncMongoClient(Generic[_DocumentType]):
         self._runtime: ClientRuntime | None = None
         self._connecting: asyncio.Future[None] | None = None
         self._closed = False
+        self._decrypter = _auto_decrypter(auto_encryption_opts, self)  # needs the rest set
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "connected" if self._runtime else "not connected"
@@ -219,6 +223,8 @@ class AsyncMongoClient(Generic[_DocumentType]):
                 connecting.exception()  # retrieved: concurrent waiters re-raise it
             raise
         self._runtime = runtime
+        if self._decrypter is not None:
+            runtime.executor.decrypt_reply = self._decrypter.decrypt
         self._options = runtime.options  # a mongodb+srv URI's resolved seed list
         runtime.open()  # its first events may start listener tasks: runtime is set
         await runtime.guard.arm()  # never closed by the application: closed with the loop
@@ -236,6 +242,8 @@ class AsyncMongoClient(Generic[_DocumentType]):
         self._closed = True
         if runtime is not None:
             await runtime.close()
+        if self._decrypter is not None:
+            self._decrypter.close()
 
     async def aclose(self) -> None:
         """PyMongo's name for :meth:`close`."""
@@ -707,6 +715,28 @@ def _read_preference(options: ClientOptions) -> ReadPreference:
     return ReadPreference.from_options(
         options.read_preference, options.read_preference_tags, stale if stale is not None else -1
     )
+
+
+class _ReplyDecryption(Protocol):
+    """What ``auto_encryption_opts`` gives the client (asyncmongo.encryption's AutoDecrypter,
+    named structurally: that package imports this module)."""
+
+    async def decrypt(self, reply: Any, codec_options: CodecOptions) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+def _auto_decrypter(opts: Any, client: AsyncMongoClient[Any]) -> _ReplyDecryption | None:
+    """The reply decrypter of ``auto_encryption_opts`` (an AutoEncryptionOpts), or None."""
+    if opts is None:
+        return None
+    decrypter_for = getattr(opts, "decrypter_for", None)
+    if decrypter_for is None:
+        raise ConfigurationError(
+            f"auto_encryption_opts must be an AutoEncryptionOpts, not {type(opts).__name__}"
+        )
+    decrypter: _ReplyDecryption = decrypter_for(client)
+    return decrypter
 
 
 def _placeholder_settings() -> TopologySettings:

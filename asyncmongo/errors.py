@@ -34,6 +34,8 @@ __all__ = [
     "DeprecatedOptionWarning",
     "DocumentTooLarge",
     "DuplicateKeyError",
+    "EncryptedCollectionError",
+    "EncryptionError",
     "ExecutionTimeout",
     "InvalidArgument",
     "InvalidBSON",
@@ -310,3 +312,28 @@ class ClientBulkWriteException(OperationFailure):
         self.write_errors = dict(write_errors or {})
         self.write_concern_errors = list(write_concern_errors or [])
         self.partial_result = partial_result
+
+
+class EncryptionError(MongoError):
+    """In-use encryption failed: encrypting, decrypting, creating or fetching a data key.
+
+    ``cause`` is the underlying error (libmongocrypt's, or a key vault operation's), as in
+    PyMongo; ``timeout`` is the cause's.
+    """
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self._cause = cause
+
+    @property
+    def cause(self) -> Exception:
+        """The exception that made encryption or decryption fail."""
+        return self._cause
+
+    @property
+    def timeout(self) -> bool:
+        return isinstance(self._cause, MongoError) and self._cause.timeout
+
+
+class EncryptedCollectionError(EncryptionError):
+    """Creating a collection with encrypted fields failed (PyMongo's name)."""

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from asyncmongo.bson import CodecOptions
 from asyncmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS
+from asyncmongo.bson.raw import RawBSONDocument
 from asyncmongo.core.address import Address, format_address
 from asyncmongo.core.error_policy import ApplicationError, is_state_change_error
 from asyncmongo.core.operations.base import Operation, Target
@@ -54,9 +55,15 @@ from asyncmongo.runtime.pool import Pinned
 from asyncmongo.runtime.server import Server
 from asyncmongo.runtime.topology import Topology
 
-__all__ = ["Executor", "Lease"]
+__all__ = ["Executor", "Lease", "ReplyDecrypter"]
 
 T = TypeVar("T")
+
+#: Automatic decryption (client-side encryption spec): the raw reply, and the codec options
+#: the operation decodes with, to the decrypted reply decoded with them.
+ReplyDecrypter = Callable[[Any, CodecOptions], Awaitable[dict[str, Any]]]
+#: With a ReplyDecrypter, replies are read raw: decrypted as bytes, decoded once after.
+RAW_REPLY: CodecOptions = CodecOptions(document_class=RawBSONDocument)
 
 NO_WRITES_PERFORMED = "NoWritesPerformed"
 _CURSOR_OPS = frozenset({"getMore", "killCursors"})
@@ -119,7 +126,8 @@ class Executor:
     ``implicit_session`` makes a session for an operation run without one (None: operations
     run without sessions, as in tests of the topology alone); ``retry_reads`` and
     ``retry_writes`` are the client's retryReads/retryWrites; ``events`` publishes command
-    monitoring events.
+    monitoring events. ``decrypt_reply`` (None: replies are decoded as they come) is
+    automatic decryption's: a client with auto encryption options sets it.
     """
 
     __slots__ = (
@@ -128,6 +136,7 @@ class Executor:
         "clock",
         "cursor_pins",
         "cursor_sessions",
+        "decrypt_reply",
         "events",
         "retry_reads",
         "retry_writes",
@@ -152,6 +161,7 @@ class Executor:
         self.cursor_sessions: dict[tuple[Address, int], OperationSession] = {}
         #: Load-balanced mode: (server, cursor id) -> its pinned connection.
         self.cursor_pins: dict[tuple[Address, int], _CursorPin] = {}
+        self.decrypt_reply: ReplyDecrypter | None = None
 
     async def run(
         self,
@@ -491,6 +501,7 @@ class Executor:
         if monitored:
             started, begin = events.started(conn, command, document, operation_id)
         generation = server.pool.generation_of(conn)  # its own (its service's, if LB)
+        decrypt_reply = self.decrypt_reply
         try:
             reply = await conn.command(
                 command.database,
@@ -498,7 +509,7 @@ class Executor:
                 sequences=command.sequences,
                 deadline=deadline,
                 unacknowledged=command.unacknowledged,
-                codec_options=attempt.codec_options,
+                codec_options=attempt.codec_options if decrypt_reply is None else RAW_REPLY,
                 csot=timed,
             )
         except BaseException as exc:
@@ -526,6 +537,10 @@ class Executor:
                 await self._topology.handle_error(server.address, error)
         finally:
             self._give_back(server, conn, lease, attempt)
+        if decrypt_reply is not None and not command.unacknowledged:
+            # Client-side encryption spec: decrypt after the connection is back (the key
+            # vault's reads may need one) and after command monitoring (events see ciphertext).
+            reply = await decrypt_reply(reply, attempt.codec_options)
         return attempt.parse(reply)
 
     async def _release_after_error(
