@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from asyncmongo.monitoring import log_config
 from spec_tests.unified.errors import Unsupported
 from spec_tests.unified.matcher import MatchContext, MatchError, match
 
@@ -27,6 +28,7 @@ COMPONENTS: Final = frozenset({"command", "topology", "serverSelection", "connec
 SEVERITIES: Final = ("emergency", "alert", "critical", "error", "warning", "notice", "info",
                      "debug", "trace")
 _TRACE: Final = 5
+_WHOLE_DOCUMENTS: Final = 1 << 24
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,7 @@ class LogCapture(logging.Handler):
         self.entries: list[LogEntry] = []
         self._logger = logging.getLogger("asyncmongo")
         self._saved_level = self._logger.level
+        self._saved_length = log_config._max_document_length
 
     def emit(self, record: logging.LogRecord) -> None:
         fields = getattr(record.msg, "fields", None)
@@ -66,11 +69,19 @@ class LogCapture(logging.Handler):
         self._saved_level = self._logger.level
         self._logger.setLevel(_TRACE)
         self._logger.addHandler(self)
+        # The suites match whole documents in messages ($$matchAsDocument on a heartbeat's
+        # reply) that the default 1000-character limit would cut (the simulator's hello
+        # replies are longer, as mongod's can be): capture them whole, as a user setting
+        # MONGODB_LOG_MAX_DOCUMENT_LENGTH would. Truncation itself is tested in
+        # tests/monitoring/test_log_config.py.
+        self._saved_length = log_config._max_document_length
+        log_config._max_document_length = _WHOLE_DOCUMENTS
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self._logger.removeHandler(self)
         self._logger.setLevel(self._saved_level)
+        log_config._max_document_length = self._saved_length
 
 
 def messages_for(entries: Sequence[LogEntry], observe: Mapping[str, str],
