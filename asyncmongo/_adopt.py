@@ -9,6 +9,7 @@ after one type test.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from asyncmongo.core.adopt import is_pymongo_object
@@ -45,6 +46,26 @@ def adopt_search_index_model(value: Any) -> Any:
     return SearchIndexModel(document.pop("definition"), **document)
 
 
+#: PyMongo's write model -> (asyncmongo's class, the attributes holding its positional
+#: arguments, its keyword arguments read from the attributes named ``_<keyword>``).
+_WRITE_MODELS: dict[str, tuple[Callable[..., WriteModel], tuple[str, ...], tuple[str, ...]]] = {
+    "InsertOne": (InsertOne, ("_doc",), ()),
+    "DeleteOne": (DeleteOne, ("_filter",), ("collation", "hint")),
+    "DeleteMany": (DeleteMany, ("_filter",), ("collation", "hint")),
+    "ReplaceOne": (ReplaceOne, ("_filter", "_doc"), ("upsert", "collation", "hint", "sort")),
+    "UpdateOne": (
+        UpdateOne,
+        ("_filter", "_doc"),
+        ("upsert", "collation", "array_filters", "hint", "sort"),
+    ),
+    "UpdateMany": (
+        UpdateMany,
+        ("_filter", "_doc"),
+        ("upsert", "collation", "array_filters", "hint"),
+    ),
+}
+
+
 def adopt_write_model(value: Any) -> Any:
     """PyMongo's write model (InsertOne, UpdateOne, ...; or a subclass) as asyncmongo's,
     read from the attributes PyMongo's models keep."""
@@ -53,44 +74,10 @@ def adopt_write_model(value: Any) -> Any:
     kind = next(
         (c.__name__ for c in type(value).__mro__ if c.__module__ == "pymongo.operations"), ""
     )
-    namespace = getattr(value, "_namespace", None)
-    get = getattr
-    if kind == "InsertOne":
-        return InsertOne(value._doc, namespace=namespace)
-    if kind in ("DeleteOne", "DeleteMany"):
-        model = DeleteOne if kind == "DeleteOne" else DeleteMany
-        return model(
-            value._filter, get(value, "_collation", None), get(value, "_hint", None), namespace
-        )
-    if kind == "ReplaceOne":
-        return ReplaceOne(
-            value._filter,
-            value._doc,
-            get(value, "_upsert", None),
-            get(value, "_collation", None),
-            get(value, "_hint", None),
-            namespace,
-            get(value, "_sort", None),
-        )
-    if kind == "UpdateOne":
-        return UpdateOne(
-            value._filter,
-            value._doc,
-            get(value, "_upsert", None),
-            get(value, "_collation", None),
-            get(value, "_array_filters", None),
-            get(value, "_hint", None),
-            namespace,
-            get(value, "_sort", None),
-        )
-    if kind == "UpdateMany":
-        return UpdateMany(
-            value._filter,
-            value._doc,
-            get(value, "_upsert", None),
-            get(value, "_collation", None),
-            get(value, "_array_filters", None),
-            get(value, "_hint", None),
-            namespace,
-        )
-    return value
+    entry = _WRITE_MODELS.get(kind)
+    if entry is None:
+        return value
+    model, positional, keywords = entry
+    arguments = [getattr(value, name) for name in positional]
+    options = {name: getattr(value, f"_{name}", None) for name in keywords}
+    return model(*arguments, namespace=getattr(value, "_namespace", None), **options)
