@@ -322,6 +322,7 @@ class Pool(Generic[C]):
             if deadline is None:
                 conn = await task
             else:
+                budget_ms = (deadline - asyncio.get_running_loop().time()) * 1000
                 try:
                     async with asyncio.timeout_at(deadline):
                         conn = await task
@@ -329,7 +330,7 @@ class Pool(Generic[C]):
                     where = format_address(self.address)
                     raise NetworkTimeout(
                         f"connecting to {where} did not finish within the operation's "
-                        "timeoutMS (phase: connect)"
+                        f"timeoutMS (phase: connect, {max(budget_ms, 0):.0f} ms left for it)"
                     ) from None
         except BaseException as exc:
             del self._establishing[conn_id]

@@ -275,7 +275,9 @@ async def test_timeout_ms_bounds_a_new_connection_into_a_blackhole(
             elapsed = time.monotonic() - start
     finally:
         await client.close()
-    assert any(isinstance(result, NetworkTimeout) for result in results)
+    timeouts = [result for result in results if isinstance(result, NetworkTimeout)]
+    assert timeouts, results
+    assert any("phase: connect" in str(error) for error in timeouts), timeouts
     assert elapsed < 3.0 + 1.0, f"took {elapsed:.1f} s with timeoutMS=3000"
 
 
