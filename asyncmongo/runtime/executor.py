@@ -318,8 +318,10 @@ class Executor:
                 if lease is not None and lease is not Lease.POOLED:
                     self._settle(attempt, server, lease, None)
                 attempt.failed(exc)
-                if (first_error is None or timed) and attempt.may_retry(
-                    exc, until_deadline=timed
+                if (
+                    (first_error is None or timed)
+                    and attempt.may_retry(exc, until_deadline=timed)
+                    and not _expired(deadline)
                 ):
                     first_error = first_error or exc
                     if sharded:
@@ -645,3 +647,9 @@ def _checked(reply: Mapping[str, Any]) -> dict[str, Any]:
     if is_state_change_error(code, text):
         raise NotPrimaryError(text, dict(reply), error_labels=reply.get("errorLabels") or ())
     raise OperationFailure(text, code, reply)
+
+
+def _expired(deadline: float | None) -> bool:
+    """Whether the operation's timeoutMS has run out: no retry starts then (CSOT
+    "Retryability": retries continue only while time is left)."""
+    return deadline is not None and asyncio.get_running_loop().time() >= deadline
