@@ -147,7 +147,7 @@ class ControlServer:
         finally:
             self._sessions.discard(task)
             writer.close()
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception, asyncio.CancelledError):
                 await writer.wait_closed()
 
     # --- naming ----------------------------------------------------------------------------

@@ -349,6 +349,10 @@ class FaultProxy:
         self._accepting.add(task)
         try:
             await self._serve(reader, writer)
+        except asyncio.CancelledError:
+            # close() (or the loop's shutdown) cancels this handler; it must end normally,
+            # since Python 3.11's stream callback logs a cancelled handler as a traceback.
+            pass
         finally:
             self._accepting.discard(task)
 
@@ -381,9 +385,9 @@ class FaultProxy:
         finally:
             for task in link._tasks:
                 task.cancel()
-            await asyncio.gather(*link._tasks, return_exceptions=True)
             link.close()
             self._links.pop(link, None)
+            await asyncio.gather(*link._tasks, return_exceptions=True)
 
     async def _pump(self, link: Link, reader: asyncio.StreamReader,
                     writer: asyncio.StreamWriter, direction: Direction) -> None:

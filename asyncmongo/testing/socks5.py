@@ -113,6 +113,8 @@ class Socks5Proxy:
             await _splice(reader, writer, up_reader, upstream)
         except (OSError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            pass  # closing cancels the handler; Python 3.11 logs a cancelled one as a traceback
         finally:
             self._handlers.discard(task)
             for stream in (writer, upstream):
