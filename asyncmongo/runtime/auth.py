@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from asyncmongo.core.auth.aws import MONGODB_AWS, NONCE_SIZE, AwsConversation
 from asyncmongo.core.auth.conversation import Conversation
+from asyncmongo.core.auth.gssapi import GSSAPI, GssapiConversation
 from asyncmongo.core.auth.negotiation import (
     Credential,
     negotiated_mechanism,
@@ -40,6 +41,7 @@ from asyncmongo.core.auth.negotiation import (
 from asyncmongo.core.auth.scram import ScramCache, generate_nonce
 from asyncmongo.errors import ConfigurationError
 from asyncmongo.runtime.aws_credentials import fetch_aws_credentials
+from asyncmongo.runtime.gssapi import security_context
 
 if TYPE_CHECKING:
     from asyncmongo.runtime.connection import Authenticator, Connection
@@ -60,7 +62,7 @@ class CommandConnection(Protocol):
 
 class CredentialAuthenticator:
     """Authenticates connections with one credential (SCRAM-SHA-1/256, PLAIN, MONGODB-X509,
-    MONGODB-AWS)."""
+    MONGODB-AWS, GSSAPI)."""
 
     __slots__ = ("_cache", "_credential", "_nonce_factory", "_pending")
 
@@ -115,7 +117,8 @@ class CredentialAuthenticator:
             return  # auth spec: no authentication is possible on an arbiter.
         conversation, command = self._resume(hello_reply)
         if conversation is None:
-            conversation = await self._start(negotiated_mechanism(self._credential, hello_reply))
+            conversation = await self._start(
+                negotiated_mechanism(self._credential, hello_reply), conn)
             command = conversation.first_command()
         await _converse(conn, conversation, command, deadline)
 
@@ -131,7 +134,8 @@ class CredentialAuthenticator:
         Auth spec, "Reauthentication": no new hello, a fresh conversation of the mechanism the
         connection's handshake reply (``hello_reply``) negotiates.
         """
-        conversation = await self._start(negotiated_mechanism(self._credential, hello_reply))
+        conversation = await self._start(
+            negotiated_mechanism(self._credential, hello_reply), conn)
         await _converse(conn, conversation, conversation.first_command(), deadline)
 
     def _resume(
@@ -147,9 +151,12 @@ class CredentialAuthenticator:
                 return conversation, conversation.resume(speculative)
         return None, None
 
-    async def _start(self, mechanism: str) -> Conversation:
+    async def _start(self, mechanism: str, conn: CommandConnection) -> Conversation:
         """A new conversation; MONGODB-AWS first fetches its credentials (the clock and the
-        random nonce are taken here: the conversation itself is pure)."""
+        random nonce are taken here: the conversation itself is pure), and GSSAPI builds the
+        Kerberos security context for the connection's host."""
+        if mechanism == GSSAPI:
+            return await self._gssapi(conn)
         if mechanism != MONGODB_AWS:
             return self._new(mechanism)
         properties = getattr(self._credential, "mechanism_properties", {})
@@ -157,6 +164,19 @@ class CredentialAuthenticator:
         return AwsConversation(
             credentials, secrets.token_bytes(NONCE_SIZE), datetime.now(UTC)
         )
+
+    async def _gssapi(self, conn: CommandConnection) -> Conversation:
+        credential = self._credential
+        if not credential.username:
+            raise ConfigurationError("GSSAPI needs a username (the Kerberos principal)")
+        address = getattr(conn, "address", None)
+        host = address[0] if isinstance(address, tuple) else None
+        if not isinstance(host, str):
+            raise ConfigurationError("GSSAPI needs the server's host name for its principal")
+        properties = getattr(credential, "mechanism_properties", None) or {}
+        context = await security_context(credential.username, credential.password,
+                                         properties, host)
+        return GssapiConversation(context, credential.username)
 
     def _new(self, mechanism: str) -> Conversation:
         return new_conversation(mechanism, self._credential, self._cache, self._nonce_factory)

@@ -8,9 +8,11 @@ document to :meth:`SaslServer.handle` and sends back the reply document it retur
 - :class:`UserDirectory`: the users, stored as a server stores them: per SCRAM mechanism a salt,
   an iteration count, StoredKey and ServerKey (never the password; SCRAM-SHA-1 from MongoDB's
   MD5 digest, SCRAM-SHA-256 from the SASLprep'ed password). PLAIN users live in ``$external``
-  with a password (the stand-in for LDAP); X.509 users in ``$external`` by certificate subject.
+  with a password (the stand-in for LDAP); X.509 users in ``$external`` by certificate subject;
+  GSSAPI users in ``$external`` by Kerberos principal, once :meth:`UserDirectory.enable_gssapi`
+  gave the service keytab.
 - :class:`SaslServer`: one per client connection: ``saslStart`` / ``saslContinue`` (SCRAM-SHA-1,
-  SCRAM-SHA-256 with or without ``skipEmptyExchange``, PLAIN), ``authenticate``
+  SCRAM-SHA-256 with or without ``skipEmptyExchange``, PLAIN, GSSAPI), ``authenticate``
   (MONGODB-X509), the hello's ``speculativeAuthenticate`` and ``saslSupportedMechs``
   (:meth:`SaslServer.hello_fields`).
 
@@ -34,6 +36,7 @@ import hmac
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from asyncmongo.core.auth.scram import (
@@ -45,6 +48,7 @@ from asyncmongo.core.auth.scram import (
     unescape_username,
 )
 from asyncmongo.errors import ConfigurationError, OperationFailure
+from asyncmongo.testing.kerberos import GssapiAcceptor
 
 __all__ = [
     "DEFAULT_ITERATIONS",
@@ -63,6 +67,7 @@ _SALT_SIZE = {ScramMechanism.SCRAM_SHA_1: 16, ScramMechanism.SCRAM_SHA_256: 28}
 EXTERNAL = "$external"
 PLAIN = "PLAIN"
 MONGODB_X509 = "MONGODB-X509"
+GSSAPI = "GSSAPI"
 
 Rng = Callable[[int], bytes]
 
@@ -103,6 +108,7 @@ class User:
     scram: Mapping[str, StoredScramCredential] = field(default_factory=dict)
     plain_password: str | None = field(default=None, repr=False)
     x509: bool = False
+    gssapi: bool = False
 
     @property
     def mechanisms(self) -> list[str]:
@@ -110,13 +116,15 @@ class User:
         names = sorted(self.scram)
         if self.plain_password is not None:
             names.append(PLAIN)
+        if self.gssapi:
+            names.append(GSSAPI)
         return names
 
 
 class UserDirectory:
     """The users of a simulated deployment, keyed by (database, name)."""
 
-    __slots__ = ("_iterations", "_rng", "_users")
+    __slots__ = ("_iterations", "_rng", "_users", "gssapi_keytab")
 
     def __init__(
         self,
@@ -127,6 +135,9 @@ class UserDirectory:
         self._rng = rng
         self._iterations = dict(DEFAULT_ITERATIONS if iterations is None else iterations)
         self._users: dict[tuple[str, str], User] = {}
+        #: The keytab with the service principal GSSAPI authenticates against (None: GSSAPI
+        #: is not enabled, as on a mongod without Kerberos).
+        self.gssapi_keytab: Path | None = None
 
     def add_user(
         self,
@@ -159,6 +170,14 @@ class UserDirectory:
     def add_plain_user(self, name: str, password: str) -> User:
         """A ``$external`` user that authenticates with PLAIN (the stand-in for LDAP)."""
         return self._put(User(EXTERNAL, name, plain_password=password))
+
+    def enable_gssapi(self, keytab: Path | str) -> None:
+        """Accept GSSAPI with the service key in ``keytab`` (mongod's KRB5_KTNAME)."""
+        self.gssapi_keytab = Path(keytab)
+
+    def add_gssapi_user(self, principal: str) -> User:
+        """A ``$external`` user authenticated by Kerberos as ``principal`` (``name@REALM``)."""
+        return self._put(User(EXTERNAL, principal, gssapi=True))
 
     def add_x509_user(self, subject: str) -> User:
         """A ``$external`` user identified by a certificate subject (RFC 2253 form)."""
@@ -260,6 +279,28 @@ class _ScramServerConversation:
         return b"v=" + base64.b64encode(server_signature)
 
 
+class _GssapiServerConversation:
+    """A GSSAPI exchange whose user is known at its end: the ``$external`` user named by the
+    authenticated principal."""
+
+    __slots__ = ("_acceptor", "_users", "user")
+
+    def __init__(self, acceptor: GssapiAcceptor, users: UserDirectory) -> None:
+        self._acceptor = acceptor
+        self._users = users
+        self.user: User | None = None
+
+    def step(self, payload: bytes) -> tuple[bytes, bool]:
+        answer, done = self._acceptor.step(payload)
+        if done:
+            principal = self._acceptor.principal or ""
+            user = self._users.get(EXTERNAL, principal)
+            if user is None or not user.gssapi:
+                raise _auth_failed()
+            self.user = user
+        return answer, done
+
+
 class SaslServer:
     """The authentication state of one client connection, as a mongod keeps it."""
 
@@ -268,7 +309,7 @@ class SaslServer:
     def __init__(self, users: UserDirectory, *, rng: Rng = secrets.token_bytes) -> None:
         self._users = users
         self._rng = rng
-        self._conversation: _ScramServerConversation | None = None
+        self._conversation: _ScramServerConversation | _GssapiServerConversation | None = None
         self._conversation_id = 0
         self._authenticated: list[User] = []
 
@@ -291,9 +332,9 @@ class SaslServer:
         """
         try:
             if "saslStart" in command:
-                return self._sasl_start(db, command)
+                return _payload_as_sent(command, self._sasl_start(db, command))
             if "saslContinue" in command:
-                return self._sasl_continue(command)
+                return _payload_as_sent(command, self._sasl_continue(command))
             if "authenticate" in command:
                 return self._authenticate(db, command, peer_subject)
             raise OperationFailure("not an authentication command", 59)
@@ -346,6 +387,14 @@ class SaslServer:
         if mechanism == PLAIN:
             self._plain(db, payload)
             return self._reply(b"", done=True)
+        if mechanism == GSSAPI and self._users.gssapi_keytab is not None:
+            if db != EXTERNAL:
+                raise _auth_failed()
+            gssapi = _GssapiServerConversation(
+                GssapiAcceptor(self._users.gssapi_keytab), self._users)
+            self._conversation = gssapi
+            answer, _ = gssapi.step(payload)
+            return self._reply(answer, done=False)
         try:
             scram = ScramMechanism(mechanism)
         except ValueError:
@@ -367,6 +416,7 @@ class SaslServer:
         payload, done = conversation.step(_payload(command))
         if done:
             self._conversation = None
+            assert conversation.user is not None
             self._authenticated.append(conversation.user)
         return self._reply(payload, done=done)
 
@@ -468,6 +518,15 @@ def _payload(command: Mapping[str, Any]) -> bytes:
     if isinstance(payload, bytes | bytearray | memoryview):
         return bytes(payload)
     raise OperationFailure("Invalid SASL payload", 2, {"codeName": "BadValue"})
+
+
+def _payload_as_sent(command: Mapping[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
+    """mongod answers a base64 text payload (pykerberos-based clients send one) in base64 text,
+    and a binary payload in binary."""
+    payload = reply.get("payload")
+    if isinstance(command.get("payload"), str) and isinstance(payload, bytes):
+        reply["payload"] = base64.b64encode(payload).decode()
+    return reply
 
 
 def _auth_failed() -> OperationFailure:

@@ -320,7 +320,7 @@ async def test_reauthenticate_runs_a_fresh_conversation_without_hello(
 async def test_unusable_credential_is_a_configuration_error(users: UserDirectory) -> None:
     with pytest.raises(ConfigurationError, match="not supported"):
         await handshake(
-            CredentialAuthenticator(MongoCredential("GSSAPI", "$external", "u")),
+            CredentialAuthenticator(MongoCredential("NOT-A-MECHANISM", "$external", "u")),
             FakeMongod(users),
         )
 
