@@ -9,6 +9,11 @@ issuer an OCSP request names is unknown; asyncmongo therefore checks no certific
 revocation status. ``tlsDisableOCSPEndpointCheck=true`` and
 ``tlsDisableCertificateRevocationCheck=true`` ask for exactly that and are accepted;
 ``=false`` asks for checks asyncmongo cannot make and is refused.
+
+serverSelectionTryOnce (server selection spec) is a mode of single-threaded drivers, which
+scan the deployment inside the selecting call. asyncmongo's monitors run in the background
+and selection waits for them up to serverSelectionTimeoutMS, which is what ``=false`` asks
+for: it is accepted, and ``=true`` is refused.
 """
 
 from __future__ import annotations
@@ -32,6 +37,11 @@ def check_supported(options: ClientOptions) -> None:
     for name in ("tlsDisableOCSPEndpointCheck", "tlsDisableCertificateRevocationCheck"):
         if given.get(name) is False:
             raise ConfigurationError(f"{name}=false is not supported: {_NO_REVOCATION_CHECKS}")
+    if given.get("serverSelectionTryOnce") is True:
+        raise ConfigurationError(
+            "serverSelectionTryOnce=true is not supported: it is a mode of single-threaded "
+            "drivers; asyncmongo monitors in the background and server selection waits up to "
+            "serverSelectionTimeoutMS (serverSelectionTryOnce=false)")
     if options.proxy_username and options.proxy_password:
         try:
             check_credentials(options.proxy_username, options.proxy_password)
