@@ -44,7 +44,9 @@ from asyncmongo.core.auth.scram import (
     prepare_password,
     unescape_username,
 )
+from asyncmongo.core.auth.sigv4 import AwsCredentials
 from asyncmongo.errors import ConfigurationError, OperationFailure
+from asyncmongo.testing.aws import AwsServerConversation
 
 __all__ = [
     "DEFAULT_ITERATIONS",
@@ -63,6 +65,7 @@ _SALT_SIZE = {ScramMechanism.SCRAM_SHA_1: 16, ScramMechanism.SCRAM_SHA_256: 28}
 EXTERNAL = "$external"
 PLAIN = "PLAIN"
 MONGODB_X509 = "MONGODB-X509"
+MONGODB_AWS = "MONGODB-AWS"
 
 Rng = Callable[[int], bytes]
 
@@ -103,6 +106,9 @@ class User:
     scram: Mapping[str, StoredScramCredential] = field(default_factory=dict)
     plain_password: str | None = field(default=None, repr=False)
     x509: bool = False
+    #: MONGODB-AWS: the credentials whose signatures authenticate as this user (its name is
+    #: the IAM ARN, as mongod names AWS users).
+    aws_keys: tuple[AwsCredentials, ...] = field(default=(), repr=False)
 
     @property
     def mechanisms(self) -> list[str]:
@@ -116,7 +122,7 @@ class User:
 class UserDirectory:
     """The users of a simulated deployment, keyed by (database, name)."""
 
-    __slots__ = ("_iterations", "_rng", "_users")
+    __slots__ = ("_iterations", "_rng", "_users", "aws_sts_host")
 
     def __init__(
         self,
@@ -127,6 +133,8 @@ class UserDirectory:
         self._rng = rng
         self._iterations = dict(DEFAULT_ITERATIONS if iterations is None else iterations)
         self._users: dict[tuple[str, str], User] = {}
+        #: The STS host the server names in MONGODB-AWS's server-first message.
+        self.aws_sts_host = "sts.amazonaws.com"
 
     def add_user(
         self,
@@ -163,6 +171,21 @@ class UserDirectory:
     def add_x509_user(self, subject: str) -> User:
         """A ``$external`` user identified by a certificate subject (RFC 2253 form)."""
         return self._put(User(EXTERNAL, subject, x509=True))
+
+    def add_aws_user(self, arn: str, *credentials: AwsCredentials) -> User:
+        """A ``$external`` user named by an IAM ARN, authenticated by MONGODB-AWS requests
+        signed with any of ``credentials`` (added to those it already has)."""
+        existing = self.get(EXTERNAL, arn)
+        keys = (existing.aws_keys if existing is not None else ()) + credentials
+        return self._put(User(EXTERNAL, arn, aws_keys=keys))
+
+    def aws_key(self, access_key_id: str) -> tuple[User, AwsCredentials] | None:
+        """The user and the known credentials of ``access_key_id``, or None."""
+        for user in self._users.values():
+            for credentials in user.aws_keys:
+                if credentials.access_key_id == access_key_id:
+                    return user, credentials
+        return None
 
     def remove_user(self, name: str, *, db: str = "admin") -> None:
         self._users.pop((db, name), None)
@@ -268,7 +291,7 @@ class SaslServer:
     def __init__(self, users: UserDirectory, *, rng: Rng = secrets.token_bytes) -> None:
         self._users = users
         self._rng = rng
-        self._conversation: _ScramServerConversation | None = None
+        self._conversation: _ScramServerConversation | AwsServerConversation | None = None
         self._conversation_id = 0
         self._authenticated: list[User] = []
 
@@ -346,6 +369,12 @@ class SaslServer:
         if mechanism == PLAIN:
             self._plain(db, payload)
             return self._reply(b"", done=True)
+        if mechanism == MONGODB_AWS:
+            if db != EXTERNAL:
+                raise _auth_failed()
+            aws = AwsServerConversation(self._users, payload, self._rng)
+            self._conversation = aws
+            return self._reply(aws.server_first(), done=False)
         try:
             scram = ScramMechanism(mechanism)
         except ValueError:
@@ -365,7 +394,7 @@ class SaslServer:
         if conversation is None or command.get("conversationId") != self._conversation_id:
             raise OperationFailure("No SASL session state found", 17)
         payload, done = conversation.step(_payload(command))
-        if done:
+        if done and conversation.user is not None:
             self._conversation = None
             self._authenticated.append(conversation.user)
         return self._reply(payload, done=done)
