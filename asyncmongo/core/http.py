@@ -124,7 +124,8 @@ class ResponseParser:
         if self._head is None:
             end = self._buffer.find(b"\r\n\r\n")
             if end < 0:
-                return self._need_more("the response head")
+                self._require_more("the response head")
+                return None
             self._head = _parse_head(bytes(self._buffer[:end]))
             del self._buffer[: end + 4]
         status, reason, headers = self._head
@@ -141,7 +142,8 @@ class ResponseParser:
             if not length.isdigit():
                 raise HttpError(f"bad Content-Length {length!r}")
             if len(self._buffer) < int(length):
-                return self._need_more("the body")
+                self._require_more("the body")
+                return None
             return bytes(self._buffer[: int(length)])
         return bytes(self._buffer) if self._eof else None
 
@@ -151,7 +153,8 @@ class ResponseParser:
         while True:
             end = self._buffer.find(b"\r\n", position)
             if end < 0:
-                return self._need_more("a chunk")
+                self._require_more("a chunk")
+                return None
             size_text = bytes(self._buffer[position:end]).split(b";")[0].strip()
             try:
                 size = int(size_text, 16)
@@ -161,14 +164,15 @@ class ResponseParser:
             if size == 0:
                 return bytes(body)  # trailers, if any, are not needed
             if len(self._buffer) < start + size + 2:
-                return self._need_more("a chunk")
+                self._require_more("a chunk")
+                return None
             body += self._buffer[start : start + size]
             position = start + size + 2
 
-    def _need_more(self, what: str) -> None:
+    def _require_more(self, what: str) -> None:
+        """More bytes are needed: an error once the connection has ended."""
         if self._eof:
             raise HttpError(f"the connection closed in the middle of {what}")
-        return None
 
 
 def _parse_head(head: bytes) -> tuple[int, str, dict[str, str]]:

@@ -33,18 +33,19 @@ import secrets
 import ssl
 import string
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Generic, Self, TypeVar
 
 from asyncmongo.bson.codec import decode, encode
 from asyncmongo.core.auth.aws import STS_BODY, sts_region
 from asyncmongo.core.auth.sigv4 import AwsCredentials, sign
 from asyncmongo.errors import OperationFailure
 
-if TYPE_CHECKING:
-    from asyncmongo.testing.scram import User, UserDirectory
+U = TypeVar("U")
+#: The server's AWS identities: an access key ID's user and its known credentials, or None.
+KeyLookup = Callable[[str], "tuple[U, AwsCredentials] | None"]
 
 __all__ = [
     "AwsServerConversation",
@@ -86,12 +87,15 @@ def _auth_failed(reason: str) -> OperationFailure:
     )
 
 
-class AwsServerConversation:
-    """mongod's half of one MONGODB-AWS conversation (verification done locally)."""
+class AwsServerConversation(Generic[U]):
+    """mongod's half of one MONGODB-AWS conversation (verification done locally):
+    ``lookup`` finds an access key ID's user and known credentials, ``sts_host`` is the host
+    the server names, ``rng(n)`` gives the server nonce's random bytes."""
 
-    __slots__ = ("_client_nonce", "_host", "_server_nonce", "_users", "user")
+    __slots__ = ("_host", "_lookup", "_server_nonce", "user")
 
-    def __init__(self, users: UserDirectory, client_first: bytes, rng: Any) -> None:
+    def __init__(self, lookup: KeyLookup[U], sts_host: str, client_first: bytes,
+                 rng: Callable[[int], bytes]) -> None:
         try:
             document = decode(client_first)
         except Exception:
@@ -99,11 +103,10 @@ class AwsServerConversation:
         nonce, flag = document.get("r"), document.get("p")
         if not isinstance(nonce, bytes) or len(nonce) != 32 or flag not in (110, 121):
             raise _auth_failed("bad client nonce or gs2-cb-flag")
-        self._users = users
-        self._client_nonce = nonce
+        self._lookup = lookup
         self._server_nonce = nonce + rng(32)
-        self._host = users.aws_sts_host
-        self.user: User | None = None
+        self._host = sts_host
+        self.user: U | None = None
 
     def server_first(self) -> bytes:
         return encode({"s": self._server_nonce, "h": self._host})
@@ -118,14 +121,14 @@ class AwsServerConversation:
         self.user = self._verify(message)
         return b"", True
 
-    def _verify(self, message: Mapping[str, Any]) -> User:
+    def _verify(self, message: Mapping[str, Any]) -> U:
         authorization, date, token = message.get("a"), message.get("d"), message.get("t")
         if not isinstance(authorization, str) or not isinstance(date, str):
             raise _auth_failed("no authorization header or date")
         match = _AUTHORIZATION.fullmatch(authorization)
         if match is None:
             raise _auth_failed("malformed authorization header")
-        entry = self._users.aws_key(match["key"])
+        entry = self._lookup(match["key"])
         if entry is None:
             raise _auth_failed("unknown access key ID")
         user, known = entry
@@ -232,8 +235,9 @@ class _Endpoint:
         self._handlers.add(task)
         try:
             exchange = await _read_request(reader)
+            headers: dict[str, str] = {}
             if self.fail_with is not None:
-                status, headers, body = self.fail_with, {}, b"simulated outage"
+                status, body = self.fail_with, b"simulated outage"
             else:
                 status, headers, body = self.answer(exchange)
             self.exchanges.append(_with_status(exchange, status))

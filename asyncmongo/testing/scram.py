@@ -291,7 +291,9 @@ class SaslServer:
     def __init__(self, users: UserDirectory, *, rng: Rng = secrets.token_bytes) -> None:
         self._users = users
         self._rng = rng
-        self._conversation: _ScramServerConversation | AwsServerConversation | None = None
+        self._conversation: (
+            _ScramServerConversation | AwsServerConversation[User] | None
+        ) = None
         self._conversation_id = 0
         self._authenticated: list[User] = []
 
@@ -372,7 +374,9 @@ class SaslServer:
         if mechanism == MONGODB_AWS:
             if db != EXTERNAL:
                 raise _auth_failed()
-            aws = AwsServerConversation(self._users, payload, self._rng)
+            aws = AwsServerConversation(
+                self._users.aws_key, self._users.aws_sts_host, payload, self._rng
+            )
             self._conversation = aws
             return self._reply(aws.server_first(), done=False)
         try:

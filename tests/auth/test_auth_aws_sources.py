@@ -148,7 +148,7 @@ async def test_sts_certificate_is_verified(
         aws_env.setenv("AWS_ENDPOINT_URL_STS", sts.url)
         client = aws_client(deployment.uri)
         try:
-            with pytest.raises(PyMongoError, match="AssumeRoleWithWebIdentity.*could not be reached"):
+            with pytest.raises(PyMongoError, match=r"AssumeRoleWithWebIdentity.*not be reached"):
                 await client.admin.command("ping")
         finally:
             await client.close()
@@ -451,3 +451,21 @@ def test_temporary_credentials_expire_when_asked() -> None:
     assert credentials.access_key_id.startswith("ASIA") and len(credentials.access_key_id) == 20
     assert credentials.expiration == now + timedelta(minutes=10)
     assert credentials.session_token
+
+
+async def test_an_endpoint_outage_names_the_endpoint_and_the_status(
+    deployment: Deployment, aws_env: pytest.MonkeyPatch
+) -> None:
+    async with SimulatedEcs(temporary_credentials()) as ecs:
+        ecs.fail_with = 503
+        aws_env.setenv("ASYNCMONGO_AWS_ECS_ENDPOINT", ecs.url)
+        aws_env.setenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", ecs.relative_uri)
+        client = aws_client(deployment.uri)
+        try:
+            with pytest.raises(OperationFailure) as info:
+                await client.admin.command("ping")
+        finally:
+            await client.close()
+    assert f"the ECS container endpoint ({ecs.url}{ecs.relative_uri}) answered HTTP 503" in str(
+        info.value
+    )
