@@ -186,9 +186,14 @@ def credentials_from_provider(value: Any, source: str) -> AwsCredentials:
     """What a custom provider returned, as credentials: an ``AwsCredentials``, a mapping with
     AWS's field names (``AccessKeyId``, ``SecretAccessKey``, ``SessionToken`` or ``Token``,
     ``Expiration``), an object with botocore's attributes (``access_key``, ``secret_key``,
-    ``token``) or PyMongo's ``AwsCredential`` (``username``, ``password``, ``token``)."""
+    ``token``) or PyMongo's ``AwsCredential`` (``username``, ``password``, ``token``).
+    botocore's refreshable credentials are read through ``get_frozen_credentials()``, so the
+    three values belong to the same refresh."""
     if isinstance(value, AwsCredentials):
         return value
+    frozen = getattr(value, "get_frozen_credentials", None)
+    if callable(frozen):
+        value = frozen()
     if isinstance(value, Mapping):
         if "SessionToken" in value or "Token" in value:
             return parse_credentials_document(value, source)

@@ -148,6 +148,35 @@ async def test_the_client_gives_up_at_its_deadline() -> None:
         await asyncio.gather(*handlers)
 
 
+async def test_a_cancelled_request_closes_its_connection() -> None:
+    closed = asyncio.Event()
+    arrived = asyncio.Event()
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        arrived.set()
+        await reader.read()  # until the client closes its end
+        closed.set()
+        writer.close()
+        await writer.wait_closed()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    deadline = asyncio.get_running_loop().time() + 30
+    task = asyncio.create_task(
+        http.request(HttpRequest("GET", Url.parse(f"http://127.0.0.1:{port}/")), deadline=deadline)
+    )
+    try:
+        await asyncio.wait_for(arrived.wait(), 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.wait_for(closed.wait(), 5)
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
 async def test_the_simulated_imds_wants_its_token() -> None:
     async with SimulatedImds(temporary_credentials()) as imds:
         deadline = asyncio.get_running_loop().time() + 5
@@ -242,6 +271,15 @@ class PyMongoShaped:
     expiration = NOW
 
 
+class RefreshableLike:
+    """botocore's RefreshableCredentials: read a consistent snapshot, not the attributes."""
+
+    access_key = "stale"
+
+    def get_frozen_credentials(self) -> PyMongoShaped:
+        return PyMongoShaped()
+
+
 def test_provider_results() -> None:
     plain = AwsCredentials("AKID", "s")
     assert credentials_from_provider(plain, "p") is plain
@@ -255,6 +293,7 @@ def test_provider_results() -> None:
     assert credentials_from_provider(PyMongoShaped(), "p") == AwsCredentials(
         "AKIDP", "secret-p", None, NOW
     )
+    assert credentials_from_provider(RefreshableLike(), "p").access_key_id == "AKIDP"
     for bad in (None, {"AccessKeyId": "A"}, "AKID:secret"):
         with pytest.raises(ConfigurationError, match="AWS_CREDENTIAL_PROVIDER f returned"):
             credentials_from_provider(bad, "AWS_CREDENTIAL_PROVIDER f")
