@@ -29,7 +29,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from asyncmongo.core.auth.aws import MONGODB_AWS, NONCE_SIZE, AwsConversation
+from asyncmongo.core.auth.aws_sources import AwsCredentialCache
 from asyncmongo.core.auth.conversation import Conversation
+from asyncmongo.core.auth.failure import explain_failure
 from asyncmongo.core.auth.gssapi import GSSAPI, GssapiConversation
 from asyncmongo.core.auth.negotiation import (
     Credential,
@@ -39,7 +41,7 @@ from asyncmongo.core.auth.negotiation import (
     speculative_mechanism,
 )
 from asyncmongo.core.auth.scram import ScramCache, generate_nonce
-from asyncmongo.errors import ConfigurationError
+from asyncmongo.errors import ConfigurationError, OperationFailure
 from asyncmongo.runtime.aws_credentials import fetch_aws_credentials
 from asyncmongo.runtime.gssapi import security_context
 
@@ -64,17 +66,20 @@ class CredentialAuthenticator:
     """Authenticates connections with one credential (SCRAM-SHA-1/256, PLAIN, MONGODB-X509,
     MONGODB-AWS, GSSAPI)."""
 
-    __slots__ = ("_cache", "_credential", "_nonce_factory", "_pending")
+    __slots__ = ("_aws_cache", "_cache", "_credential", "_nonce_factory", "_pending")
 
     def __init__(
         self,
         credential: Credential,
         cache: ScramCache | None = None,
         *,
+        aws_cache: AwsCredentialCache | None = None,
         nonce_factory: Callable[[], str] = generate_nonce,
     ) -> None:
         self._credential = credential
         self._cache = cache if cache is not None else ScramCache()
+        #: MONGODB-AWS's temporary credentials, shared by the client's connections.
+        self._aws_cache = aws_cache if aws_cache is not None else AwsCredentialCache()
         self._nonce_factory = nonce_factory
         self._pending: deque[Conversation] = deque(maxlen=_MAX_PENDING)
 
@@ -116,11 +121,12 @@ class CredentialAuthenticator:
         if hello_reply.get("arbiterOnly") is True:
             return  # auth spec: no authentication is possible on an arbiter.
         conversation, command = self._resume(hello_reply)
+        origin = None
         if conversation is None:
-            conversation = await self._start(
-                negotiated_mechanism(self._credential, hello_reply), conn)
+            mechanism = negotiated_mechanism(self._credential, hello_reply)
+            conversation, origin = await self._start(mechanism, conn, deadline)
             command = conversation.first_command()
-        await _converse(conn, conversation, command, deadline)
+        await self._converse(conn, conversation, command, deadline, origin)
 
     async def reauthenticate(
         self,
@@ -134,9 +140,34 @@ class CredentialAuthenticator:
         Auth spec, "Reauthentication": no new hello, a fresh conversation of the mechanism the
         connection's handshake reply (``hello_reply``) negotiates.
         """
-        conversation = await self._start(
-            negotiated_mechanism(self._credential, hello_reply), conn)
-        await _converse(conn, conversation, conversation.first_command(), deadline)
+        mechanism = negotiated_mechanism(self._credential, hello_reply)
+        conversation, origin = await self._start(mechanism, conn, deadline)
+        await self._converse(conn, conversation, conversation.first_command(), deadline, origin)
+
+    async def _converse(
+        self,
+        conn: CommandConnection,
+        conversation: Conversation,
+        command: dict[str, Any] | None,
+        deadline: float | None,
+        origin: str | None,
+    ) -> None:
+        """Run the conversation; a refusal is explained (mechanism, user, where the
+        credentials came from, what to check). Auth spec, "Caching Credentials": any
+        MONGODB-AWS failure clears the credential cache."""
+        try:
+            await _converse(conn, conversation, command, deadline)
+        except Exception as exc:
+            if conversation.mechanism == MONGODB_AWS:
+                self._aws_cache.clear()
+            if type(exc) is not OperationFailure:
+                raise
+            key_id = (
+                conversation.access_key_id if isinstance(conversation, AwsConversation) else None
+            )
+            raise explain_failure(
+                exc, conversation.mechanism, self._credential, origin, key_id
+            ) from exc
 
     def _resume(
         self, hello_reply: Mapping[str, Any]
@@ -151,19 +182,23 @@ class CredentialAuthenticator:
                 return conversation, conversation.resume(speculative)
         return None, None
 
-    async def _start(self, mechanism: str, conn: CommandConnection) -> Conversation:
-        """A new conversation; MONGODB-AWS first fetches its credentials (the clock and the
-        random nonce are taken here: the conversation itself is pure), and GSSAPI builds the
-        Kerberos security context for the connection's host."""
+    async def _start(
+        self, mechanism: str, conn: CommandConnection, deadline: float | None
+    ) -> tuple[Conversation, str | None]:
+        """A new conversation and, for MONGODB-AWS, where its credentials came from (they
+        are fetched first; the clock and the random nonce are taken here: the conversation
+        itself is pure). GSSAPI builds the Kerberos security context for the connection's
+        host."""
         if mechanism == GSSAPI:
-            return await self._gssapi(conn)
+            return await self._gssapi(conn), None
         if mechanism != MONGODB_AWS:
-            return self._new(mechanism)
+            return self._new(mechanism), None
         properties = getattr(self._credential, "mechanism_properties", {})
-        credentials = await fetch_aws_credentials(properties)
-        return AwsConversation(
-            credentials, secrets.token_bytes(NONCE_SIZE), datetime.now(UTC)
+        fetched = await fetch_aws_credentials(properties, self._aws_cache, deadline=deadline)
+        conversation = AwsConversation(
+            fetched.credentials, secrets.token_bytes(NONCE_SIZE), datetime.now(UTC)
         )
+        return conversation, fetched.source
 
     async def _gssapi(self, conn: CommandConnection) -> Conversation:
         credential = self._credential

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from asyncmongo.bson import ObjectId
 from asyncmongo.core.address import Address
+from asyncmongo.core.auth.aws_sources import AwsCredentialCache
 from asyncmongo.core.auth.scram import ScramCache
 from asyncmongo.core.cmap.options import PoolOptions
 from asyncmongo.core.error_policy import ErrorPhase
@@ -44,6 +45,7 @@ class ClientRuntime:
     """One connected client's tasks, topology, executor and SRV poller."""
 
     __slots__ = (
+        "_aws_cache",
         "_establishers",
         "_scram_cache",
         "executor",
@@ -68,6 +70,8 @@ class ClientRuntime:
         self.listeners = listeners
         listeners.on_observed = self._observe_pools
         self._scram_cache = scram_cache
+        #: MONGODB-AWS credentials fetched from AWS endpoints, shared by every connection.
+        self._aws_cache = AwsCredentialCache()
         #: Each server's connection factory, so append_metadata reaches new connections.
         self._establishers: dict[Address, Establisher] = {}
         self.tasks = TaskSet(loop)
@@ -168,7 +172,9 @@ class ClientRuntime:
         tasks = self.tasks
         settings = ConnectionSettings.from_client_options(options)
         authenticator = (
-            CredentialAuthenticator(options.credential, self._scram_cache)
+            CredentialAuthenticator(
+                options.credential, self._scram_cache, aws_cache=self._aws_cache
+            )
             if options.credential is not None
             else None
         )

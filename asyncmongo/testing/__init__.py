@@ -23,7 +23,9 @@ against real wire traffic with faults on cue::
   gets one's ``serviceId``; the URI says ``loadBalanced=true``); options
   ``users={"name": "password"}`` (SCRAM-SHA-1/256 in admin) or a
   :class:`~asyncmongo.testing.scram.UserDirectory` (PLAIN, MONGODB-X509 users too: the TLS
-  client certificate's subject authenticates), ``tls=<ssl.SSLContext>``,
+  client certificate's subject authenticates; MONGODB-AWS users by IAM ARN, whose SigV4
+  signatures are checked against their known test credentials, with simulated STS, ECS and
+  EC2 metadata endpoints in :mod:`asyncmongo.testing.aws`), ``tls=<ssl.SSLContext>``,
   ``streaming=False`` (no topologyVersion: drivers poll).
 - Every member is a :class:`SimServer`: hello as mongod 8.0 builds it (legacy OP_QUERY
   ``isMaster`` too), the streaming (awaitable, exhaust) hello, OP_COMPRESSED with snappy, zlib

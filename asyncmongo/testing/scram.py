@@ -47,7 +47,9 @@ from asyncmongo.core.auth.scram import (
     prepare_password,
     unescape_username,
 )
+from asyncmongo.core.auth.sigv4 import AwsCredentials
 from asyncmongo.errors import ConfigurationError, OperationFailure
+from asyncmongo.testing.aws import AwsServerConversation
 from asyncmongo.testing.kerberos import GssapiAcceptor
 
 __all__ = [
@@ -68,6 +70,7 @@ EXTERNAL = "$external"
 PLAIN = "PLAIN"
 MONGODB_X509 = "MONGODB-X509"
 GSSAPI = "GSSAPI"
+MONGODB_AWS = "MONGODB-AWS"
 
 Rng = Callable[[int], bytes]
 
@@ -109,6 +112,9 @@ class User:
     plain_password: str | None = field(default=None, repr=False)
     x509: bool = False
     gssapi: bool = False
+    #: MONGODB-AWS: the credentials whose signatures authenticate as this user (its name is
+    #: the IAM ARN, as mongod names AWS users).
+    aws_keys: tuple[AwsCredentials, ...] = field(default=(), repr=False)
 
     @property
     def mechanisms(self) -> list[str]:
@@ -124,7 +130,7 @@ class User:
 class UserDirectory:
     """The users of a simulated deployment, keyed by (database, name)."""
 
-    __slots__ = ("_iterations", "_rng", "_users", "gssapi_keytab")
+    __slots__ = ("_iterations", "_rng", "_users", "aws_sts_host", "gssapi_keytab")
 
     def __init__(
         self,
@@ -138,6 +144,8 @@ class UserDirectory:
         #: The keytab with the service principal GSSAPI authenticates against (None: GSSAPI
         #: is not enabled, as on a mongod without Kerberos).
         self.gssapi_keytab: Path | None = None
+        #: The STS host the server names in MONGODB-AWS's server-first message.
+        self.aws_sts_host = "sts.amazonaws.com"
 
     def add_user(
         self,
@@ -182,6 +190,21 @@ class UserDirectory:
     def add_x509_user(self, subject: str) -> User:
         """A ``$external`` user identified by a certificate subject (RFC 2253 form)."""
         return self._put(User(EXTERNAL, subject, x509=True))
+
+    def add_aws_user(self, arn: str, *credentials: AwsCredentials) -> User:
+        """A ``$external`` user named by an IAM ARN, authenticated by MONGODB-AWS requests
+        signed with any of ``credentials`` (added to those it already has)."""
+        existing = self.get(EXTERNAL, arn)
+        keys = (existing.aws_keys if existing is not None else ()) + credentials
+        return self._put(User(EXTERNAL, arn, aws_keys=keys))
+
+    def aws_key(self, access_key_id: str) -> tuple[User, AwsCredentials] | None:
+        """The user and the known credentials of ``access_key_id``, or None."""
+        for user in self._users.values():
+            for credentials in user.aws_keys:
+                if credentials.access_key_id == access_key_id:
+                    return user, credentials
+        return None
 
     def remove_user(self, name: str, *, db: str = "admin") -> None:
         self._users.pop((db, name), None)
@@ -309,7 +332,10 @@ class SaslServer:
     def __init__(self, users: UserDirectory, *, rng: Rng = secrets.token_bytes) -> None:
         self._users = users
         self._rng = rng
-        self._conversation: _ScramServerConversation | _GssapiServerConversation | None = None
+        self._conversation: (
+            _ScramServerConversation | _GssapiServerConversation
+            | AwsServerConversation[User] | None
+        ) = None
         self._conversation_id = 0
         self._authenticated: list[User] = []
 
@@ -395,6 +421,14 @@ class SaslServer:
             self._conversation = gssapi
             answer, _ = gssapi.step(payload)
             return self._reply(answer, done=False)
+        if mechanism == MONGODB_AWS:
+            if db != EXTERNAL:
+                raise _auth_failed()
+            aws = AwsServerConversation(
+                self._users.aws_key, self._users.aws_sts_host, payload, self._rng
+            )
+            self._conversation = aws
+            return self._reply(aws.server_first(), done=False)
         try:
             scram = ScramMechanism(mechanism)
         except ValueError:
@@ -414,7 +448,7 @@ class SaslServer:
         if conversation is None or command.get("conversationId") != self._conversation_id:
             raise OperationFailure("No SASL session state found", 17)
         payload, done = conversation.step(_payload(command))
-        if done:
+        if done and conversation.user is not None:
             self._conversation = None
             assert conversation.user is not None
             self._authenticated.append(conversation.user)

@@ -19,6 +19,7 @@ from asyncmongo.core.auth.sigv4 import AwsCredentials, sign
 from asyncmongo.errors import ConfigurationError, OperationFailure
 from asyncmongo.runtime.auth import CredentialAuthenticator
 from asyncmongo.runtime.aws_credentials import fetch_aws_credentials
+from tests.auth.support import closed_port
 
 SECRETS = {"AKIDTEST": "test-secret"}
 _AUTH = re.compile(
@@ -102,16 +103,22 @@ async def test_the_environment_is_read_for_every_authentication(
     await authenticator.authenticate(FakeAwsServer(), {"ok": 1})
 
 
-async def test_no_credentials_says_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+async def test_no_credentials_names_every_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                 "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "/v2/credentials/x")
-    expected = "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
-    with pytest.raises(OperationFailure, match=expected) as info:
+    monkeypatch.setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/half")
+    monkeypatch.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", f"http://127.0.0.1:{closed_port()}")
+    with pytest.raises(OperationFailure) as info:
         await aws_authenticator().authenticate(FakeAwsServer(), {"ok": 1})
-    assert "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI set, but not supported yet" in str(info.value)
+    message = str(info.value)
+    for expected in ("no AWS credentials found", "AWS_CREDENTIAL_PROVIDER",
+                     "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY not set",
+                     "AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN are not both set",
+                     "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "EC2 instance metadata"):
+        assert expected in message
 
 
-async def test_a_custom_provider_is_refused_not_ignored() -> None:
-    with pytest.raises(ConfigurationError, match="AWS_CREDENTIAL_PROVIDER is not supported"):
-        await fetch_aws_credentials({"AWS_CREDENTIAL_PROVIDER": object()}, {})
+async def test_a_provider_that_is_not_callable_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="AWS_CREDENTIAL_PROVIDER must be callable"):
+        await fetch_aws_credentials({"AWS_CREDENTIAL_PROVIDER": object()}, environ={})

@@ -135,6 +135,11 @@ class AwsConversation:
         return MONGODB_AWS
 
     @property
+    def access_key_id(self) -> str:
+        """The (non-secret) access key ID signing the request, for messages."""
+        return self._credentials.access_key_id
+
+    @property
     def source(self) -> str:
         return "$external"
 

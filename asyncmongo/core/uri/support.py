@@ -10,10 +10,12 @@ revocation status. ``tlsDisableOCSPEndpointCheck=true`` and
 ``tlsDisableCertificateRevocationCheck=true`` ask for exactly that and are accepted;
 ``=false`` asks for checks asyncmongo cannot make and is refused.
 
-serverSelectionTryOnce (server selection spec) is a mode of single-threaded drivers, which
-scan the deployment inside the selecting call. asyncmongo's monitors run in the background
-and selection waits for them up to serverSelectionTimeoutMS, which is what ``=false`` asks
-for: it is accepted, and ``=true`` is refused.
+The same rule for the options of behaviours asyncmongo does not have: a value asking for what
+it does is accepted, any other is refused. ``serverSelectionTryOnce`` is for single-threaded
+drivers (server selection spec); asyncmongo monitors in the background and keeps selecting
+until ``serverSelectionTimeoutMS``, which ``false`` describes. The client-backpressure spec's
+overload retries are not implemented: ``maxAdaptiveRetries=0`` and
+``enableOverloadRetargeting=false`` describe that; other values are refused.
 """
 
 from __future__ import annotations
@@ -31,17 +33,36 @@ _NO_REVOCATION_CHECKS = (
 )
 
 
+_OVERLOAD_RETRIES = (
+    "asyncmongo does not retry operations the server refuses as overloaded (the "
+    "client-backpressure spec's adaptive retries and retargeting)"
+)
+#: (option, the one value that describes what asyncmongo does, why others are refused)
+_NOT_IMPLEMENTED: tuple[tuple[str, object, str], ...] = (
+    (
+        "serverSelectionTryOnce",
+        False,
+        "it applies to single-threaded drivers; asyncmongo monitors servers in the background "
+        "and keeps selecting until serverSelectionTimeoutMS",
+    ),
+    ("maxAdaptiveRetries", 0, _OVERLOAD_RETRIES + "; leave it out or set it to 0"),
+    ("enableOverloadRetargeting", False, _OVERLOAD_RETRIES + "; leave it out or set it to false"),
+)
+
+
+def _text(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def check_supported(options: ClientOptions) -> None:
     """Raise ConfigurationError, naming the option, for one this driver cannot honour."""
     given = options.options
     for name in ("tlsDisableOCSPEndpointCheck", "tlsDisableCertificateRevocationCheck"):
         if given.get(name) is False:
             raise ConfigurationError(f"{name}=false is not supported: {_NO_REVOCATION_CHECKS}")
-    if given.get("serverSelectionTryOnce") is True:
-        raise ConfigurationError(
-            "serverSelectionTryOnce=true is not supported: it is a mode of single-threaded "
-            "drivers; asyncmongo monitors in the background and server selection waits up to "
-            "serverSelectionTimeoutMS (serverSelectionTryOnce=false)")
+    for name, accepted, reason in _NOT_IMPLEMENTED:
+        if name in given and given[name] != accepted:
+            raise ConfigurationError(f"{name}={_text(given[name])} is not supported: {reason}")
     if options.proxy_username and options.proxy_password:
         try:
             check_credentials(options.proxy_username, options.proxy_password)
