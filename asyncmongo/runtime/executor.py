@@ -66,6 +66,7 @@ ReplyDecrypter = Callable[[Any, CodecOptions], Awaitable[dict[str, Any]]]
 RAW_REPLY: CodecOptions = CodecOptions(document_class=RawBSONDocument)
 
 NO_WRITES_PERFORMED = "NoWritesPerformed"
+REAUTHENTICATION_REQUIRED = 391
 _CURSOR_OPS = frozenset({"getMore", "killCursors"})
 _TXN_END = frozenset({"commitTransaction", "abortTransaction"})
 #: Commands that may leave a server cursor open (pinned to its connection behind a load
@@ -504,16 +505,36 @@ class Executor:
             started, begin = events.started(conn, command, document, operation_id)
         generation = server.pool.generation_of(conn)  # its own (its service's, if LB)
         decrypt_reply = self.decrypt_reply
-        try:
-            reply = await conn.command(
+        codec_options = attempt.codec_options if decrypt_reply is None else RAW_REPLY
+
+        def send() -> Awaitable[dict[str, Any]]:
+            return conn.command(
                 command.database,
                 document,
                 sequences=command.sequences,
                 deadline=deadline,
                 unacknowledged=command.unacknowledged,
-                codec_options=attempt.codec_options if decrypt_reply is None else RAW_REPLY,
+                codec_options=codec_options,
                 csot=timed,
             )
+
+        try:
+            reply = await send()
+            if _reauthentication_required(reply) and conn.authenticator is not None:
+                # Auth spec, "Reauthentication": authenticate this connection again (no
+                # hello) and send the same command once more, retryable or not.
+                if monitored:
+                    events.failed(started, begin, reply, None)
+                    monitored = False
+                try:
+                    await conn.authenticator.reauthenticate(conn, conn.hello, deadline=deadline)
+                except BaseException:
+                    conn.close()  # half-authenticated: never reused
+                    raise
+                monitored = events.wanted
+                if monitored:
+                    started, begin = events.started(conn, command, document, operation_id)
+                reply = await send()
         except BaseException as exc:
             if monitored:
                 events.failed(started, begin, failure_document(exc), exc)
@@ -647,6 +668,11 @@ def _checked(reply: Mapping[str, Any]) -> dict[str, Any]:
     if is_state_change_error(code, text):
         raise NotPrimaryError(text, dict(reply), error_labels=reply.get("errorLabels") or ())
     raise OperationFailure(text, code, reply)
+
+
+def _reauthentication_required(reply: Mapping[str, Any]) -> bool:
+    """The server's ReauthenticationRequired (391): the connection's credential expired."""
+    return reply.get("code") == REAUTHENTICATION_REQUIRED and not is_ok(reply)
 
 
 def _expired(deadline: float | None) -> bool:

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from asyncmongo.bson import decode, encode
 from asyncmongo.core.auth.scram import (
     MIN_ITERATIONS,
     ScramMechanism,
@@ -45,6 +46,7 @@ from asyncmongo.core.auth.scram import (
     unescape_username,
 )
 from asyncmongo.errors import ConfigurationError, OperationFailure
+from asyncmongo.testing.oidc import TestIdentityProvider
 
 __all__ = [
     "DEFAULT_ITERATIONS",
@@ -63,6 +65,7 @@ _SALT_SIZE = {ScramMechanism.SCRAM_SHA_1: 16, ScramMechanism.SCRAM_SHA_256: 28}
 EXTERNAL = "$external"
 PLAIN = "PLAIN"
 MONGODB_X509 = "MONGODB-X509"
+MONGODB_OIDC = "MONGODB-OIDC"
 
 Rng = Callable[[int], bytes]
 
@@ -116,7 +119,7 @@ class User:
 class UserDirectory:
     """The users of a simulated deployment, keyed by (database, name)."""
 
-    __slots__ = ("_iterations", "_rng", "_users")
+    __slots__ = ("_iterations", "_rng", "_users", "oidc")
 
     def __init__(
         self,
@@ -127,6 +130,19 @@ class UserDirectory:
         self._rng = rng
         self._iterations = dict(DEFAULT_ITERATIONS if iterations is None else iterations)
         self._users: dict[tuple[str, str], User] = {}
+        #: MONGODB-OIDC: the identity provider whose tokens the server accepts (None: the
+        #: mechanism is not enabled). Any subject its tokens name is a ``$external`` user.
+        self.oidc: TestIdentityProvider | None = None
+
+    def enable_oidc(self, provider: TestIdentityProvider | None = None) -> TestIdentityProvider:
+        """Accept MONGODB-OIDC tokens of ``provider`` (a new one by default); returns it."""
+        self.oidc = provider if provider is not None else TestIdentityProvider()
+        return self.oidc
+
+    @property
+    def requires_auth(self) -> bool:
+        """Whether commands need an authenticated connection (users exist or OIDC is on)."""
+        return bool(self._users) or self.oidc is not None
 
     def add_user(
         self,
@@ -263,7 +279,8 @@ class _ScramServerConversation:
 class SaslServer:
     """The authentication state of one client connection, as a mongod keeps it."""
 
-    __slots__ = ("_authenticated", "_conversation", "_conversation_id", "_rng", "_users")
+    __slots__ = ("_authenticated", "_conversation", "_conversation_id", "_oidc_pending",
+                 "_rng", "_users", "oidc_expires_at")
 
     def __init__(self, users: UserDirectory, *, rng: Rng = secrets.token_bytes) -> None:
         self._users = users
@@ -271,6 +288,17 @@ class SaslServer:
         self._conversation: _ScramServerConversation | None = None
         self._conversation_id = 0
         self._authenticated: list[User] = []
+        #: A two-step MONGODB-OIDC conversation waits for its JwtStepRequest.
+        self._oidc_pending = False
+        #: When the token this connection authenticated with expires (None: not OIDC); past
+        #: it, commands get ReauthenticationRequired (391).
+        self.oidc_expires_at: float | None = None
+
+    def reauthentication_required(self) -> bool:
+        """The connection's OIDC token has expired: its next command gets 391."""
+        oidc = self._users.oidc
+        expires = self.oidc_expires_at
+        return oidc is not None and expires is not None and expires <= oidc.clock()
 
     @property
     def authenticated_users(self) -> list[User]:
@@ -342,7 +370,10 @@ class SaslServer:
         mechanism = command.get("mechanism")
         payload = _payload(command)
         self._conversation = None
+        self._oidc_pending = False
         self._conversation_id += 1
+        if mechanism == MONGODB_OIDC and self._users.oidc is not None:
+            return self._oidc_start(db, payload)
         if mechanism == PLAIN:
             self._plain(db, payload)
             return self._reply(b"", done=True)
@@ -361,6 +392,10 @@ class SaslServer:
         return self._reply(conversation.server_first(), done=False)
 
     def _sasl_continue(self, command: Mapping[str, Any]) -> dict[str, Any]:
+        if self._oidc_pending and command.get("conversationId") == self._conversation_id:
+            self._oidc_pending = False
+            self._oidc_jwt(_bson_payload(_payload(command)))
+            return self._reply(b"", done=True)
         conversation = self._conversation
         if conversation is None or command.get("conversationId") != self._conversation_id:
             raise OperationFailure("No SASL session state found", 17)
@@ -369,6 +404,30 @@ class SaslServer:
             self._conversation = None
             self._authenticated.append(conversation.user)
         return self._reply(payload, done=done)
+
+    def _oidc_start(self, db: str, payload: bytes) -> dict[str, Any]:
+        """MONGODB-OIDC saslStart: a JwtStepRequest authenticates at once (one step); a
+        PrincipalStepRequest is answered with the IdpInfo (two steps, the human flow)."""
+        oidc = self._users.oidc
+        assert oidc is not None
+        if db != EXTERNAL:
+            raise _auth_failed()
+        request = _bson_payload(payload)
+        if "jwt" in request:
+            self._oidc_jwt(request)
+            return self._reply(b"", done=True)
+        self._oidc_pending = True
+        return self._reply(encode(oidc.idp_info()), done=False)
+
+    def _oidc_jwt(self, request: Mapping[str, Any]) -> None:
+        oidc = self._users.oidc
+        token = request.get("jwt")
+        if oidc is None or not isinstance(token, str):
+            raise _auth_failed()
+        verified = oidc.verify(token)
+        user = User(EXTERNAL, verified.subject)
+        self._authenticated = [u for u in self._authenticated if u.db != EXTERNAL] + [user]
+        self.oidc_expires_at = verified.expires_at
 
     def _start_scram(
         self, db: str, mechanism: ScramMechanism, client_first: bytes, skip: bool
@@ -468,6 +527,14 @@ def _payload(command: Mapping[str, Any]) -> bytes:
     if isinstance(payload, bytes | bytearray | memoryview):
         return bytes(payload)
     raise OperationFailure("Invalid SASL payload", 2, {"codeName": "BadValue"})
+
+
+def _bson_payload(payload: bytes) -> dict[str, Any]:
+    try:
+        document = decode(payload)
+    except Exception:
+        raise OperationFailure("Invalid SASL payload", 2, {"codeName": "BadValue"}) from None
+    return dict(document)
 
 
 def _auth_failed() -> OperationFailure:
