@@ -76,7 +76,7 @@ class Env:
         """Answers a fresh valid token each call."""
         return lambda context, n: OIDCCallbackResult(self.token(), **fields)
 
-    def client(self, callback: OIDCCallback, *, human: bool = False, **options: Any
+    def client(self, callback: Any, *, human: bool = False, **options: Any
                ) -> AsyncMongoClient:
         name = "OIDC_HUMAN_CALLBACK" if human else "OIDC_CALLBACK"
         properties = {name: callback, **options.pop("properties", {})}
