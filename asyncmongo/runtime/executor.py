@@ -66,6 +66,7 @@ ReplyDecrypter = Callable[[Any, CodecOptions], Awaitable[dict[str, Any]]]
 RAW_REPLY: CodecOptions = CodecOptions(document_class=RawBSONDocument)
 
 NO_WRITES_PERFORMED = "NoWritesPerformed"
+#: The server's ReauthenticationRequired: the connection's credential expired.
 REAUTHENTICATION_REQUIRED = 391
 _CURSOR_OPS = frozenset({"getMore", "killCursors"})
 _TXN_END = frozenset({"commitTransaction", "abortTransaction"})
@@ -506,9 +507,8 @@ class Executor:
         generation = server.pool.generation_of(conn)  # its own (its service's, if LB)
         decrypt_reply = self.decrypt_reply
         codec_options = attempt.codec_options if decrypt_reply is None else RAW_REPLY
-
-        def send() -> Awaitable[dict[str, Any]]:
-            return conn.command(
+        try:
+            reply = await conn.command(
                 command.database,
                 document,
                 sequences=command.sequences,
@@ -517,24 +517,25 @@ class Executor:
                 codec_options=codec_options,
                 csot=timed,
             )
-
-        try:
-            reply = await send()
-            if _reauthentication_required(reply) and conn.authenticator is not None:
+            if reply.get("code") == REAUTHENTICATION_REQUIRED and conn.authenticator is not None:
                 # Auth spec, "Reauthentication": authenticate this connection again (no
                 # hello) and send the same command once more, retryable or not.
                 if monitored:
                     events.failed(started, begin, reply, None)
                     monitored = False
-                try:
-                    await conn.authenticator.reauthenticate(conn, conn.hello, deadline=deadline)
-                except BaseException:
-                    conn.close()  # half-authenticated: never reused
-                    raise
+                await _reauthenticate(conn, deadline)
                 monitored = events.wanted
                 if monitored:
                     started, begin = events.started(conn, command, document, operation_id)
-                reply = await send()
+                reply = await conn.command(
+                    command.database,
+                    document,
+                    sequences=command.sequences,
+                    deadline=deadline,
+                    unacknowledged=command.unacknowledged,
+                    codec_options=codec_options,
+                    csot=timed,
+                )
         except BaseException as exc:
             if monitored:
                 events.failed(started, begin, failure_document(exc), exc)
@@ -670,9 +671,15 @@ def _checked(reply: Mapping[str, Any]) -> dict[str, Any]:
     raise OperationFailure(text, code, reply)
 
 
-def _reauthentication_required(reply: Mapping[str, Any]) -> bool:
-    """The server's ReauthenticationRequired (391): the connection's credential expired."""
-    return reply.get("code") == REAUTHENTICATION_REQUIRED and not is_ok(reply)
+async def _reauthenticate(conn: Connection, deadline: float | None) -> None:
+    """After ReauthenticationRequired (391): a fresh conversation on ``conn``; a connection
+    whose reauthentication failed is closed (it is never reused half-authenticated)."""
+    assert conn.authenticator is not None
+    try:
+        await conn.authenticator.reauthenticate(conn, conn.hello, deadline=deadline)
+    except BaseException:
+        conn.close()
+        raise
 
 
 def _expired(deadline: float | None) -> bool:
