@@ -164,7 +164,10 @@ class OidcAuthenticator:
                 await self.invalidate(token)
                 token, _ = await self._token(deadline)
         conn.auth_cache = token
-        await _one_step(conn, token, deadline)
+        try:
+            await _one_step(conn, token, deadline)
+        except OperationFailure as exc:
+            raise self._explained(exc) from exc
 
     async def _authenticate_human(self, conn: Connection) -> None:
         """The human flow: the cached token, else the refresh token, else the two steps."""
@@ -218,7 +221,10 @@ class OidcAuthenticator:
         reply = await conn.command(
             OIDC_SOURCE, jwt_continue_command(conversation_id, result.access_token)
         )
-        _check_done(reply)
+        try:
+            _check_done(reply)
+        except OperationFailure as exc:
+            raise self._explained(exc) from exc
 
     def _store_human(self, result: OIDCCallbackResult, info: OIDCIdPInfo) -> None:
         self.access_token = result.access_token
@@ -270,6 +276,27 @@ class OidcAuthenticator:
                 ) from None
         self._last_call = loop.time()
         return callback_result(value, name)
+
+    def _explained(self, exc: OperationFailure) -> OperationFailure:
+        """The server's refusal of a fresh token, saying who, where from and what to check
+        (the code and reply kept, so ``exc.code`` is still the server's)."""
+        if exc.code != _AUTHENTICATION_FAILED:
+            return exc
+        properties = self._credential.mechanism_properties
+        if self._human:
+            origin = "OIDC_HUMAN_CALLBACK"
+        elif "OIDC_CALLBACK" in properties:
+            origin = "OIDC_CALLBACK"
+        else:
+            origin = f"ENVIRONMENT:{properties.get('ENVIRONMENT')}"
+        return OperationFailure(
+            f"MONGODB-OIDC authentication failed for user {self._credential.username!r} on "
+            f"'$external' with a token from {origin}: the server refused the access token; "
+            "check that it has not expired and that its issuer and audience are the ones the "
+            "server's oidcIdentityProviders configure",
+            exc.code,
+            exc.details,
+        )
 
     def _check_allowed_host(self, host: str) -> None:
         allowed = self._credential.mechanism_properties.get("ALLOWED_HOSTS")

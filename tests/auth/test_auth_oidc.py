@@ -376,3 +376,15 @@ async def test_http_get_reads_chunked_bodies() -> None:
         server.close()
         await server.wait_closed()
     assert (response.status, response.body) == (200, b"hello world")
+
+
+async def test_a_refused_token_says_what_to_check(env: Env) -> None:
+    callback = CountingCallback(
+        lambda context, n: OIDCCallbackResult(env.idp.mint_token(audience="elsewhere")))
+    async with env.client(callback) as client:
+        with pytest.raises(OperationFailure) as raised:
+            await client.test.c.find_one()
+    assert raised.value.code == 18
+    message = str(raised.value)
+    assert "MONGODB-OIDC" in message and "OIDC_CALLBACK" in message and "audience" in message
+    assert "eyJ" not in message  # never the token itself
