@@ -31,6 +31,8 @@ import base64
 import binascii
 import hashlib
 import hmac
+import json
+import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -119,7 +121,7 @@ class User:
 class UserDirectory:
     """The users of a simulated deployment, keyed by (database, name)."""
 
-    __slots__ = ("_iterations", "_rng", "_users", "oidc")
+    __slots__ = ("_iterations", "_rng", "_users", "oidc_providers")
 
     def __init__(
         self,
@@ -130,19 +132,48 @@ class UserDirectory:
         self._rng = rng
         self._iterations = dict(DEFAULT_ITERATIONS if iterations is None else iterations)
         self._users: dict[tuple[str, str], User] = {}
-        #: MONGODB-OIDC: the identity provider whose tokens the server accepts (None: the
-        #: mechanism is not enabled). Any subject its tokens name is a ``$external`` user.
-        self.oidc: TestIdentityProvider | None = None
+        #: MONGODB-OIDC: the identity providers whose tokens the server accepts, each with
+        #: the principal-name pattern that selects it (mongod's oidcIdentityProviders
+        #: ``matchPattern``; None: any). Any subject their tokens name is a ``$external`` user.
+        self.oidc_providers: list[tuple[TestIdentityProvider, str | None]] = []
 
-    def enable_oidc(self, provider: TestIdentityProvider | None = None) -> TestIdentityProvider:
-        """Accept MONGODB-OIDC tokens of ``provider`` (a new one by default); returns it."""
-        self.oidc = provider if provider is not None else TestIdentityProvider()
+    def enable_oidc(
+        self, provider: TestIdentityProvider | None = None, *, match_pattern: str | None = None
+    ) -> TestIdentityProvider:
+        """Accept MONGODB-OIDC tokens of ``provider`` (a new one by default; returned). With
+        several providers, a two-step conversation picks the one whose ``match_pattern`` (a
+        regular expression) matches the principal name, and a token is checked by the
+        provider of its issuer."""
+        provider = provider if provider is not None else TestIdentityProvider()
+        self.oidc_providers.append((provider, match_pattern))
+        return provider
+
+    @property
+    def oidc(self) -> TestIdentityProvider | None:
+        """The first identity provider (None: MONGODB-OIDC is not enabled)."""
+        return self.oidc_providers[0][0] if self.oidc_providers else None
+
+    def oidc_provider_for_principal(self, name: str | None) -> TestIdentityProvider | None:
+        """The provider a PrincipalStepRequest selects (mongod: with several providers, a
+        principal name matching one's pattern is required)."""
+        providers = self.oidc_providers
+        if len(providers) == 1:
+            return providers[0][0]
+        for provider, pattern in providers:
+            if name is not None and (pattern is None or re.search(pattern, name)):
+                return provider
+        return None
+
+    def oidc_provider_for_issuer(self, issuer: object) -> TestIdentityProvider | None:
+        for provider, _ in self.oidc_providers:
+            if provider.issuer == issuer:
+                return provider
         return self.oidc
 
     @property
     def requires_auth(self) -> bool:
         """Whether commands need an authenticated connection (users exist or OIDC is on)."""
-        return bool(self._users) or self.oidc is not None
+        return bool(self._users) or bool(self.oidc_providers)
 
     def add_user(
         self,
@@ -279,8 +310,16 @@ class _ScramServerConversation:
 class SaslServer:
     """The authentication state of one client connection, as a mongod keeps it."""
 
-    __slots__ = ("_authenticated", "_conversation", "_conversation_id", "_oidc_pending",
-                 "_rng", "_users", "oidc_expires_at")
+    __slots__ = (
+        "_authenticated",
+        "_conversation",
+        "_conversation_id",
+        "_oidc_clock",
+        "_oidc_pending",
+        "_rng",
+        "_users",
+        "oidc_expires_at",
+    )
 
     def __init__(self, users: UserDirectory, *, rng: Rng = secrets.token_bytes) -> None:
         self._users = users
@@ -293,12 +332,13 @@ class SaslServer:
         #: When the token this connection authenticated with expires (None: not OIDC); past
         #: it, commands get ReauthenticationRequired (391).
         self.oidc_expires_at: float | None = None
+        self._oidc_clock: Callable[[], float] | None = None
 
     def reauthentication_required(self) -> bool:
         """The connection's OIDC token has expired: its next command gets 391."""
-        oidc = self._users.oidc
+        clock = self._oidc_clock
         expires = self.oidc_expires_at
-        return oidc is not None and expires is not None and expires <= oidc.clock()
+        return clock is not None and expires is not None and expires <= clock()
 
     @property
     def authenticated_users(self) -> list[User]:
@@ -408,23 +448,30 @@ class SaslServer:
     def _oidc_start(self, db: str, payload: bytes) -> dict[str, Any]:
         """MONGODB-OIDC saslStart: a JwtStepRequest authenticates at once (one step); a
         PrincipalStepRequest is answered with the IdpInfo (two steps, the human flow)."""
-        oidc = self._users.oidc
-        assert oidc is not None
         if db != EXTERNAL:
             raise _auth_failed()
         request = _bson_payload(payload)
         if "jwt" in request:
             self._oidc_jwt(request)
             return self._reply(b"", done=True)
+        principal = request.get("n")
+        oidc = self._users.oidc_provider_for_principal(
+            principal if isinstance(principal, str) else None
+        )
+        if oidc is None:
+            raise _auth_failed()  # mongod: no identity provider for this principal name
         self._oidc_pending = True
         return self._reply(encode(oidc.idp_info()), done=False)
 
     def _oidc_jwt(self, request: Mapping[str, Any]) -> None:
-        oidc = self._users.oidc
         token = request.get("jwt")
-        if oidc is None or not isinstance(token, str):
+        if not isinstance(token, str):
+            raise _auth_failed()
+        oidc = self._users.oidc_provider_for_issuer(_unverified_issuer(token))
+        if oidc is None:
             raise _auth_failed()
         verified = oidc.verify(token)
+        self._oidc_clock = oidc.clock
         user = User(EXTERNAL, verified.subject)
         self._authenticated = [u for u in self._authenticated if u.db != EXTERNAL] + [user]
         self.oidc_expires_at = verified.expires_at
@@ -527,6 +574,15 @@ def _payload(command: Mapping[str, Any]) -> bytes:
     if isinstance(payload, bytes | bytearray | memoryview):
         return bytes(payload)
     raise OperationFailure("Invalid SASL payload", 2, {"codeName": "BadValue"})
+
+
+def _unverified_issuer(token: str) -> object:
+    """The ``iss`` claim, read before verification only to pick the provider that verifies."""
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
+    except (ValueError, IndexError):
+        return None
+    return claims.get("iss") if isinstance(claims, dict) else None
 
 
 def _bson_payload(payload: bytes) -> dict[str, Any]:

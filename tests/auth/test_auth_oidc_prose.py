@@ -4,15 +4,17 @@ against asyncmongo.testing with a test identity provider in place of the Evergre
 setup: the callbacks hand out tokens the provider signed instead of reading the token files
 of users test_user1/test_user2.
 
-Not run here, each with its reason: the tests that need several identity providers selected by
-principal name (human 1.3-1.5: the simulator has one provider), and the machine section's
-Azure/GCP/k8s tests on real cloud hosts (the built-in environments are tested against local
-metadata servers in test_auth_oidc.py instead).
+Human 1.3-1.5 (multiple principals) use a deployment with two identity providers chosen by
+principal name (mongod's oidcIdentityProviders ``matchPattern``). Not run here: the machine
+section's Azure/GCP/k8s tests on real cloud hosts (the built-in environments are tested
+against local metadata servers in test_auth_oidc.py instead).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -20,6 +22,8 @@ import pytest
 from asyncmongo import AsyncMongoClient
 from asyncmongo.auth_oidc import OIDCCallbackResult
 from asyncmongo.errors import ConfigurationError, OperationFailure
+from asyncmongo.testing import Standalone, TestIdentityProvider
+from asyncmongo.testing.scram import UserDirectory
 from tests.auth.oidc_support import CountingCallback, Env, oidc_deployment, oidc_of
 
 pytestmark = pytest.mark.timeout(60)
@@ -225,10 +229,54 @@ async def test_human_1_2_single_principal_explicit_username(env: Env) -> None:
     assert callback.contexts[0].username == "test_user1"
 
 
-@pytest.mark.skip(reason="human 1.3-1.5 (multiple principals) select among several identity "
-                  "providers by principal name; the simulator has one provider")
-async def test_human_1_3_to_1_5_multiple_principals() -> None:
-    raise AssertionError("not runnable here")
+@asynccontextmanager
+async def two_providers() -> AsyncIterator[tuple[Any, TestIdentityProvider, TestIdentityProvider]]:
+    """A deployment with two identity providers, chosen by principal name (users 1 and 2)."""
+    users = UserDirectory()
+    first = users.enable_oidc(TestIdentityProvider(issuer="https://idp1"),
+                              match_pattern="test_user1")
+    second = users.enable_oidc(TestIdentityProvider(issuer="https://idp2",
+                                                    client_id="client-2"),
+                               match_pattern="test_user2")
+    async with Standalone(users=users) as deployment:
+        yield deployment, first, second
+
+
+def _human_client(deployment: Any, user: str | None, callback: CountingCallback
+                  ) -> AsyncMongoClient:
+    userinfo = f"{user}@" if user else ""
+    uri = deployment.uri.replace("mongodb://", f"mongodb://{userinfo}")
+    return AsyncMongoClient(uri, authMechanism="MONGODB-OIDC",
+                            authMechanismProperties={"OIDC_HUMAN_CALLBACK": callback},
+                            serverSelectionTimeoutMS=2000)
+
+
+def _token_of_the_named_idp(*providers: TestIdentityProvider) -> Any:
+    """A human callback that signs in with the IdP the server named (by its issuer)."""
+    def answer(context: Any, n: int) -> OIDCCallbackResult:
+        idp = next(p for p in providers if p.issuer == context.idp_info.issuer)
+        return OIDCCallbackResult(idp.mint_token(context.username or "anonymous"))
+    return answer
+
+
+@pytest.mark.parametrize("user", ["test_user1", "test_user2"])
+async def test_human_1_3_and_1_4_multiple_principal_users(user: str) -> None:
+    async with two_providers() as (deployment, first, second):
+        callback = CountingCallback(_token_of_the_named_idp(first, second))
+        async with _human_client(deployment, user, callback) as client:
+            await client.test.test.find_one()
+        expected = first if user == "test_user1" else second
+        assert callback.contexts[0].idp_info.issuer == expected.issuer
+
+
+async def test_human_1_5_multiple_principal_no_user() -> None:
+    async with two_providers() as (deployment, first, second):
+        callback = CountingCallback(_token_of_the_named_idp(first, second))
+        async with _human_client(deployment, None, callback) as client:
+            with pytest.raises(OperationFailure) as raised:
+                await client.test.test.find_one()
+        assert raised.value.code == 18
+        assert callback.count == 0
 
 
 async def test_human_1_6_allowed_hosts_blocked(env: Env) -> None:
