@@ -16,6 +16,7 @@ from collections.abc import Callable
 from asyncmongo.bson import ObjectId
 from asyncmongo.core.address import Address
 from asyncmongo.core.auth.aws_sources import AwsCredentialCache
+from asyncmongo.core.auth.oidc import MONGODB_OIDC
 from asyncmongo.core.auth.scram import ScramCache
 from asyncmongo.core.cmap.options import PoolOptions
 from asyncmongo.core.error_policy import ErrorPhase
@@ -27,10 +28,11 @@ from asyncmongo.monitoring import Listeners
 from asyncmongo.runtime.attempt import OperationSession
 from asyncmongo.runtime.auth import CredentialAuthenticator
 from asyncmongo.runtime.command_events import CommandEvents
-from asyncmongo.runtime.connection import Connection, ConnectionSettings
+from asyncmongo.runtime.connection import Authenticator, Connection, ConnectionSettings
 from asyncmongo.runtime.establish import Establisher
 from asyncmongo.runtime.executor import Executor
 from asyncmongo.runtime.monitor import Monitor, MonitorSettings, streaming_enabled
+from asyncmongo.runtime.oidc import OidcAuthenticator
 from asyncmongo.runtime.pool import Pool
 from asyncmongo.runtime.server import Server
 from asyncmongo.runtime.shutdown_guard import ShutdownGuard
@@ -47,6 +49,7 @@ class ClientRuntime:
     __slots__ = (
         "_aws_cache",
         "_establishers",
+        "_oidc",
         "_scram_cache",
         "executor",
         "guard",
@@ -72,6 +75,13 @@ class ClientRuntime:
         self._scram_cache = scram_cache
         #: MONGODB-AWS credentials fetched from AWS endpoints, shared by every connection.
         self._aws_cache = AwsCredentialCache()
+        credential = options.credential
+        #: MONGODB-OIDC: one authenticator for all servers, holding the client's token cache.
+        self._oidc = (
+            OidcAuthenticator(credential)
+            if credential is not None and credential.mechanism == MONGODB_OIDC
+            else None
+        )
         #: Each server's connection factory, so append_metadata reaches new connections.
         self._establishers: dict[Address, Establisher] = {}
         self.tasks = TaskSet(loop)
@@ -171,7 +181,7 @@ class ClientRuntime:
         options = self.options
         tasks = self.tasks
         settings = ConnectionSettings.from_client_options(options)
-        authenticator = (
+        authenticator: Authenticator | None = self._oidc or (
             CredentialAuthenticator(
                 options.credential, self._scram_cache, aws_cache=self._aws_cache
             )

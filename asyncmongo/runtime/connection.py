@@ -122,6 +122,13 @@ class Authenticator(Protocol):
         self, conn: Connection, hello_reply: Mapping[str, Any], *, deadline: float | None = None
     ) -> None: ...
 
+    async def reauthenticate(
+        self, conn: Connection, hello_reply: Mapping[str, Any], *, deadline: float | None = None
+    ) -> None:
+        """Auth spec, "Reauthentication": after ReauthenticationRequired (391), a fresh
+        conversation on ``conn``, without a hello."""
+        ...
+
 
 @functools.cache
 def detected_host() -> HostInfo:
@@ -340,6 +347,8 @@ class Connection:
         "_timer_at",
         "_transport",
         "address",
+        "auth_cache",
+        "authenticator",
         "hello",
         "id",
         "max_bson_object_size",
@@ -347,6 +356,7 @@ class Connection:
         "max_wire_version",
         "max_write_batch_size",
         "service_id",
+        "speculative_authenticate",
         "supports_retryable_writes",
         "supports_sessions",
     )
@@ -362,6 +372,14 @@ class Connection:
         self.id = id
         self.address = address
         self.hello: Mapping[str, Any] = {}
+        #: Who authenticated this connection (None: no credential): reauthentication after a
+        #: ReauthenticationRequired (391) error asks it again.
+        self.authenticator: Authenticator | None = None
+        #: The hello's ``speculativeAuthenticate`` document, as sent (None: none was).
+        self.speculative_authenticate: Mapping[str, Any] | None = None
+        #: The authenticator's per-connection state (MONGODB-OIDC: the access token this
+        #: connection authenticated with, the spec's *Connection Cache*).
+        self.auth_cache: Any = None
         self.max_bson_object_size = DEFAULT_MAX_BSON_OBJECT_SIZE
         self.max_message_size_bytes = DEFAULT_MAX_MESSAGE_SIZE_BYTES
         self.max_write_batch_size = DEFAULT_MAX_WRITE_BATCH_SIZE
@@ -697,6 +715,8 @@ class Connection:
 
     async def _handshake(self, authenticator: Authenticator | None, deadline: float | None) -> None:
         speculative = authenticator.speculative_document() if authenticator else None
+        self.authenticator = authenticator
+        self.speculative_authenticate = speculative
         mechs = authenticator.sasl_supported_mechs if authenticator else None
         cmd = handshake_command(
             self._settings.handshake_options(),

@@ -53,6 +53,11 @@ class _PhaseRecorder:
         self.service_id = conn.service_id
         await self._inner.authenticate(conn, hello_reply, deadline=deadline)
 
+    async def reauthenticate(
+        self, conn: Connection, hello_reply: Mapping[str, Any], *, deadline: float | None = None
+    ) -> None:
+        await self._inner.reauthenticate(conn, hello_reply, deadline=deadline)
+
 
 class Establisher:
     """The pool's ``establish(connection_id)`` for one server."""

@@ -66,6 +66,8 @@ ReplyDecrypter = Callable[[Any, CodecOptions], Awaitable[dict[str, Any]]]
 RAW_REPLY: CodecOptions = CodecOptions(document_class=RawBSONDocument)
 
 NO_WRITES_PERFORMED = "NoWritesPerformed"
+#: The server's ReauthenticationRequired: the connection's credential expired.
+REAUTHENTICATION_REQUIRED = 391
 _CURSOR_OPS = frozenset({"getMore", "killCursors"})
 _TXN_END = frozenset({"commitTransaction", "abortTransaction"})
 #: Commands that may leave a server cursor open (pinned to its connection behind a load
@@ -504,6 +506,7 @@ class Executor:
             started, begin = events.started(conn, command, document, operation_id)
         generation = server.pool.generation_of(conn)  # its own (its service's, if LB)
         decrypt_reply = self.decrypt_reply
+        codec_options = attempt.codec_options if decrypt_reply is None else RAW_REPLY
         try:
             reply = await conn.command(
                 command.database,
@@ -511,9 +514,28 @@ class Executor:
                 sequences=command.sequences,
                 deadline=deadline,
                 unacknowledged=command.unacknowledged,
-                codec_options=attempt.codec_options if decrypt_reply is None else RAW_REPLY,
+                codec_options=codec_options,
                 csot=timed,
             )
+            if reply.get("code") == REAUTHENTICATION_REQUIRED and conn.authenticator is not None:
+                # Auth spec, "Reauthentication": authenticate this connection again (no
+                # hello) and send the same command once more, retryable or not.
+                if monitored:
+                    events.failed(started, begin, reply, None)
+                    monitored = False
+                await _reauthenticate(conn, deadline)
+                monitored = events.wanted
+                if monitored:
+                    started, begin = events.started(conn, command, document, operation_id)
+                reply = await conn.command(
+                    command.database,
+                    document,
+                    sequences=command.sequences,
+                    deadline=deadline,
+                    unacknowledged=command.unacknowledged,
+                    codec_options=codec_options,
+                    csot=timed,
+                )
         except BaseException as exc:
             if monitored:
                 events.failed(started, begin, failure_document(exc), exc)
@@ -647,6 +669,17 @@ def _checked(reply: Mapping[str, Any]) -> dict[str, Any]:
     if is_state_change_error(code, text):
         raise NotPrimaryError(text, dict(reply), error_labels=reply.get("errorLabels") or ())
     raise OperationFailure(text, code, reply)
+
+
+async def _reauthenticate(conn: Connection, deadline: float | None) -> None:
+    """After ReauthenticationRequired (391): a fresh conversation on ``conn``; a connection
+    whose reauthentication failed is closed (it is never reused half-authenticated)."""
+    assert conn.authenticator is not None
+    try:
+        await conn.authenticator.reauthenticate(conn, conn.hello, deadline=deadline)
+    except BaseException:
+        conn.close()
+        raise
 
 
 def _expired(deadline: float | None) -> bool:

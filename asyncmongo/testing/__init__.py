@@ -48,6 +48,12 @@ against real wire traffic with faults on cue::
 
   (latency, bandwidth, blackhole, reset, truncate, corrupt, misdirect, drip, refuse,
   partition: :mod:`asyncmongo.testing.proxy`).
+- MONGODB-OIDC: :class:`TestIdentityProvider` (:mod:`asyncmongo.testing.oidc`) signs test
+  tokens (RS256 with ``cryptography``, else HS256 with a test secret) and the server checks
+  them (signature, expiry, audience, issuer: 18 when bad) once a
+  :class:`~asyncmongo.testing.scram.UserDirectory` has ``idp = users.enable_oidc()``; a
+  connection whose token expired gets ReauthenticationRequired (391);
+  :func:`mint_token` (``idp.mint_token(subject, expires_in=...)``) makes tokens.
 - :class:`Socks5Proxy`: a SOCKS5 proxy (optionally with username/password) that counts the
   connections it carries, for testing ``proxyHost`` (:mod:`asyncmongo.testing.socks5`).
 - ``python -m asyncmongo.testing [standalone|replset N|sharded N|lb]`` runs one until Ctrl-C;
@@ -73,6 +79,7 @@ waits, or fails after ``wtimeout`` with WriteConcernFailed (64).
 
 from asyncmongo.testing.deployment import LoadBalanced, ReplicaSet, ShardedCluster, Standalone
 from asyncmongo.testing.member import MemberConfig, Role
+from asyncmongo.testing.oidc import TestIdentityProvider, mint_token
 from asyncmongo.testing.partition import MemberPartition
 from asyncmongo.testing.proxy import Fault, FaultProxy, Scope
 from asyncmongo.testing.server import FailPointHandle, ServerStatistics, SimServer
@@ -97,4 +104,6 @@ __all__ = [
     "Standalone",
     "Store",
     "StoreError",
+    "TestIdentityProvider",
+    "mint_token",
 ]

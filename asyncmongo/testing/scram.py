@@ -33,12 +33,15 @@ import base64
 import binascii
 import hashlib
 import hmac
+import json
+import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from asyncmongo.bson import decode, encode
 from asyncmongo.core.auth.scram import (
     MIN_ITERATIONS,
     ScramMechanism,
@@ -51,6 +54,7 @@ from asyncmongo.core.auth.sigv4 import AwsCredentials
 from asyncmongo.errors import ConfigurationError, OperationFailure
 from asyncmongo.testing.aws import AwsServerConversation
 from asyncmongo.testing.kerberos import GssapiAcceptor
+from asyncmongo.testing.oidc import TestIdentityProvider
 
 __all__ = [
     "DEFAULT_ITERATIONS",
@@ -71,6 +75,7 @@ PLAIN = "PLAIN"
 MONGODB_X509 = "MONGODB-X509"
 GSSAPI = "GSSAPI"
 MONGODB_AWS = "MONGODB-AWS"
+MONGODB_OIDC = "MONGODB-OIDC"
 
 Rng = Callable[[int], bytes]
 
@@ -130,7 +135,8 @@ class User:
 class UserDirectory:
     """The users of a simulated deployment, keyed by (database, name)."""
 
-    __slots__ = ("_iterations", "_rng", "_users", "aws_sts_host", "gssapi_keytab")
+    __slots__ = ("_iterations", "_rng", "_users", "aws_sts_host", "gssapi_keytab",
+                 "oidc_providers")
 
     def __init__(
         self,
@@ -146,6 +152,48 @@ class UserDirectory:
         self.gssapi_keytab: Path | None = None
         #: The STS host the server names in MONGODB-AWS's server-first message.
         self.aws_sts_host = "sts.amazonaws.com"
+        #: MONGODB-OIDC: the identity providers whose tokens the server accepts, each with
+        #: the principal-name pattern that selects it (mongod's oidcIdentityProviders
+        #: ``matchPattern``; None: any). Any subject their tokens name is a ``$external`` user.
+        self.oidc_providers: list[tuple[TestIdentityProvider, str | None]] = []
+
+    def enable_oidc(
+        self, provider: TestIdentityProvider | None = None, *, match_pattern: str | None = None
+    ) -> TestIdentityProvider:
+        """Accept MONGODB-OIDC tokens of ``provider`` (a new one by default; returned). With
+        several providers, a two-step conversation picks the one whose ``match_pattern`` (a
+        regular expression) matches the principal name, and a token is checked by the
+        provider of its issuer."""
+        provider = provider if provider is not None else TestIdentityProvider()
+        self.oidc_providers.append((provider, match_pattern))
+        return provider
+
+    @property
+    def oidc(self) -> TestIdentityProvider | None:
+        """The first identity provider (None: MONGODB-OIDC is not enabled)."""
+        return self.oidc_providers[0][0] if self.oidc_providers else None
+
+    def oidc_provider_for_principal(self, name: str | None) -> TestIdentityProvider | None:
+        """The provider a PrincipalStepRequest selects (mongod: with several providers, a
+        principal name matching one's pattern is required)."""
+        providers = self.oidc_providers
+        if len(providers) == 1:
+            return providers[0][0]
+        for provider, pattern in providers:
+            if name is not None and (pattern is None or re.search(pattern, name)):
+                return provider
+        return None
+
+    def oidc_provider_for_issuer(self, issuer: object) -> TestIdentityProvider | None:
+        for provider, _ in self.oidc_providers:
+            if provider.issuer == issuer:
+                return provider
+        return self.oidc
+
+    @property
+    def requires_auth(self) -> bool:
+        """Whether commands need an authenticated connection (users exist or OIDC is on)."""
+        return bool(self._users) or bool(self.oidc_providers)
 
     def add_user(
         self,
@@ -327,7 +375,16 @@ class _GssapiServerConversation:
 class SaslServer:
     """The authentication state of one client connection, as a mongod keeps it."""
 
-    __slots__ = ("_authenticated", "_conversation", "_conversation_id", "_rng", "_users")
+    __slots__ = (
+        "_authenticated",
+        "_conversation",
+        "_conversation_id",
+        "_oidc_clock",
+        "_oidc_pending",
+        "_rng",
+        "_users",
+        "oidc_expires_at",
+    )
 
     def __init__(self, users: UserDirectory, *, rng: Rng = secrets.token_bytes) -> None:
         self._users = users
@@ -338,6 +395,18 @@ class SaslServer:
         ) = None
         self._conversation_id = 0
         self._authenticated: list[User] = []
+        #: A two-step MONGODB-OIDC conversation waits for its JwtStepRequest.
+        self._oidc_pending = False
+        #: When the token this connection authenticated with expires (None: not OIDC); past
+        #: it, commands get ReauthenticationRequired (391).
+        self.oidc_expires_at: float | None = None
+        self._oidc_clock: Callable[[], float] | None = None
+
+    def reauthentication_required(self) -> bool:
+        """The connection's OIDC token has expired: its next command gets 391."""
+        clock = self._oidc_clock
+        expires = self.oidc_expires_at
+        return clock is not None and expires is not None and expires <= clock()
 
     @property
     def authenticated_users(self) -> list[User]:
@@ -409,7 +478,10 @@ class SaslServer:
         mechanism = command.get("mechanism")
         payload = _payload(command)
         self._conversation = None
+        self._oidc_pending = False
         self._conversation_id += 1
+        if mechanism == MONGODB_OIDC and self._users.oidc is not None:
+            return self._oidc_start(db, payload)
         if mechanism == PLAIN:
             self._plain(db, payload)
             return self._reply(b"", done=True)
@@ -444,6 +516,10 @@ class SaslServer:
         return self._reply(conversation.server_first(), done=False)
 
     def _sasl_continue(self, command: Mapping[str, Any]) -> dict[str, Any]:
+        if self._oidc_pending and command.get("conversationId") == self._conversation_id:
+            self._oidc_pending = False
+            self._oidc_jwt(_bson_payload(_payload(command)))
+            return self._reply(b"", done=True)
         conversation = self._conversation
         if conversation is None or command.get("conversationId") != self._conversation_id:
             raise OperationFailure("No SASL session state found", 17)
@@ -453,6 +529,37 @@ class SaslServer:
             assert conversation.user is not None
             self._authenticated.append(conversation.user)
         return self._reply(payload, done=done)
+
+    def _oidc_start(self, db: str, payload: bytes) -> dict[str, Any]:
+        """MONGODB-OIDC saslStart: a JwtStepRequest authenticates at once (one step); a
+        PrincipalStepRequest is answered with the IdpInfo (two steps, the human flow)."""
+        if db != EXTERNAL:
+            raise _auth_failed()
+        request = _bson_payload(payload)
+        if "jwt" in request:
+            self._oidc_jwt(request)
+            return self._reply(b"", done=True)
+        principal = request.get("n")
+        oidc = self._users.oidc_provider_for_principal(
+            principal if isinstance(principal, str) else None
+        )
+        if oidc is None:
+            raise _auth_failed()  # mongod: no identity provider for this principal name
+        self._oidc_pending = True
+        return self._reply(encode(oidc.idp_info()), done=False)
+
+    def _oidc_jwt(self, request: Mapping[str, Any]) -> None:
+        token = request.get("jwt")
+        if not isinstance(token, str):
+            raise _auth_failed()
+        oidc = self._users.oidc_provider_for_issuer(_unverified_issuer(token))
+        if oidc is None:
+            raise _auth_failed()
+        verified = oidc.verify(token)
+        self._oidc_clock = oidc.clock
+        user = User(EXTERNAL, verified.subject)
+        self._authenticated = [u for u in self._authenticated if u.db != EXTERNAL] + [user]
+        self.oidc_expires_at = verified.expires_at
 
     def _start_scram(
         self, db: str, mechanism: ScramMechanism, client_first: bytes, skip: bool
@@ -561,6 +668,21 @@ def _payload_as_sent(command: Mapping[str, Any], reply: dict[str, Any]) -> dict[
     if isinstance(command.get("payload"), str) and isinstance(payload, bytes):
         reply["payload"] = base64.b64encode(payload).decode()
     return reply
+def _unverified_issuer(token: str) -> object:
+    """The ``iss`` claim, read before verification only to pick the provider that verifies."""
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))
+    except (ValueError, IndexError):
+        return None
+    return claims.get("iss") if isinstance(claims, dict) else None
+
+
+def _bson_payload(payload: bytes) -> dict[str, Any]:
+    try:
+        document = decode(payload)
+    except Exception:
+        raise OperationFailure("Invalid SASL payload", 2, {"codeName": "BadValue"}) from None
+    return dict(document)
 
 
 def _auth_failed() -> OperationFailure:

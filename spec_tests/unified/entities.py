@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -205,6 +206,12 @@ class EntityMap:
             uri = direct_uri(uri)  # uri-options: exactly one seed, no replicaSet
         elif options.get("useMultipleMongoses") is False:
             uri = self._target.single_host_uri
+        oidc = str(uri_options.get("authMechanism", "")).upper() == "MONGODB-OIDC"
+        if oidc and self._target.simulated:
+            # The auth spec's OIDC tests: no username/password (the SCRAM user's), and the
+            # credential placeholder is the test environment (a token in OIDC_TOKEN_FILE).
+            uri = _without_userinfo(uri)
+            uri_options = {**uri_options, "authMechanismProperties": {"ENVIRONMENT": "test"}}
         kwargs = _uri_options(uri_options)
         if self._fast_heartbeat and not any(k.lower() == "heartbeatfrequencyms" for k in kwargs):
             # Executing a Test: with fail points the runner MAY lower heartbeatFrequencyMS
@@ -315,6 +322,11 @@ async def _await_min_pool_size(client: AsyncMongoClient, uri_options: Mapping[st
             if servers and all(s.pool.statistics().idle >= minimum for s in servers):
                 return
             await asyncio.sleep(0.01)
+
+
+def _without_userinfo(uri: str) -> str:
+    parts = urllib.parse.urlsplit(uri)
+    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
 
 
 def _uri_options(options: Mapping[str, Any]) -> dict[str, Any]:

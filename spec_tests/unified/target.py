@@ -10,6 +10,7 @@ outcome checks, turning fail points off, killAllSessions.
 from __future__ import annotations
 
 import os
+import tempfile
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -19,6 +20,7 @@ from asyncmongo.client import AsyncMongoClient
 from asyncmongo.errors import OperationFailure
 from asyncmongo.testing import deployment as sim
 from asyncmongo.testing.builtins import SERVER_VERSION
+from asyncmongo.testing.scram import UserDirectory
 from asyncmongo.testing.stable_api import DEFAULT_PARAMETERS
 from spec_tests.unified.schema import ServerInfo, parse_version, requirements_unmet_reason
 
@@ -38,9 +40,11 @@ __all__ = [
 SIMULATED_TOPOLOGIES: Final = ("single", "replicaset", "sharded", "load-balanced")
 #: What asyncmongo.testing reports (its buildInfo version, 8.0.0; no CSFLE).
 SIMULATED_VERSION: Final = parse_version(SERVER_VERSION)
-#: With auth on, the simulated deployments have this user (SCRAM-SHA-1 and -256).
+#: With auth on, the simulated deployments have this user (SCRAM-SHA-1 and -256), and accept
+#: MONGODB-OIDC tokens of a test identity provider: a token of its is in the file
+#: OIDC_TOKEN_FILE names while the pool is open (the auth spec's ENVIRONMENT:test).
 SIMULATED_USER: Final = ("unified-user", "unified-pencil")
-_SIMULATED_MECHANISMS: Final = ("SCRAM-SHA-1", "SCRAM-SHA-256")
+_SIMULATED_MECHANISMS: Final = ("SCRAM-SHA-1", "SCRAM-SHA-256", "MONGODB-OIDC")
 #: What the simulator's getParameter answers at start (enableTestCommands, requireApiVersion
 #: off, acceptApiVersion2 on: mongod as the drivers' test matrix runs it).
 _SIMULATED_PARAMETERS: Final = dict(DEFAULT_PARAMETERS)
@@ -152,6 +156,8 @@ class TargetPool:
         self._deployments: dict[str, Any] = {}
         self._targets: dict[str, Target] = {}
         self._clients: dict[str, AsyncMongoClient] = {}
+        self._token_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._saved_token_file: str | None = None
 
     async def get(self, topology: str, auth: bool = False) -> tuple[Target, AsyncMongoClient]:
         """The target for ``topology`` (with authentication on if ``auth``; both ignored
@@ -166,7 +172,7 @@ class TargetPool:
 
     async def _simulated(self, key: str, topology: str, auth: bool) -> Target:
         deployment: Any
-        users = dict([SIMULATED_USER]) if auth else None
+        users = self._users() if auth else None
         if topology == "single":
             deployment = sim.Standalone(users=users)
         elif topology == "replicaset":
@@ -179,6 +185,20 @@ class TargetPool:
         self._deployments[key] = deployment
         uri = _with_user(deployment.uri, *SIMULATED_USER) if auth else deployment.uri
         return Target(uri, _single_host(uri), simulated_info(topology, auth), simulated=True)
+
+    def _users(self) -> UserDirectory:
+        """The SCRAM user, and MONGODB-OIDC with a token in OIDC_TOKEN_FILE."""
+        users = UserDirectory()
+        users.add_user(*SIMULATED_USER)
+        idp = users.enable_oidc()
+        if self._token_dir is None:
+            self._token_dir = tempfile.TemporaryDirectory(prefix="asyncmongo-oidc-")
+            self._saved_token_file = os.environ.get("OIDC_TOKEN_FILE")
+        path = os.path.join(self._token_dir.name, "test_user1")
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(idp.mint_token("test_user1", expires_in=24 * 3600))
+        os.environ["OIDC_TOKEN_FILE"] = path
+        return users
 
     async def _external(self) -> Target:
         uri = os.environ["MONGODB_URI"]
@@ -197,6 +217,13 @@ class TargetPool:
         self._clients.clear()
         self._deployments.clear()
         self._targets.clear()
+        if self._token_dir is not None:
+            if self._saved_token_file is None:
+                os.environ.pop("OIDC_TOKEN_FILE", None)
+            else:
+                os.environ["OIDC_TOKEN_FILE"] = self._saved_token_file
+            self._token_dir.cleanup()
+            self._token_dir = None
 
 
 async def _probe(client: AsyncMongoClient) -> ServerInfo:

@@ -221,6 +221,13 @@ def _oidc(f: _Fields) -> None:
         raise f.fail("give OIDC_CALLBACK or OIDC_HUMAN_CALLBACK, not both")
     if environment is None and not callbacks:
         raise f.fail("an ENVIRONMENT or an OIDC callback is required")
+    if "ALLOWED_HOSTS" in props:
+        # The host check guards the human flow only (spec: ALLOWED_HOSTS).
+        if "OIDC_HUMAN_CALLBACK" not in props:
+            raise f.fail("ALLOWED_HOSTS applies only with OIDC_HUMAN_CALLBACK")
+        hosts = props["ALLOWED_HOSTS"]
+        if not isinstance(hosts, list | tuple) or not all(isinstance(h, str) for h in hosts):
+            raise f.fail("ALLOWED_HOSTS must be a list of host names")
     if environment is None:
         return
     if callbacks:

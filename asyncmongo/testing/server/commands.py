@@ -90,9 +90,12 @@ class CommandRunner:
         body = _strip(command)
         if SaslServer.handles(name):
             return conn.sasl.handle(db, body, peer_subject=conn.peer_subject)
-        if len(self.users) and not conn.sasl.authenticated_users and (
-                name not in NO_AUTH_COMMANDS):
-            return error_reply(13, f"Command {name} requires authentication")
+        if self.users.requires_auth and name not in NO_AUTH_COMMANDS:
+            if not conn.sasl.authenticated_users:
+                return error_reply(13, f"Command {name} requires authentication")
+            if conn.sasl.reauthentication_required():
+                return error_reply(391, "Reauthentication required: the access token this "
+                                   "connection authenticated with has expired")
         builtin = BUILTINS.get(name)
         if builtin is not None:
             info = ConnectionInfo(conn.peer, tuple(conn.sasl.authenticated_users))
