@@ -183,7 +183,6 @@ class SessionOperation(Generic[T]):
         # and in a transaction an explicitly given read preference is checked rather than
         # replaced by the transaction's.
         self.generic: bool = getattr(op, "generic", False)
-        own_preference: bool = getattr(op, "own_read_preference", False)
         acknowledged = getattr(op, "acknowledged", True) and not getattr(
             op, "unacknowledged", False
         )
@@ -194,6 +193,7 @@ class SessionOperation(Generic[T]):
             in_transaction = self.step.in_transaction
             acknowledged = acknowledged or in_transaction
             if in_transaction and op.name not in _TXN_END:
+                own_preference: bool = getattr(op, "own_read_preference", False)
                 target = session._transaction_target(target, own_preference=own_preference)
                 session._check_read_preference(target, own_preference=own_preference)
         self._target = target

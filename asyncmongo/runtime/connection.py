@@ -486,8 +486,7 @@ class Connection:
                 flags |= MORE_TO_COME
             else:
                 self._protocol.reader.expect(request_id)
-            name = next(iter(command), "")
-            buffers, size = self._frame(request_id, body, sequences or (), flags, name)
+            buffers, size = self._frame(request_id, body, sequences or (), flags, command)
             if size < _LARGE_MESSAGE:
                 self._transport.writelines(buffers)
             else:
@@ -552,16 +551,17 @@ class Connection:
         body: bytes,
         sequences: Sequence[DocumentSequence],
         flags: int,
-        name: str,
+        command: Mapping[str, Any],
     ) -> tuple[list[bytes], int]:
-        """The message's buffers and the size of the OP_MSG they carry."""
+        """The message's buffers and the size of the OP_MSG they carry (compressed unless
+        the compression spec forbids it for ``command``)."""
         buffers = encode_op_msg(request_id, body, sequences, flags)
         size = sum(map(len, buffers))
         if size > self.max_message_size_bytes:
             raise ProtocolError(
                 f"message of {size} bytes exceeds maxMessageSizeBytes {self.max_message_size_bytes}"
             )
-        if self._compressor is None or not may_compress(name):
+        if self._compressor is None or not may_compress(next(iter(command), "")):
             return buffers, size
         level = self._settings.compression.zlib_compression_level
         compressed = encode_op_compressed(

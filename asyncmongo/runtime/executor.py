@@ -543,13 +543,14 @@ class Executor:
             raise
         if command.unacknowledged:
             reply = {"ok": 1}
+        ok = is_ok(reply)
         if monitored:
-            if is_ok(reply):
+            if ok:
                 events.succeeded(started, begin, reply)
             else:
                 events.failed(started, begin, reply, None)
         error = None
-        if "writeConcernError" in reply or not is_ok(reply):  # else from_command_reply: None
+        if not ok or "writeConcernError" in reply:  # else from_command_reply: None
             error = ApplicationError.from_command_reply(
                 reply,
                 generation,

@@ -352,7 +352,9 @@ class Topology:
         if last is None or last[0] is not self._description or self._closed:
             return None
         for remembered, server in last[1]:  # a few entries (selections are not hashable)
-            if remembered == selection:
+            # a collection's operations share its Target, hence its Selection: identity
+            # answers before the field-by-field comparison does
+            if remembered is selection or remembered == selection:
                 if SELECTION_LOGGER.isEnabledFor(logging.DEBUG):
                     return None
                 self.selection_attempts += 1

@@ -44,7 +44,7 @@ def parse_cursor_page(reply: Mapping[str, Any], default_namespace: Namespace) ->
     """Read ``cursor.{id, ns, firstBatch|nextBatch}`` (a malformed cursor is a ProtocolError)."""
     check_reply(reply)
     cursor = reply.get("cursor")
-    if not isinstance(cursor, Mapping):
+    if type(cursor) is not dict and not isinstance(cursor, Mapping):  # dict: no ABC check
         raise ProtocolError(f"the reply has no cursor document: {dict(reply)!r}")
     batch = cursor.get("firstBatch", cursor.get("nextBatch"))
     cursor_id = cursor.get("id", 0)
