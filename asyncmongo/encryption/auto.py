@@ -154,8 +154,7 @@ class AutoEncryptionIO(KeyVaultIO):
         """listCollections on the metadata client: the matching collection infos as BSON."""
         if self._metadata is None:  # pragma: no cover - libmongocrypt asks only if encrypting
             raise EncryptionError(ConfigurationError("no metadata client"))
-        cursor = await self._metadata[database].list_collections(
-            filter=RawBSONDocument(filter))
+        cursor = await self._metadata[database].list_collections(filter=decode(filter))
         return [encode(info) async for info in cursor]
 
     async def mark_command(self, database: str, cmd: bytes) -> bytes:

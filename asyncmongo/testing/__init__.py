@@ -46,6 +46,10 @@ against real wire traffic with faults on cue::
 
   (latency, bandwidth, blackhole, reset, truncate, corrupt, misdirect, drip, refuse,
   partition: :mod:`asyncmongo.testing.proxy`).
+- :class:`QueryAnalyzer`: mongocryptd's part in automatic encryption (JSON-schema
+  ``encrypt`` markings for the CSFLE subset), so ``AutoEncryptionOpts`` encrypts commands
+  without mongocryptd or crypt_shared: pass ``**analyzer.auto_encryption_options()``
+  (:mod:`asyncmongo.testing.query_analyzer`).
 - :class:`Socks5Proxy`: a SOCKS5 proxy (optionally with username/password) that counts the
   connections it carries, for testing ``proxyHost`` (:mod:`asyncmongo.testing.socks5`).
 - ``python -m asyncmongo.testing [standalone|replset N|sharded N|lb]`` runs one until Ctrl-C;
@@ -73,6 +77,7 @@ from asyncmongo.testing.deployment import LoadBalanced, ReplicaSet, ShardedClust
 from asyncmongo.testing.member import MemberConfig, Role
 from asyncmongo.testing.partition import MemberPartition
 from asyncmongo.testing.proxy import Fault, FaultProxy, Scope
+from asyncmongo.testing.query_analyzer import QueryAnalyzer
 from asyncmongo.testing.server import FailPointHandle, ServerStatistics, SimServer
 from asyncmongo.testing.socks5 import Socks5Proxy
 from asyncmongo.testing.store import SessionContext, Store, StoreError
@@ -84,6 +89,7 @@ __all__ = [
     "LoadBalanced",
     "MemberConfig",
     "MemberPartition",
+    "QueryAnalyzer",
     "ReplicaSet",
     "Role",
     "Scope",

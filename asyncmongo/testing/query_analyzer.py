@@ -44,8 +44,10 @@ The marking (libmongocrypt's FLE1 placeholder) is BSON binary subtype 6 whose fi
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -426,12 +428,14 @@ class QueryAnalyzer:
     (for tests).
     """
 
-    __slots__ = ("_network", "requests")
+    __slots__ = ("_network", "last_request_at", "requests")
 
     def __init__(self, port: int = 0) -> None:
         self._network = Network(Faults(), port=port, users=UserDirectory(),
                                 ssl_context=None, host_name="127.0.0.1")
         self.requests: list[dict[str, Any]] = []
+        #: loop.time() of the last request (for ``--idleShutdownTimeoutSecs``).
+        self.last_request_at = 0.0
 
     @property
     def uri(self) -> str:
@@ -458,6 +462,7 @@ class QueryAnalyzer:
         await self.stop()
 
     async def _respond(self, conn: Connection, request: Request) -> bool:
+        self.last_request_at = asyncio.get_running_loop().time()
         command = request.command
         name = request.name
         reply: dict[str, Any]
@@ -483,3 +488,31 @@ class QueryAnalyzer:
         with contextlib.suppress(ConnectionError):
             return await self._network.send(conn, request, reply)
         return False
+
+
+async def serve(port: int, idle_shutdown_secs: float) -> None:
+    """Run a QueryAnalyzer on ``port`` until no request came for ``idle_shutdown_secs``
+    (mongocryptd's ``--idleShutdownTimeoutSecs``)."""
+    loop = asyncio.get_running_loop()
+    async with QueryAnalyzer(port) as analyzer:
+        analyzer.last_request_at = loop.time()
+        idle = 0.0
+        while idle < idle_shutdown_secs:
+            await asyncio.sleep(idle_shutdown_secs - idle)
+            idle = loop.time() - analyzer.last_request_at
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m asyncmongo.testing.query_analyzer --port 27020
+    --idleShutdownTimeoutSecs=60``: mongocryptd's command line, so it can be spawned in its
+    place (``mongocryptd_spawn_path`` naming a script that runs this); unknown mongocryptd
+    options are ignored."""
+    parser = argparse.ArgumentParser(prog="asyncmongo.testing.query_analyzer")
+    parser.add_argument("--port", type=int, default=27020)
+    parser.add_argument("--idleShutdownTimeoutSecs", type=float, default=60.0)
+    args, _ = parser.parse_known_args(argv)
+    asyncio.run(serve(args.port, args.idleShutdownTimeoutSecs))
+
+
+if __name__ == "__main__":
+    main()
