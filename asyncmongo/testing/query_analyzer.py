@@ -27,7 +27,8 @@ What it analyses, as mongocryptd does for CSFLE (``encrypt`` in ``properties``, 
   equality, ``$eq``, ``$ne``, ``$in``, ``$nin``, ``$and``, ``$or``, ``$nor``, on
   deterministically encrypted fields;
 - replacement documents and ``$set``/``$setOnInsert`` of update, findAndModify;
-- explain of any of those.
+- explain of any of those; ``create``/``collMod`` validators and ``createIndexes``
+  partial filter expressions that compare encrypted fields are refused.
 
 What it refuses, with mongocryptd's error where there is one: a query on a randomly
 encrypted field or with a JSON-pointer key, other operators on encrypted fields,
@@ -74,8 +75,8 @@ _EQUALITY = frozenset({"$eq", "$ne"})
 _MEMBERSHIP = frozenset({"$in", "$nin"})
 _LOGICAL = frozenset({"$and", "$or", "$nor"})
 #: Commands whose values never need encryption (passed back as they came).
-_UNANALYSED = frozenset({"create", "createIndexes", "collMod", "drop", "dropIndexes",
-                         "listIndexes", "killCursors", "getMore"})
+_UNANALYSED = frozenset({"drop", "dropIndexes", "listIndexes", "killCursors", "getMore"})
+_COMPARISON_REFUSED = 51221
 HELLO_NAMES = frozenset({"hello", "isMaster", "ismaster"})
 
 
@@ -240,6 +241,21 @@ class _Analysis:
                 _CANNOT_QUERY_RANDOM,
                 f"Cannot query on fields encrypted with the randomized encryption algorithm "
                 f"('{path}')")
+
+    def refuse_comparisons(self, query: Any) -> None:
+        """A validator or partialFilterExpression: the server would compare plaintext to
+        ciphertext, so a comparison to an encrypted field is refused (as mongocryptd
+        does); ``$jsonSchema`` is the schema itself, not a comparison."""
+        if not isinstance(query, Mapping):
+            return
+        for name, value in query.items():
+            if name in _LOGICAL and isinstance(value, list):
+                for clause in value:
+                    self.refuse_comparisons(clause)
+            elif not name.startswith("$") and self.rule(name) is not None:
+                raise QueryAnalysisError(
+                    _COMPARISON_REFUSED,
+                    f"Comparison to encrypted fields not supported ('{name}')")
 
     def update(self, update: Any) -> Any:
         """An update document: a replacement is marked as a document, ``$set`` and
@@ -408,6 +424,12 @@ def _mark(analysis: _Analysis, command: dict[str, Any]) -> dict[str, Any]:
             out["update"] = analysis.update(command["update"])
     elif name == "aggregate":
         out["pipeline"] = analysis.pipeline(command.get("pipeline", []))
+    elif name in ("create", "collMod"):
+        analysis.refuse_comparisons(command.get("validator"))
+    elif name == "createIndexes":
+        for index in command.get("indexes") or ():
+            if isinstance(index, Mapping):
+                analysis.refuse_comparisons(index.get("partialFilterExpression"))
     elif name == "explain":
         inner = command.get("explain")
         if isinstance(inner, Mapping):
