@@ -10,6 +10,8 @@ analysis of crypt_shared/mongocryptd), or an API not built yet.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from spec_tests.unified.suite import UnifiedCase, run_unified_case, target_pool, unified_params
@@ -23,3 +25,19 @@ __all__ = ["target_pool"]
 async def test_client_side_encryption_unified(target_pool: TargetPool,
                                               case: UnifiedCase) -> None:
     await run_unified_case(target_pool, case)
+
+
+_DATA = Path(__file__).resolve().parent / "data" / "client-side-encryption"
+_LEGACY = sorted((_DATA / "legacy").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", _LEGACY, ids=[p.name for p in _LEGACY])
+def test_client_side_encryption_legacy(path: Path) -> None:
+    """The legacy-format files: each has a unified file of the same name with the same
+    cases (the specifications repository keeps both), which runs above; asyncmongo has no
+    runner for the legacy client-side-encryption format, so each legacy file is skipped
+    naming its unified twin. A legacy file without a twin fails here."""
+    twin = _DATA / "unified" / path.name
+    assert twin.is_file(), f"legacy {path.name} has no unified twin: it needs a legacy runner"
+    pytest.skip(f"legacy format (no legacy runner in asyncmongo): the same cases run from "
+                f"unified/{path.name}")
