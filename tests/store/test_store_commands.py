@@ -396,3 +396,11 @@ def test_json_schema_validator_of_encrypted_fields() -> None:
     assert plain["writeErrors"][0]["code"] == 121
     wrong = run(store, {"insert": "enc", "documents": [{"_id": 3, "n": "x"}]})
     assert wrong["writeErrors"][0]["code"] == 121
+
+
+def test_documents_over_16_mib_are_not_stored() -> None:
+    store = Store()
+    reply = run(store, {"insert": "big", "documents": [
+        {"_id": 1, "s": "a" * (16 * 1024 * 1024)}, ]})
+    assert reply["writeErrors"][0]["code"] == 2
+    assert run(store, {"insert": "big", "documents": [{"_id": 2, "s": "a" * 1000}]})["n"] == 1
