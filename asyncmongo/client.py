@@ -64,7 +64,7 @@ from asyncmongo.operations import WriteModel
 from asyncmongo.results import ClientBulkWriteResult
 from asyncmongo.runtime.client_runtime import ClientRuntime
 from asyncmongo.runtime.command_events import next_operation_id
-from asyncmongo.runtime.executor import Executor
+from asyncmongo.runtime.executor import CommandEncrypter, Executor
 from asyncmongo.runtime.tasks import TaskSet
 from asyncmongo.runtime.timeout import current_deadline
 from asyncmongo.runtime.topology import Topology
@@ -106,7 +106,13 @@ class AsyncMongoClient(Generic[_DocumentType]):
     or ``await client.aconnect()``. ``tracing=`` configures OpenTelemetry tracing
     (``enabled``, ``query_text_max_length``, ``tracer_provider``; see the monitoring guide).
     ``auto_encryption_opts=`` (an :class:`~asyncmongo.encryption.AutoEncryptionOpts`)
-    decrypts every reply automatically.
+    encrypts every command and decrypts every reply automatically. Automatic encryption
+    requires the authenticated user to have the listCollections privilege action. If a
+    client with a limited connection pool size (a non-zero ``maxPoolSize``) is configured
+    with AutoEncryptionOpts, a separate internal client is created if
+    ``AutoEncryptionOpts.key_vault_client`` is not passed, or if ``bypass_auto_encryption``
+    is False; it has the same options as the parent client except ``minPoolSize`` 0 and no
+    AutoEncryptionOpts.
     """
 
     def __init__(
@@ -125,6 +131,9 @@ class AsyncMongoClient(Generic[_DocumentType]):
         if "://" not in uri:
             uri = f"mongodb://{uri}" + (f":{port}" if port is not None else "")
         configure_logging_once()  # specs/logging: the MONGODB_LOG_* variables
+        event_listeners = tuple(event_listeners)
+        #: What the internal client of automatic encryption is made from.
+        self._given = (uri, event_listeners, dict(options))
         auto_encryption_opts = options.pop("auto_encryption_opts", None)
         api_options, options = split_api_options(options)
         self._options: ClientOptions = parse(uri, **options)
@@ -225,6 +234,7 @@ class AsyncMongoClient(Generic[_DocumentType]):
         self._runtime = runtime
         if self._decrypter is not None:
             runtime.executor.decrypt_reply = self._decrypter.decrypt
+            runtime.executor.encrypt_command = self._decrypter.encrypt_command
         self._options = runtime.options  # a mongodb+srv URI's resolved seed list
         runtime.open()  # its first events may start listener tasks: runtime is set
         await runtime.guard.arm()  # never closed by the application: closed with the loop
@@ -243,7 +253,16 @@ class AsyncMongoClient(Generic[_DocumentType]):
         if runtime is not None:
             await runtime.close()
         if self._decrypter is not None:
-            self._decrypter.close()
+            await self._decrypter.close()
+
+    def _internal_client(self) -> AsyncMongoClient[Any]:
+        """Client-side encryption spec, "the internal MongoClient": this client's settings
+        (URI, keywords, listeners) with ``minPoolSize`` 0 and no auto encryption."""
+        uri, listeners, options = self._given
+        options = {k: v for k, v in options.items()
+                   if k not in ("auto_encryption_opts", "min_pool_size", "minPoolSize",
+                                "minpoolsize")}
+        return AsyncMongoClient(uri, event_listeners=listeners, minPoolSize=0, **options)
 
     async def aclose(self) -> None:
         """PyMongo's name for :meth:`close`."""
@@ -718,12 +737,15 @@ def _read_preference(options: ClientOptions) -> ReadPreference:
 
 
 class _ReplyDecryption(Protocol):
-    """What ``auto_encryption_opts`` gives the client (asyncmongo.encryption's AutoDecrypter,
+    """What ``auto_encryption_opts`` gives the client (asyncmongo.encryption's AutoEncrypter,
     named structurally: that package imports this module)."""
+
+    @property
+    def encrypt_command(self) -> CommandEncrypter | None: ...
 
     async def decrypt(self, reply: Any, codec_options: CodecOptions) -> dict[str, Any]: ...
 
-    def close(self) -> None: ...
+    async def close(self) -> None: ...
 
 
 def _auto_decrypter(opts: Any, client: AsyncMongoClient[Any]) -> _ReplyDecryption | None:

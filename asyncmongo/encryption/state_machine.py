@@ -33,13 +33,21 @@ async def run_state_machine(binding: Binding, ctx: Any, io: KeyVaultIO) -> bytes
             await _fetch_keys(ctx, io)
         elif state == lib.MONGOCRYPT_CTX_NEED_KMS:
             await _kms_requests(ctx, io)
+        elif state == lib.MONGOCRYPT_CTX_NEED_MONGO_COLLINFO:  # automatic encryption
+            for info in await io.collection_info(ctx.database, ctx.mongo_operation()) or ():
+                ctx.add_mongo_operation_result(info)
+            ctx.complete_mongo_operation()
+        elif state == lib.MONGOCRYPT_CTX_NEED_MONGO_MARKINGS:  # automatic encryption
+            ctx.add_mongo_operation_result(
+                await io.mark_command(ctx.database, ctx.mongo_operation()))
+            ctx.complete_mongo_operation()
         elif state == lib.MONGOCRYPT_CTX_NEED_KMS_CREDENTIALS:
             raise ConfigurationError(
                 "on-demand KMS credentials (an empty provider map) are not supported yet: "
                 "give the provider's credentials in kms_providers"
             )
-        else:  # NEED_MONGO_COLLINFO, NEED_MONGO_MARKINGS: automatic encryption only
-            raise InvalidOperation(f"libmongocrypt state {state} needs automatic encryption")
+        else:
+            raise InvalidOperation(f"unexpected libmongocrypt state {state}")
 
 
 async def _fetch_keys(ctx: Any, io: KeyVaultIO) -> None:

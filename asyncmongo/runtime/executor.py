@@ -26,7 +26,7 @@ import asyncio
 import dataclasses
 import enum
 import math
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
 from asyncmongo.bson import CodecOptions
@@ -40,6 +40,7 @@ from asyncmongo.core.operations.replies import is_ok
 from asyncmongo.core.sdam.types import ServerType, TopologyType
 from asyncmongo.core.selection import Mode, Selection, write_stage_read_preference
 from asyncmongo.core.selection.suitability import Operation as SelectionKind
+from asyncmongo.core.wire.op_msg import DocumentSequence
 from asyncmongo.errors import (
     AutoReconnect,
     ExecutionTimeout,
@@ -55,13 +56,21 @@ from asyncmongo.runtime.pool import Pinned
 from asyncmongo.runtime.server import Server
 from asyncmongo.runtime.topology import Topology
 
-__all__ = ["Executor", "Lease", "ReplyDecrypter"]
+__all__ = ["CommandEncrypter", "Executor", "Lease", "ReplyDecrypter"]
 
 T = TypeVar("T")
 
 #: Automatic decryption (client-side encryption spec): the raw reply, and the codec options
 #: the operation decodes with, to the decrypted reply decoded with them.
 ReplyDecrypter = Callable[[Any, CodecOptions], Awaitable[dict[str, Any]]]
+#: Automatic encryption (client-side encryption spec): the database, the command document
+#: and its kind-1 sequences, to the encrypted command sent in their place (one document).
+CommandEncrypter = Callable[
+    [str, dict[str, Any], Sequence[DocumentSequence]], Awaitable[dict[str, Any]]
+]
+#: Client-side encryption spec, "Size limits for Write Commands": with automatic encryption
+#: write batches are split at 2 MiB before encryption (a larger single statement goes alone).
+ENCRYPTION_BATCH_SPLIT_BYTES = 2 * 1024 * 1024
 #: With a ReplyDecrypter, replies are read raw: decrypted as bytes, decoded once after.
 RAW_REPLY: CodecOptions = CodecOptions(document_class=RawBSONDocument)
 
@@ -139,6 +148,7 @@ class Executor:
         "cursor_pins",
         "cursor_sessions",
         "decrypt_reply",
+        "encrypt_command",
         "events",
         "retry_reads",
         "retry_writes",
@@ -164,6 +174,7 @@ class Executor:
         #: Load-balanced mode: (server, cursor id) -> its pinned connection.
         self.cursor_pins: dict[tuple[Address, int], _CursorPin] = {}
         self.decrypt_reply: ReplyDecrypter | None = None
+        self.encrypt_command: CommandEncrypter | None = None
 
     async def run(
         self,
@@ -488,18 +499,24 @@ class Executor:
         """Build, decorate, send and parse on a leased connection; SDAM hears of an error
         before the connection goes back (SDAM: "Pool is cleared before application
         connection is checked in"), so a cleared pool closes it as stale."""
+        encrypt = self.encrypt_command
         try:
-            command = attempt.build(conn)
+            command = attempt.build(conn if encrypt is None else _EncryptionLimits(conn))
             document = command.document
             timed = attempt.timed
             if timed:
                 document = self._csot_fields(document, server, deadline, attempt.max_time)
+            read_preference = self._read_preference(attempt.target, server)
+            if read_preference is not None:
+                document = {**document, "$readPreference": read_preference}
+            if encrypt is not None:
+                # Client-side encryption spec: encrypted before command monitoring sees it,
+                # as one document (the sequences folded in).
+                document = await encrypt(command.database, document, command.sequences)
+                command = dataclasses.replace(command, sequences=())
         except BaseException:
             self._give_back(server, conn, lease, attempt)  # a client-side refusal sent nothing
             raise
-        read_preference = self._read_preference(attempt.target, server)
-        if read_preference is not None:
-            document = {**document, "$readPreference": read_preference}
         events = self.events
         monitored = events.wanted
         if monitored:
@@ -687,3 +704,41 @@ def _expired(deadline: float | None) -> bool:
     """Whether the operation's timeoutMS has run out: no retry starts then (CSOT
     "Retryability": retries continue only while time is left)."""
     return deadline is not None and asyncio.get_running_loop().time() >= deadline
+
+
+class _EncryptionLimits:
+    """The connection as an operation building a command for automatic encryption sees it:
+    write batches split at 2 MiB (``batch_split_bytes``), every other limit the server's."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    @property
+    def max_wire_version(self) -> int:
+        return self._conn.max_wire_version
+
+    @property
+    def max_bson_object_size(self) -> int:
+        return self._conn.max_bson_object_size
+
+    @property
+    def max_message_size_bytes(self) -> int:
+        return self._conn.max_message_size_bytes
+
+    @property
+    def max_write_batch_size(self) -> int:
+        return self._conn.max_write_batch_size
+
+    @property
+    def batch_split_bytes(self) -> int:
+        return ENCRYPTION_BATCH_SPLIT_BYTES
+
+    @property
+    def supports_sessions(self) -> bool:
+        return self._conn.supports_sessions
+
+    @property
+    def supports_retryable_writes(self) -> bool:
+        return self._conn.supports_retryable_writes

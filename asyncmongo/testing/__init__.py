@@ -54,6 +54,10 @@ against real wire traffic with faults on cue::
   :class:`~asyncmongo.testing.scram.UserDirectory` has ``idp = users.enable_oidc()``; a
   connection whose token expired gets ReauthenticationRequired (391);
   :func:`mint_token` (``idp.mint_token(subject, expires_in=...)``) makes tokens.
+- :class:`QueryAnalyzer`: mongocryptd's part in automatic encryption (JSON-schema
+  ``encrypt`` markings for the CSFLE subset), so ``AutoEncryptionOpts`` encrypts commands
+  without mongocryptd or crypt_shared: pass ``**analyzer.auto_encryption_options()``
+  (:mod:`asyncmongo.testing.query_analyzer`).
 - :class:`Socks5Proxy`: a SOCKS5 proxy (optionally with username/password) that counts the
   connections it carries, for testing ``proxyHost`` (:mod:`asyncmongo.testing.socks5`).
 - ``python -m asyncmongo.testing [standalone|replset N|sharded N|lb]`` runs one until Ctrl-C;
@@ -82,6 +86,7 @@ from asyncmongo.testing.member import MemberConfig, Role
 from asyncmongo.testing.oidc import TestIdentityProvider, mint_token
 from asyncmongo.testing.partition import MemberPartition
 from asyncmongo.testing.proxy import Fault, FaultProxy, Scope
+from asyncmongo.testing.query_analyzer import QueryAnalyzer
 from asyncmongo.testing.server import FailPointHandle, ServerStatistics, SimServer
 from asyncmongo.testing.socks5 import Socks5Proxy
 from asyncmongo.testing.store import SessionContext, Store, StoreError
@@ -93,6 +98,7 @@ __all__ = [
     "LoadBalanced",
     "MemberConfig",
     "MemberPartition",
+    "QueryAnalyzer",
     "ReplicaSet",
     "Role",
     "Scope",

@@ -2,7 +2,10 @@
 point): ``mongo_standalone``, ``mongo_replica_set`` (3 members), ``mongo_sharded`` (2 mongos)
 and ``mongo_load_balanced``; ``mongo_proxied_standalone`` and ``mongo_proxied_replica_set``
 put every member behind a :class:`~asyncmongo.testing.proxy.FaultProxy` (network faults on
-cue: ``member.proxy.blackhole()``...). Async and function-scoped: each test gets a fresh deployment,
+cue: ``member.proxy.blackhole()``...); ``mongo_query_analyzer`` is a
+:class:`~asyncmongo.testing.query_analyzer.QueryAnalyzer` (mongocryptd's part in automatic
+encryption: ``AutoEncryptionOpts(..., **mongo_query_analyzer.auto_encryption_options())``).
+Async and function-scoped: each test gets a fresh deployment,
 closed afterwards. Needs an asyncio pytest plugin (pytest-asyncio or anyio)."""
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 import pytest
 
 from asyncmongo.testing.deployment import LoadBalanced, ReplicaSet, ShardedCluster, Standalone
+from asyncmongo.testing.query_analyzer import QueryAnalyzer
 
 
 def _async_fixture() -> Callable[[Any], Any]:
@@ -64,3 +68,9 @@ async def mongo_proxied_standalone() -> AsyncIterator[Standalone]:
 async def mongo_proxied_replica_set() -> AsyncIterator[ReplicaSet]:
     async with ReplicaSet(3, fault_proxy=True) as deployment:
         yield deployment
+
+
+@fixture
+async def mongo_query_analyzer() -> AsyncIterator[QueryAnalyzer]:
+    async with QueryAnalyzer() as analyzer:
+        yield analyzer

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import inspect
 import urllib.parse
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,6 +148,10 @@ class EntityMap:
         self._fast_heartbeat = fast_heartbeat
         self._entities: dict[str, Any] = {}
         self._kinds: dict[str, str] = {}
+        #: The file's initialData (autoEncryptOpts: which KMS providers the key vault needs).
+        self.initial_data: Sequence[Mapping[str, Any]] = ()
+        #: autoEncryptOpts' stand-in for mongocryptd, started with the first such client.
+        self.query_analyzer: Any = None
 
     def __contains__(self, name: str) -> bool:
         return name in self._entities
@@ -195,11 +199,6 @@ class EntityMap:
         await creator(options)
 
     async def _create_client(self, options: Mapping[str, Any]) -> None:
-        for key, reason in (
-            ("autoEncryptOpts", "client-side field level encryption is not built"),
-        ):
-            if key in options:
-                raise Unsupported(reason)
         uri = self._target.uri
         uri_options = options.get("uriOptions", {})
         if uri_options.get("directConnection"):
@@ -235,6 +234,9 @@ class EntityMap:
             tracing = options["observeTracingMessages"]
             spans = SpanRecorder(bool(tracing.get("enableCommandPayload", False)))
             kwargs["tracing"] = spans.client_option()
+        if "autoEncryptOpts" in options:
+            kwargs["auto_encryption_opts"] = await self._auto_encryption_opts(
+                options["autoEncryptOpts"])
         client = AsyncMongoClient(uri, event_listeners=[observer], **kwargs)
         # Drivers start monitoring when a client is constructed; asyncmongo does on aconnect.
         await client.aconnect()
@@ -242,6 +244,18 @@ class EntityMap:
             await _await_min_pool_size(client, kwargs, options["awaitMinPoolSizeMS"])
         self.add(options["id"], "client",
                  ClientEntity(client, observer, options.get("observeLogMessages", {}), spans))
+
+    async def _auto_encryption_opts(self, options: Mapping[str, Any]) -> Any:
+        """autoEncryptOpts, with asyncmongo.testing's QueryAnalyzer as mongocryptd (one per
+        test, stopped by :meth:`close`)."""
+        from asyncmongo.testing import QueryAnalyzer
+        from spec_tests.unified.encryption import auto_encryption_opts
+
+        if self.query_analyzer is None:
+            self.query_analyzer = QueryAnalyzer()
+            await self.query_analyzer.start()
+        return auto_encryption_opts(options, self.initial_data,
+                                    self.query_analyzer.auto_encryption_options())
 
     async def _create_database(self, options: Mapping[str, Any]) -> None:
         client = self.get(options["client"], "client").client
@@ -305,6 +319,9 @@ class EntityMap:
                     await value.close()
         for entity in self.clients().values():
             await entity.client.close()
+        if self.query_analyzer is not None:
+            await self.query_analyzer.stop()
+            self.query_analyzer = None
         self._entities.clear()
         self._kinds.clear()
 

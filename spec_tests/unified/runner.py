@@ -71,6 +71,7 @@ class UnifiedTestRunner:
         self._test_text = json.dumps([test, self.file.create_entities,
                                       self.file.initial_data], default=str)
         self.entities = EntityMap(self.target, fast_heartbeat=_sets_fail_points(test))
+        self.entities.initial_data = self.file.initial_data
         await self._kill_all_sessions()
         try:
             try:

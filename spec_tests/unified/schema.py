@@ -210,5 +210,12 @@ def _csfle_reason(req: Mapping[str, Any], server: ServerInfo) -> str | None:
     if wanted is False:
         return "forbidden when CSFLE is supported" if server.csfle else None
     if not server.csfle:
-        return "needs client-side field level encryption (libmongocrypt), not built"
+        return "needs client-side field level encryption (pymongocrypt is not installed)"
+    if isinstance(wanted, Mapping) and "minLibmongocryptVersion" in wanted:
+        from spec_tests.unified.encryption import libmongocrypt_version
+
+        have = libmongocrypt_version() or (0,)
+        minimum = parse_version(wanted["minLibmongocryptVersion"])
+        if have < minimum:
+            return f"needs libmongocrypt {wanted['minLibmongocryptVersion']}"
     return None

@@ -22,6 +22,7 @@ from asyncmongo.testing import deployment as sim
 from asyncmongo.testing.builtins import SERVER_VERSION
 from asyncmongo.testing.scram import UserDirectory
 from asyncmongo.testing.stable_api import DEFAULT_PARAMETERS
+from spec_tests.unified.encryption import CSFLE_AVAILABLE
 from spec_tests.unified.schema import ServerInfo, parse_version, requirements_unmet_reason
 
 __all__ = [
@@ -68,7 +69,7 @@ def simulated_info(topology: str, auth: bool = False) -> ServerInfo:
     """What runOnRequirements see of a simulated deployment."""
     mechanisms = _SIMULATED_MECHANISMS if auth else ()
     return ServerInfo(SIMULATED_VERSION, topology, auth=auth, auth_mechanisms=mechanisms,
-                      server_parameters=_SIMULATED_PARAMETERS)
+                      server_parameters=_SIMULATED_PARAMETERS, csfle=CSFLE_AVAILABLE)
 
 
 def choose_deployment(file_requirements: Sequence[Mapping[str, Any]],
@@ -243,7 +244,7 @@ async def _probe(client: AsyncMongoClient) -> ServerInfo:
         params = {}
     info = ServerInfo(parse_version(".".join(map(str, version))), topology,
                       shards_are_replica_sets=topology in ("sharded", "load-balanced"),
-                      server_parameters=params)
+                      server_parameters=params, csfle=CSFLE_AVAILABLE)
     mechanisms = params.get("authenticationMechanisms", ())
     auth = client.options.credential is not None
     return replace(info, auth=auth, auth_mechanisms=tuple(mechanisms))

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from asyncmongo.bson import decode, encode
+from asyncmongo.bson.binary import Binary
 from asyncmongo.bson.objectid import ObjectId
 from asyncmongo.bson.types import Int64
 from asyncmongo.testing.store import SessionContext, Store
@@ -373,5 +374,33 @@ def test_document_validation(store: Store) -> None:
     moderate = run(store, {"update": "v", "updates": [{"q": {"_id": 3}, "u": {"$set": {
         "y": 1}}}]})
     assert moderate["nModified"] == 1  # the old document was already invalid
-    assert run(store, {"collMod": "v", "validator": {"$jsonSchema": {}}})["code"] == 2
+    # $jsonSchema: enforced for the keywords of encryption schemas, other keywords refused
+    assert run(store, {"collMod": "v", "validator": {"$jsonSchema": {"minimum": 1}}}
+               )["code"] == 2
+    assert run(store, {"collMod": "v", "validator": {"$or": [{"$jsonSchema": {}}]}}
+               )["code"] == 2
     assert run(store, {"collMod": "missing", "validator": {}})["code"] == 26
+
+
+def test_json_schema_validator_of_encrypted_fields() -> None:
+    """An ``encrypt`` field must hold BinData subtype 6 (ciphertext), as mongod checks."""
+    store = Store()
+    schema = {"bsonType": "object", "required": ["_id"], "properties": {
+        "ssn": {"encrypt": {"bsonType": "string"}},
+        "n": {"bsonType": ["int", "long"]}}}
+    assert run(store, {"create": "enc", "validator": {"$jsonSchema": schema}})["ok"] == 1
+    ok = run(store, {"insert": "enc", "documents": [
+        {"_id": 1, "ssn": Binary(b"\x01" + bytes(20), 6), "n": 1}]})
+    assert ok["n"] == 1
+    plain = run(store, {"insert": "enc", "documents": [{"_id": 2, "ssn": "clear"}]})
+    assert plain["writeErrors"][0]["code"] == 121
+    wrong = run(store, {"insert": "enc", "documents": [{"_id": 3, "n": "x"}]})
+    assert wrong["writeErrors"][0]["code"] == 121
+
+
+def test_documents_over_16_mib_are_not_stored() -> None:
+    store = Store()
+    reply = run(store, {"insert": "big", "documents": [
+        {"_id": 1, "s": "a" * (16 * 1024 * 1024)}, ]})
+    assert reply["writeErrors"][0]["code"] == 2
+    assert run(store, {"insert": "big", "documents": [{"_id": 2, "s": "a" * 1000}]})["n"] == 1

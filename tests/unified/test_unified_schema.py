@@ -100,7 +100,7 @@ _SERVER = ServerInfo(version=(7, 0, 0), topology="replicaset",
     ({"serverParameters": {"x": 1}}, None),
     ({"serverParameters": {"x": 2}}, "server parameter x is not 2"),
     ({"serverParameters": {"nope": 1}}, "server parameter nope is not supported"),
-    ({"csfle": True}, "needs client-side field level encryption (libmongocrypt), not built"),
+    ({"csfle": True}, "needs client-side field level encryption (pymongocrypt is not installed)"),
     ({"csfle": False}, None),
 ])
 def test_run_on_requirement(requirement: dict[str, Any], unmet: str | None) -> None:
@@ -140,3 +140,21 @@ def test_choose_deployment_turns_auth_on_only_when_asked() -> None:
     assert choose_deployment([{"auth": True, "topologies": ["replicaset"]}], [{}]) == (
         "replicaset", True)
     assert choose_deployment([{"auth": False}], [{}]) == ("single", False)
+
+
+def test_csfle_requirement_with_libmongocrypt() -> None:
+    from spec_tests.unified.encryption import CSFLE_AVAILABLE, libmongocrypt_version
+
+    if not CSFLE_AVAILABLE:
+        pytest.skip("pymongocrypt is not installed")
+    server = ServerInfo(version=(7, 0, 0), topology="replicaset", csfle=True)
+    assert requirement_unmet_reason({"csfle": True}, server) is None
+    assert requirement_unmet_reason({"csfle": False}, server) == (
+        "forbidden when CSFLE is supported")
+    assert requirement_unmet_reason({"csfle": {"minLibmongocryptVersion": "1.0.0"}},
+                                    server) is None
+    version = libmongocrypt_version()
+    assert version is not None
+    too_new = f"{version[0] + 1}.0.0"
+    assert requirement_unmet_reason({"csfle": {"minLibmongocryptVersion": too_new}},
+                                    server) == f"needs libmongocrypt {too_new}"

@@ -173,13 +173,19 @@ class WriteCommand:
         total = sum(map(len, statements))
         if largest > allowed or total + FAST_PATH_ALLOWANCE > conn.max_message_size_bytes:
             return 0
+        split = getattr(conn, "batch_split_bytes", None)  # automatic encryption's 2 MiB
+        if split is not None and total > split and len(statements) > 1:
+            return 0
         return len(statements)
 
     def _first_batch(
         self, command: dict[str, Any], statements: list[bytes], conn: ConnectionInfo
     ) -> int:
         limits = BatchLimits(
-            conn.max_bson_object_size, conn.max_message_size_bytes, conn.max_write_batch_size
+            conn.max_bson_object_size,
+            conn.max_message_size_bytes,
+            conn.max_write_batch_size,
+            getattr(conn, "batch_split_bytes", None),  # automatic encryption's 2 MiB
         )
         size = len(encode(command)) + len(self.namespace.database) + 12  # + "$db"
         return len(split_batches(self.name, statements, size, limits)[0])

@@ -32,6 +32,10 @@ class BatchLimits:
     max_bson_object_size: int = DEFAULT_MAX_BSON_OBJECT_SIZE
     max_message_size_bytes: int = DEFAULT_MAX_MESSAGE_SIZE_BYTES
     max_write_batch_size: int = DEFAULT_MAX_WRITE_BATCH_SIZE
+    #: Client-side encryption: statements per batch stop at this many bytes (2 MiB) before
+    #: encryption grows them; a larger single statement is still sent, alone. None: no
+    #: reduced split.
+    batch_split_bytes: int | None = None
 
 
 def message_overhead(command_name: str, command_size: int) -> int:
@@ -54,6 +58,7 @@ def split_batches(
     if command_name != "insert":
         max_statement += COMMAND_OVERHEAD
     room = limits.max_message_size_bytes - message_overhead(command_name, command_size)
+    split = room if limits.batch_split_bytes is None else min(room, limits.batch_split_bytes)
     batches: list[range] = []
     start, used = 0, 0
     for index, statement in enumerate(statements):
@@ -63,7 +68,8 @@ def split_batches(
                 f"{command_name} statement {index} is {size} bytes, the limit is "
                 f"{min(max_statement, room)}"
             )
-        full = index - start >= limits.max_write_batch_size or used + size > room
+        full = index - start >= limits.max_write_batch_size or (
+            index > start and used + size > split)
         if full:
             batches.append(range(start, index))
             start, used = index, 0

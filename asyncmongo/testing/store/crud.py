@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
+from asyncmongo.bson import encode
 from asyncmongo.bson.types import Regex
 from asyncmongo.testing.store import (
     change_events,
@@ -144,6 +145,7 @@ def insert(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     for index, document in enumerate(documents):
         try:
             prepared = prepare_insert(ctx, document)
+            _check_size(prepared)
             if collection.is_timeseries:
                 timeseries.check_measurement(collection, prepared)
             check_document(collection, prepared, None, command)
@@ -154,6 +156,20 @@ def insert(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
             if ordered:
                 break
     return _write_reply(n, errors)
+
+
+#: mongod's maxBsonObjectSize: the largest document it stores.
+MAX_DOCUMENT_SIZE = 16 * 1024 * 1024
+
+
+def _check_size(document: Document) -> None:
+    """mongod refuses to store a document over 16 MiB (the command itself may be up to 16 MiB
+    + 16 KiB, so a driver's check alone lets one through: client-side encryption grows
+    documents after that check)."""
+    size = len(encode(document))
+    if size > MAX_DOCUMENT_SIZE:
+        raise StoreError(2, f"object to insert too large. size in bytes: {size}, max size: "
+                            f"{MAX_DOCUMENT_SIZE}")
 
 
 # --- update ----------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """Document validation: a collection's ``validator`` (a query filter) checked on every insert
 and update, as the server does (``validationLevel`` strict/moderate/off, ``validationAction``
-error/warn, ``bypassDocumentValidation``). ``$jsonSchema`` validators are not supported and are
-refused when the collection is created or modified, rather than silently not enforced."""
+error/warn, ``bypassDocumentValidation``). A top-level ``$jsonSchema`` is enforced for the
+keywords of :mod:`~asyncmongo.testing.store.json_schema` (those of client-side encryption's
+schemas); other keywords, and ``$jsonSchema`` elsewhere, are refused when the collection is
+created or modified, rather than silently not enforced."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 
 from asyncmongo.testing.store.collection import Collection, Document
 from asyncmongo.testing.store.errors import StoreError, bad_value
+from asyncmongo.testing.store.json_schema import check_schema, schema_matches
 from asyncmongo.testing.store.matcher import compile_filter
 
 
@@ -20,9 +23,13 @@ def check_validator_options(options: Mapping[str, Any]) -> None:
         return
     if not isinstance(validator, Mapping):
         raise StoreError(14, "'validator' must be an object")
-    if "$jsonSchema" in str(validator):
-        raise bad_value("$jsonSchema validators are not supported by the asyncmongo store")
-    compile_filter(validator)
+    rest = {k: v for k, v in validator.items() if k != "$jsonSchema"}
+    if "$jsonSchema" in validator:
+        check_schema(validator["$jsonSchema"])
+    if "$jsonSchema" in str(rest):
+        raise bad_value("$jsonSchema is supported by the asyncmongo store only as the "
+                        "validator's top-level field")
+    compile_filter(rest)
     level = options.get("validationLevel", "strict")
     action = options.get("validationAction", "error")
     if level not in ("strict", "moderate", "off"):
@@ -43,7 +50,12 @@ def check_document(collection: Collection, document: Document, old: Document | N
     level = options.get("validationLevel", "strict")
     if level == "off" or options.get("validationAction", "error") == "warn":
         return
-    predicate = compile_filter(validator)
+    rest = compile_filter({k: v for k, v in validator.items() if k != "$jsonSchema"})
+    schema = validator.get("$jsonSchema")
+
+    def predicate(doc: Document) -> bool:
+        return rest(doc) and (schema is None or schema_matches(schema, doc))
+
     if old is not None and level == "moderate" and not predicate(old):
         return
     if not predicate(document):
