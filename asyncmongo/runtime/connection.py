@@ -759,11 +759,15 @@ async def connect(
     authenticator: Authenticator | None = None,
     handshake: bool = True,
     deadline: float | None = None,
+    handshake_timeout: float | None = None,
 ) -> Connection:
     """Open, handshake and authenticate a connection; on any failure nothing is left open.
 
     ``connectTimeoutMS`` bounds the TCP/TLS connect and, separately, the handshake plus
-    authentication; ``deadline`` (timeoutMS) bounds everything. A network error or timeout
+    authentication; ``deadline`` (timeoutMS) bounds everything. ``handshake_timeout``
+    (seconds) replaces socketTimeoutMS for each handshake and authentication command, the
+    budget starting again with every command (CSOT "Background Connection Pooling": the
+    client's timeoutMS for a minPoolSize connection); later commands keep socketTimeoutMS. A network error or timeout
     while opening the socket/TLS or in the hello carries the ``SystemOverloadedError`` and
     ``RetryableError`` labels (CMAP backpressure); DNS, certificate/hostname and
     authentication failures do not.
@@ -784,6 +788,8 @@ async def connect(
     # CSOT: under an operation's timeoutMS the handshake and authentication ignore
     # socketTimeoutMS (deprecated); the connection keeps it for later commands without one
     establishing = settings if deadline is None else replace(settings, socket_timeout=None)
+    if handshake_timeout is not None:
+        establishing = replace(establishing, socket_timeout=handshake_timeout)
     conn = Connection(id, address, transport, protocol, establishing)
     try:
         if handshake:

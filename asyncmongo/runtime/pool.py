@@ -84,7 +84,9 @@ Listener = Callable[[PoolEvent], None]
 class Pool(Generic[C]):
     """One server's pool: ``check_out``/``check_in`` (or ``async with pool.checkout()``).
 
-    ``listener`` receives every CMAP event; log messages go to the "asyncmongo.connection"
+    ``establish_background`` opens the minPoolSize filler's connections (default:
+    ``establish``; the client's applies timeoutMS to their handshakes). ``listener`` receives
+    every CMAP event; log messages go to the "asyncmongo.connection"
     logger at DEBUG. ``spawn`` starts the background task (minPoolSize filler, idle pruning)
     in the client's task group; without it the pool creates the task itself. Either way
     ``close()`` ends and awaits it. ``on_background_error`` receives establishment errors of
@@ -97,6 +99,7 @@ class Pool(Generic[C]):
         "_book",
         "_cleared_message",
         "_establish",
+        "_establish_background",
         "_establishing",
         "_listener",
         "_maintainer",
@@ -119,11 +122,13 @@ class Pool(Generic[C]):
         spawn: Spawn | None = None,
         on_background_error: Callable[[BaseException], None] | None = None,
         maintenance_interval: float | None = 10.0,
+        establish_background: Establish[C] | None = None,
     ) -> None:
         self.address = address
         self.options = options
         self._book: PoolBook[C, asyncio.Future[Any]] = PoolBook(address, options)
         self._establish = establish
+        self._establish_background = establish_background or establish
         self._listener = listener
         self._spawn = spawn
         self._on_background_error = on_background_error
@@ -562,7 +567,7 @@ class Pool(Generic[C]):
         if self._observed():
             self._emit(ConnectionCreatedEvent(self.address, conn_id))
         try:
-            conn = await self._establish(conn_id)
+            conn = await self._establish_background(conn_id)
         except asyncio.CancelledError:
             book.release()
             self._emit_closed(conn_id, ConnectionClosedReason.ERROR, None)
