@@ -169,3 +169,50 @@ async def test_prose_8_server_selection(options: str, bound_ms: int) -> None:
             await client.admin.command("ping")
         # the spec's 15ms, with room for a loaded machine
         assert (loop.time() - start) * 1000 < bound_ms + 200
+
+
+# -- GridFS streams: timeoutMS caps the stream's lifetime ---------------------------------------
+
+async def test_upload_stream_lifetime_is_capped_by_timeout_ms() -> None:
+    from asyncmongo.gridfs import AsyncGridFSBucket
+
+    async with Standalone() as server, AsyncMongoClient(server.uri, timeoutMS=300) as client:
+        bucket = AsyncGridFSBucket(client.db, chunk_size_bytes=4)
+        quick = bucket.open_upload_stream("quick")
+        await quick.write(b"12345678")  # two chunks stored within the lifetime
+        await quick.close()
+        slow = bucket.open_upload_stream("slow")
+        await slow.write(b"1")
+        await asyncio.sleep(0.4)  # every operation alone would fit in 300ms; the stream not
+        with pytest.raises(MongoError) as info:
+            await slow.close()
+        assert info.value.timeout
+        assert await client.db["fs.files"].count_documents({"filename": "slow"}) == 0
+        late = bucket.open_upload_stream("late")
+        await asyncio.sleep(0.4)
+        with pytest.raises(MongoError) as info:
+            await late.abort()
+        assert info.value.timeout
+        with asyncmongo.timeout(None):  # an enclosing block is the stream's own timeout
+            unlimited = bucket.open_upload_stream("unlimited")
+        await asyncio.sleep(0.4)
+        await unlimited.write(b"abcdefgh")
+        await unlimited.close()
+        assert await client.db["fs.files"].count_documents({"filename": "unlimited"}) == 1
+
+
+async def test_download_stream_lifetime_is_capped_by_timeout_ms() -> None:
+    from asyncmongo.gridfs import AsyncGridFSBucket
+
+    async with Standalone() as server, AsyncMongoClient(server.uri, timeoutMS=300) as client:
+        bucket = AsyncGridFSBucket(client.db, chunk_size_bytes=4)
+        file_id = await bucket.upload_from_stream("f", b"line one\nline two\n")
+        for read in ("read", "readline", "readchunk"):
+            stream = await bucket.open_download_stream(file_id)
+            assert await getattr(stream, read)()  # within the lifetime
+            await stream.close()
+            stream = await bucket.open_download_stream(file_id)
+            await asyncio.sleep(0.4)  # the chunks are not fetched yet
+            with pytest.raises(MongoError) as info:
+                await getattr(stream, read)()
+            assert info.value.timeout, read
