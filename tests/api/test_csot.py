@@ -107,12 +107,14 @@ async def test_socket_timeout_is_ignored_under_timeout_ms() -> None:
 
 async def test_prose_1_multi_batch_inserts() -> None:
     events: list[Any] = []
-    # the spec's 1010ms block and 2000ms timeoutMS, scaled for a shared machine (encoding and
-    # sending a 48MB batch may take a second): the first batch fits, the second cannot
+    # the spec's 1010ms block and 2000ms timeoutMS, scaled for a shared machine: the first
+    # batch (48MB, which the simulator takes 2s or more to receive and store on a loaded
+    # machine) must fit, the second cannot. With a block B and timeoutMS T that holds for
+    # any first-batch time X with T - 2B < X < T - B: here X below 3.5s
     async with Standalone() as server, AsyncMongoClient(
-            server.uri, timeoutMS=4500, event_listeners=[events.append]) as client:
+            server.uri, timeoutMS=8000, event_listeners=[events.append]) as client:
         with server.fail_point({"times": 2}, failCommands=["insert"], blockConnection=True,
-                               blockTimeMS=3000):
+                               blockTimeMS=4500):
             with pytest.raises(MongoError) as info:
                 await client.db.coll.insert_many([{"a": "x" * (1024 * 1024)} for _ in range(50)])
         assert info.value.timeout
@@ -216,3 +218,14 @@ async def test_download_stream_lifetime_is_capped_by_timeout_ms() -> None:
             with pytest.raises(MongoError) as info:
                 await getattr(stream, read)()
             assert info.value.timeout, read
+
+
+async def test_timeout_errors_name_the_phase_and_the_time_it_had() -> None:
+    # selection ended by timeoutMS (not serverSelectionTimeoutMS) says so; checkout and
+    # connect are covered in tests/pool/test_pool.py
+    async with AsyncMongoClient(
+            "mongodb://127.0.0.1:1/?timeoutMS=100&serverSelectionTimeoutMS=5000") as client:
+        with pytest.raises(ServerSelectionTimeoutError) as info:
+            await client.admin.command("ping")
+    assert "within the operation's timeoutMS (phase: selection, " in str(info.value)
+    assert info.value.timeout
