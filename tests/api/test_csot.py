@@ -229,3 +229,31 @@ async def test_timeout_errors_name_the_phase_and_the_time_it_had() -> None:
             await client.admin.command("ping")
     assert "within the operation's timeoutMS (phase: selection, " in str(info.value)
     assert info.value.timeout
+
+
+# -- explain: the remaining timeoutMS as the explain command's maxTimeMS ----------------------
+
+async def test_explain_carries_the_remaining_timeout_ms_as_max_time_ms() -> None:
+    events: list[Any] = []
+    async with Standalone() as server, AsyncMongoClient(
+            server.uri, event_listeners=[events.append]) as client:
+        await client.db.coll.insert_many([{"x": i} for i in range(3)])
+        plain = await client.db.coll.find({"x": {"$gt": 0}}).explain()
+        assert plain["executionStats"]["nReturned"] == 2
+        assert "maxTimeMS" not in started(events, "explain")[-1].command
+        timed = client.db.get_collection("coll", timeout_ms=1000)
+        await timed.find({}).max_time_ms(77).explain("queryPlanner")
+        with asyncmongo.timeout(2):
+            await client.db.coll.find({}).explain()
+        by_collection, by_block = started(events, "explain")[-2:]
+        assert 0 < by_collection.command["maxTimeMS"] <= 1000  # on explain, not on the find
+        assert by_collection.command["explain"]["maxTimeMS"] == 77
+        assert by_collection.command["verbosity"] == "queryPlanner"
+        assert 1000 < by_block.command["maxTimeMS"] <= 2000
+        assert "maxTimeMS" not in by_block.command["explain"]
+        # the server enforces it: held longer than its maxTimeMS, the explain times out
+        with server.fail_point({"times": 1}, failCommands=["explain"], blockConnection=True,
+                               blockTimeMS=300):
+            with pytest.raises(MongoError) as info:
+                await client.db.get_collection("coll", timeout_ms=100).find({}).explain()
+        assert info.value.timeout
