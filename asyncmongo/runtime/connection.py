@@ -767,10 +767,11 @@ async def connect(
     authentication; ``deadline`` (timeoutMS) bounds everything. ``handshake_timeout``
     (seconds) replaces socketTimeoutMS for each handshake and authentication command, the
     budget starting again with every command (CSOT "Background Connection Pooling": the
-    client's timeoutMS for a minPoolSize connection); later commands keep socketTimeoutMS. A network error or timeout
-    while opening the socket/TLS or in the hello carries the ``SystemOverloadedError`` and
-    ``RetryableError`` labels (CMAP backpressure); DNS, certificate/hostname and
-    authentication failures do not.
+    client's timeoutMS for a minPoolSize connection); later commands keep socketTimeoutMS.
+
+    A network error or timeout while opening the socket/TLS or in the hello carries the
+    ``SystemOverloadedError`` and ``RetryableError`` labels (CMAP backpressure); DNS,
+    certificate/hostname and authentication failures do not.
     """
     loop = asyncio.get_running_loop()
     try:

@@ -110,11 +110,11 @@ async def test_prose_1_multi_batch_inserts() -> None:
     # the spec's 1010ms block and 2000ms timeoutMS, scaled for a shared machine: the first
     # batch (48MB, which the simulator takes 2s or more to receive and store on a loaded
     # machine) must fit, the second cannot. With a block B and timeoutMS T that holds for
-    # any first-batch time X with T - 2B < X < T - B: here X below 3.5s
+    # any first-batch time X with T - 2B < X < T - B: here X below 4.5s
     async with Standalone() as server, AsyncMongoClient(
-            server.uri, timeoutMS=8000, event_listeners=[events.append]) as client:
+            server.uri, timeoutMS=10000, event_listeners=[events.append]) as client:
         with server.fail_point({"times": 2}, failCommands=["insert"], blockConnection=True,
-                               blockTimeMS=4500):
+                               blockTimeMS=5500):
             with pytest.raises(MongoError) as info:
                 await client.db.coll.insert_many([{"a": "x" * (1024 * 1024)} for _ in range(50)])
         assert info.value.timeout
@@ -178,26 +178,26 @@ async def test_prose_8_server_selection(options: str, bound_ms: int) -> None:
 async def test_upload_stream_lifetime_is_capped_by_timeout_ms() -> None:
     from asyncmongo.gridfs import AsyncGridFSBucket
 
-    async with Standalone() as server, AsyncMongoClient(server.uri, timeoutMS=300) as client:
+    async with Standalone() as server, AsyncMongoClient(server.uri, timeoutMS=1000) as client:
         bucket = AsyncGridFSBucket(client.db, chunk_size_bytes=4)
         quick = bucket.open_upload_stream("quick")
         await quick.write(b"12345678")  # two chunks stored within the lifetime
         await quick.close()
         slow = bucket.open_upload_stream("slow")
         await slow.write(b"1")
-        await asyncio.sleep(0.4)  # every operation alone would fit in 300ms; the stream not
+        await asyncio.sleep(1.1)  # every operation alone would fit in 1s; the stream not
         with pytest.raises(MongoError) as info:
             await slow.close()
         assert info.value.timeout
         assert await client.db["fs.files"].count_documents({"filename": "slow"}) == 0
         late = bucket.open_upload_stream("late")
-        await asyncio.sleep(0.4)
+        await asyncio.sleep(1.1)
         with pytest.raises(MongoError) as info:
             await late.abort()
         assert info.value.timeout
         with asyncmongo.timeout(None):  # an enclosing block is the stream's own timeout
             unlimited = bucket.open_upload_stream("unlimited")
-        await asyncio.sleep(0.4)
+        await asyncio.sleep(1.1)
         await unlimited.write(b"abcdefgh")
         await unlimited.close()
         assert await client.db["fs.files"].count_documents({"filename": "unlimited"}) == 1
@@ -257,3 +257,55 @@ async def test_explain_carries_the_remaining_timeout_ms_as_max_time_ms() -> None
             with pytest.raises(MongoError) as info:
                 await client.db.get_collection("coll", timeout_ms=100).find({}).explain()
         assert info.value.timeout
+
+
+# -- timeoutMode on every helper that makes a cursor ------------------------------------------
+
+def _cursor_helpers(client: AsyncMongoClient) -> dict[str, Any]:
+    """Each helper that creates a cursor, called with ``timeout_mode=mode``."""
+    from asyncmongo.gridfs import AsyncGridFSBucket
+
+    db, coll = client.db, client.db.coll
+
+    async def find(mode: str) -> Any:
+        return coll.find({}, timeout_mode=mode)
+
+    async def gridfs_find(mode: str) -> Any:
+        return AsyncGridFSBucket(db).find({}, timeout_mode=mode)
+
+    return {
+        "find": find,
+        "aggregate": lambda mode: coll.aggregate([], timeout_mode=mode),
+        "database aggregate": lambda mode: db.aggregate(
+            [{"$documents": [{"a": 1}]}], timeout_mode=mode),
+        "list_indexes": lambda mode: coll.list_indexes(timeout_mode=mode),
+        "list_collections": lambda mode: db.list_collections(timeout_mode=mode),
+        "list_databases": lambda mode: client.list_databases(timeout_mode=mode),
+        "cursor_command": lambda mode: db.cursor_command(
+            "find", "coll", timeout_mode=mode),
+        "gridfs find": gridfs_find,
+    }
+
+
+async def test_every_cursor_helper_refuses_timeout_mode_without_timeout_ms() -> None:
+    async with Standalone() as server:
+        async with AsyncMongoClient(server.uri) as client:
+            await client.db.coll.insert_one({"x": 1})
+            for name, helper in _cursor_helpers(client).items():
+                with pytest.raises(InvalidArgument, match="timeoutMS"):
+                    cursor = await helper("iteration")
+                    await cursor.to_list()  # a lazy cursor refuses at the latest here
+                    pytest.fail(f"{name} accepted timeout_mode without timeoutMS")
+        async with AsyncMongoClient(server.uri, timeoutMS=5000) as client:
+            for name, helper in _cursor_helpers(client).items():
+                for mode in ("iteration", "cursorLifetime"):
+                    cursor = await helper(mode)
+                    assert isinstance(await cursor.to_list(), list), name
+                with pytest.raises(InvalidArgument):
+                    await helper("bogus")
+            with pytest.raises(InvalidArgument):  # CSOT: ITERATION and $out/$merge
+                await client.db.coll.aggregate([{"$out": "other"}], timeout_mode="iteration")
+            with pytest.raises(TypeError):  # CSOT: watch helpers take no timeoutMode
+                await client.db.coll.watch(timeout_mode="iteration")  # type: ignore[call-arg]
+            with pytest.raises(InvalidArgument):  # maxAwaitTimeMS < timeoutMS
+                await client.db.coll.watch(max_await_time_ms=5000)
