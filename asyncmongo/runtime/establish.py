@@ -82,8 +82,10 @@ class Establisher:
         self._generation = generation
         self._report = report
         #: CSOT "Background Connection Pooling": the client's timeoutMS (seconds) for each
-        #: handshake and authentication command of a minPoolSize connection; None (timeoutMS
-        #: unset or 0): socketTimeoutMS, as for any connection.
+        #: authentication command of a minPoolSize connection, refreshed per command; None
+        #: (timeoutMS unset or 0): socketTimeoutMS, as for any connection. The hello keeps
+        #: connectTimeoutMS: the spec's unified tests (command-execution.json) hold a
+        #: minPoolSize connection's hello longer than timeoutMS and expect the pool to fill.
         self._background_timeout = background_timeout
 
     def __repr__(self) -> str:
@@ -106,10 +108,11 @@ class Establisher:
 
     async def background(self, connection_id: int) -> Connection:
         """A connection for the pool's minPoolSize maintenance: connectTimeoutMS for the
-        socket, the client's timeoutMS (refreshed per command) for the handshake commands."""
+        socket and the hello, the client's timeoutMS (refreshed per command) for each
+        authentication command."""
         return await self._connect(connection_id, self._background_timeout)
 
-    async def _connect(self, connection_id: int, handshake_timeout: float | None) -> Connection:
+    async def _connect(self, connection_id: int, auth_timeout: float | None) -> Connection:
         generation = self._generation()
         recorder = _PhaseRecorder(self._authenticator) if self._authenticator else None
         try:
@@ -118,7 +121,7 @@ class Establisher:
                 self._settings,
                 id=connection_id,
                 authenticator=recorder,
-                handshake_timeout=handshake_timeout,
+                auth_timeout=auth_timeout,
             )
         except Exception as exc:
             authenticating = recorder is not None and recorder.authenticating
