@@ -55,7 +55,7 @@ from asyncmongo.core.uri import ClientOptions
 from asyncmongo.core.uri.parse import parse
 from asyncmongo.core.uri.support import check_supported
 from asyncmongo.core.wire.handshake import DriverInfo, append_driver_info
-from asyncmongo.cursor import AsyncCommandCursor
+from asyncmongo.cursor import AsyncCommandCursor, timeout_mode_of
 from asyncmongo.database import AsyncDatabase
 from asyncmongo.errors import ConfigurationError, InvalidArgument, InvalidOperation
 from asyncmongo.monitoring.log_config import configure_once as configure_logging_once
@@ -619,7 +619,10 @@ class AsyncMongoClient(Generic[_DocumentType]):
         filter = kwargs.pop("filter", None)
         name_only = kwargs.pop("nameOnly", kwargs.pop("name_only", None))
         authorized = kwargs.pop("authorizedDatabases", kwargs.pop("authorized_databases", None))
-        kwargs.pop("timeout_mode", None)  # the cursor is complete: nothing left to time
+        # CSOT "Cursors": accepted like any cursor helper's, refused without timeoutMS; the
+        # reply holds every database, so the cursor has no getMore left to time
+        timeout_mode_of(kwargs.pop("timeout_mode", None), self._options.timeout_ms,
+                        tailable=False)
         if kwargs:
             raise InvalidArgument(f"list_databases() got unexpected arguments {sorted(kwargs)}")
         op = management.list_databases(

@@ -650,9 +650,13 @@ class AsyncCursor(_Cursor[_DocumentType]):
         return self
 
     async def explain(self, verbosity: str | None = None) -> Mapping[str, Any]:
-        """The server's explain output for this cursor's ``find`` (the cursor is not used)."""
+        """The server's explain output for this cursor's ``find`` (the cursor is not used).
+
+        Under timeoutMS (the collection's, or an enclosing ``asyncmongo.timeout()`` block)
+        the ``explain`` command carries what is left of it as its own maxTimeMS (CSOT
+        "Explain"); a ``max_time_ms()`` of the cursor stays on the explained ``find``."""
         op: Explain[Mapping[str, Any]] = Explain(self._find(), verbosity)
-        result = await self._runner._run(op, self._session)
+        result = await self._runner._run(op, self._session, timeout_ms=self._timeout_ms)
         return result
 
     async def distinct(self, key: str) -> list[Any]:

@@ -313,6 +313,12 @@ class ClientBulkWriteException(OperationFailure):
         self.write_concern_errors = list(write_concern_errors or [])
         self.partial_result = partial_result
 
+    @property
+    def timeout(self) -> bool:
+        """The top-level ``error``'s: True when timeoutMS stopped the bulk write (CSOT:
+        the timeout error is told apart even when it is wrapped)."""
+        return isinstance(self.error, MongoError) and self.error.timeout
+
 
 class EncryptionError(MongoError):
     """In-use encryption failed: encrypting, decrypting, creating or fetching a data key.

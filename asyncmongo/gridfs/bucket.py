@@ -13,7 +13,6 @@ Files are found with :meth:`AsyncGridFSBucket.find`, a filter on files documents
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +31,7 @@ from asyncmongo.gridfs.layout import (
     has_index,
     revision_query,
 )
+from asyncmongo.gridfs.lifetime import stream_deadline
 from asyncmongo.gridfs.streams import read_pieces, write_to
 from asyncmongo.runtime.timeout import current_deadline, timeout
 
@@ -154,7 +154,10 @@ class AsyncGridFSBucket:
         metadata: Mapping[str, Any] | None = None,
         session: Any = None,
     ) -> AsyncGridIn:
-        """An upload stream for a new file with the caller's ``file_id``."""
+        """An upload stream for a new file with the caller's ``file_id``.
+
+        Under timeoutMS (the bucket's, or an enclosing ``asyncmongo.timeout()`` block) the
+        stream must be done, ``close()`` included, within timeoutMS of this call."""
         if metadata is not None and not isinstance(metadata, Mapping):
             raise InvalidArgument(f"metadata must be a mapping, not {type(metadata).__name__}")
         chunk_size = self._chunk_size if chunk_size_bytes is None else check_chunk_size(
@@ -162,7 +165,7 @@ class AsyncGridFSBucket:
         return AsyncGridIn(
             self._files, self._chunks, file_id=file_id, filename=filename,
             chunk_size=chunk_size, metadata=metadata, session=session,
-            before_write=self._ensure_indexes)
+            before_write=self._ensure_indexes, deadline=stream_deadline(self._timeout_ms))
 
     async def upload_from_stream(
         self,
@@ -215,7 +218,7 @@ class AsyncGridFSBucket:
         """A download stream of the file with ``file_id`` (NoFile if there is none)."""
         with self._budget():
             document = await self._files.find_one({"_id": file_id}, session=session)
-            deadline = _stream_deadline()
+            deadline = stream_deadline(self._timeout_ms)
         if document is None:
             raise NoFile(f"no file in {self._files.name} with _id {file_id!r}")
         return AsyncGridOut(self._chunks, document, session, deadline)
@@ -240,7 +243,8 @@ class AsyncGridFSBucket:
                 {"filename": filename}, sort=[("uploadDate", direction)], skip=skip,
                 session=session)
             if document is not None:
-                return AsyncGridOut(self._chunks, document, session, _stream_deadline())
+                return AsyncGridOut(
+                    self._chunks, document, session, stream_deadline(self._timeout_ms))
             missing = await self._files.find_one(
                 {"filename": filename}, {"_id": 1}, session=session) is None
         if missing:
@@ -313,12 +317,6 @@ class AsyncGridFSBucket:
 #: stored with one insert (fewer round trips than one insert per chunk, bounded memory).
 _BATCH_BYTES = 4 * 1024 * 1024
 _BATCH_CHUNKS = 256
-
-
-def _stream_deadline() -> float | None:
-    """A download stream's end of life: the deadline of the block it was opened in."""
-    deadline = current_deadline()
-    return None if deadline is None or deadline == math.inf else deadline
 
 
 def _read_size(chunk_size: int) -> int:

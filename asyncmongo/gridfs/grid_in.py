@@ -4,7 +4,8 @@ Bytes written are cut into ``chunk_size`` chunks; every complete chunk is insert
 it is there, the last (short) one on close. The files collection document is inserted last,
 by ``close()``, so a reader never sees a file whose chunks are not all stored; an upload that
 is aborted, fails or is cancelled leaves no files document. ``abort()`` deletes the chunks
-already stored.
+already stored. Under timeoutMS the stream has a lifetime (CSOT "GridFS API"): every write,
+``close`` and ``abort`` must be done by the deadline fixed when the stream was opened.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from asyncmongo.bson.objectid import ObjectId
 from asyncmongo.bson.types import Int64
 from asyncmongo.errors import DuplicateKeyError, InvalidArgument, InvalidOperation
 from asyncmongo.gridfs.errors import FileExists
+from asyncmongo.gridfs.lifetime import lifetime_budget
 
 if TYPE_CHECKING:
     from asyncmongo.collection import AsyncCollection
@@ -49,6 +51,7 @@ class AsyncGridIn:
         "_chunk_size",
         "_chunks",
         "_closed",
+        "_deadline",
         "_file_id",
         "_filename",
         "_files",
@@ -70,6 +73,7 @@ class AsyncGridIn:
         metadata: Mapping[str, Any] | None = None,
         session: Any = None,
         before_write: BeforeWrite | None = None,
+        deadline: float | None = None,
     ) -> None:
         if not isinstance(filename, str):
             raise InvalidArgument(f"filename must be a str, not {type(filename).__name__}")
@@ -81,6 +85,8 @@ class AsyncGridIn:
         self._metadata = metadata
         self._session = session
         self._before_write = before_write
+        #: CSOT "GridFS API": the stream's lifetime ends at this loop.time() (None: no limit).
+        self._deadline = deadline
         self._buffer = bytearray()
         self._n = 0
         self._length = 0
@@ -142,7 +148,8 @@ class AsyncGridIn:
             raise InvalidArgument(f"can only write bytes-like data, not {type(data).__name__}")
         self._buffer += data
         if len(self._buffer) >= self._chunk_size:
-            await self._flush(whole_chunks_only=True)
+            with lifetime_budget(self._deadline):
+                await self._flush(whole_chunks_only=True)
 
     async def writelines(self, pieces: Any) -> None:
         """Write each bytes-like piece of an (async or sync) iterable in turn."""
@@ -179,6 +186,10 @@ class AsyncGridIn:
         Closing again does nothing; a duplicate ``_id`` raises FileExists."""
         if self._closed:
             return
+        with lifetime_budget(self._deadline):
+            await self._store_file()
+
+    async def _store_file(self) -> None:
         await self._flush(whole_chunks_only=False)
         await self._ensure_indexes()
         self._upload_date = _now()
@@ -207,7 +218,8 @@ class AsyncGridIn:
         self._closed = True
         self._aborted = True
         self._buffer.clear()
-        await self._chunks.delete_many({"files_id": self._file_id}, session=self._session)
+        with lifetime_budget(self._deadline):
+            await self._chunks.delete_many({"files_id": self._file_id}, session=self._session)
 
     async def __aenter__(self) -> AsyncGridIn:
         return self

@@ -9,7 +9,6 @@ needs. A zero-length file never queries the chunks collection.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import datetime
 from collections.abc import AsyncIterator, Mapping
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from asyncmongo.errors import InvalidArgument
 from asyncmongo.gridfs.errors import CorruptGridFile
 from asyncmongo.gridfs.layout import check_chunk, chunk_count
-from asyncmongo.runtime.timeout import timeout
+from asyncmongo.gridfs.lifetime import lifetime_budget
 
 if TYPE_CHECKING:
     from asyncmongo.collection import AsyncCollection
@@ -195,6 +194,10 @@ class AsyncGridOut:
         remaining = max(self.length - self._position, 0)
         if size < 0 or size > remaining:
             size = remaining
+        with self._budget():
+            return await self._readline(size)
+
+    async def _readline(self, size: int) -> bytes:
         pieces = []
         got = 0
         while got < size:
@@ -222,10 +225,7 @@ class AsyncGridOut:
 
     def _budget(self) -> contextlib.AbstractContextManager[Any]:
         """What is left of the stream's lifetime, for the reads of one call."""
-        if self._deadline is None:
-            return contextlib.nullcontext()
-        left = self._deadline - asyncio.get_running_loop().time()
-        return timeout(max(left, 1e-6))
+        return lifetime_budget(self._deadline)
 
     async def _read_in_chunk(self, most: int) -> bytes:
         n = self._position // self.chunk_size
@@ -283,11 +283,13 @@ class AsyncGridOut:
         while chunk := await self.readchunk():
             yield chunk
         if self.length > 0 and self._iterator is not None:
-            await self._check_no_extra_chunk()
+            with self._budget():
+                await self._check_no_extra_chunk()
 
     async def close(self) -> None:
-        """End the chunks cursor (reading again reopens it)."""
-        await self._close_cursor()
+        """End the chunks cursor (reading again reopens it), within the stream's lifetime."""
+        with self._budget():
+            await self._close_cursor()
 
     async def __aenter__(self) -> AsyncGridOut:
         return self

@@ -198,13 +198,22 @@ class ClientRuntime:
                 address, exc, generation, phase=phase, service_id=service_id
             )
 
-        establish = Establisher(address, settings, authenticator, lambda: pool.generation, report)
+        timeout_ms = options.timeout_ms
+        establish = Establisher(
+            address,
+            settings,
+            authenticator,
+            lambda: pool.generation,
+            report,
+            background_timeout=timeout_ms / 1000 if timeout_ms else None,
+        )
         self._establishers[address] = establish
 
         pool: Pool[Connection] = Pool(
             address,
             _pool_options(options),
             establish,
+            establish_background=establish.background,
             listener=self.listeners.publish if self.listeners else None,
             spawn=lambda coro: tasks.spawn(coro, "asyncmongo-pool-maintenance"),
         )

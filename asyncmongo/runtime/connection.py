@@ -167,7 +167,11 @@ class ConnectionSettings:
         """
         return cls(
             connect_timeout=_seconds(options.connect_timeout_ms),
-            socket_timeout=_seconds(options.socket_timeout_ms),
+            # CSOT: with timeoutMS on the client (0 included: it cannot be unset below) the
+            # deprecated socketTimeoutMS is ignored everywhere, handshakes included
+            socket_timeout=(
+                None if options.timeout_ms is not None else _seconds(options.socket_timeout_ms)
+            ),
             tls=TlsSettings(
                 enabled=options.tls,
                 ca_file=options.tls_ca_file,
@@ -713,7 +717,12 @@ class Connection:
             "setName" in reply or reply.get("msg") == "isdbgrid" or behind_balancer
         )
 
-    async def _handshake(self, authenticator: Authenticator | None, deadline: float | None) -> None:
+    async def _handshake(
+        self,
+        authenticator: Authenticator | None,
+        deadline: float | None,
+        auth_timeout: float | None = None,
+    ) -> None:
         speculative = authenticator.speculative_document() if authenticator else None
         self.authenticator = authenticator
         self.speculative_authenticate = speculative
@@ -730,6 +739,8 @@ class Connection:
             raise
         self._apply_hello(reply)
         if authenticator is not None:
+            if auth_timeout is not None:
+                self._settings = replace(self._settings, socket_timeout=auth_timeout)
             # CMAP: never the backpressure labels for an error in the authentication steps
             await authenticator.authenticate(self, reply, deadline=deadline)
 
@@ -779,14 +790,19 @@ async def connect(
     authenticator: Authenticator | None = None,
     handshake: bool = True,
     deadline: float | None = None,
+    auth_timeout: float | None = None,
 ) -> Connection:
     """Open, handshake and authenticate a connection; on any failure nothing is left open.
 
     ``connectTimeoutMS`` bounds the TCP/TLS connect and, separately, the handshake plus
-    authentication; ``deadline`` (timeoutMS) bounds everything. A network error or timeout
-    while opening the socket/TLS or in the hello carries the ``SystemOverloadedError`` and
-    ``RetryableError`` labels (CMAP backpressure); DNS, certificate/hostname and
-    authentication failures do not.
+    authentication; ``deadline`` (timeoutMS) bounds everything. ``auth_timeout`` (seconds)
+    replaces socketTimeoutMS for each authentication command, the budget starting again with
+    every command (CSOT "Background Connection Pooling": the client's timeoutMS for a
+    minPoolSize connection); the hello and later commands keep socketTimeoutMS.
+
+    A network error or timeout while opening the socket/TLS or in the hello carries the
+    ``SystemOverloadedError`` and ``RetryableError`` labels (CMAP backpressure); DNS,
+    certificate/hostname and authentication failures do not.
     """
     loop = asyncio.get_running_loop()
     try:
@@ -808,7 +824,7 @@ async def connect(
     try:
         if handshake:
             await conn._handshake(
-                authenticator, _earliest(deadline, loop, settings.connect_timeout)
+                authenticator, _earliest(deadline, loop, settings.connect_timeout), auth_timeout
             )
     except BaseException:
         conn.close()

@@ -62,7 +62,14 @@ class _PhaseRecorder:
 class Establisher:
     """The pool's ``establish(connection_id)`` for one server."""
 
-    __slots__ = ("_address", "_authenticator", "_generation", "_report", "_settings")
+    __slots__ = (
+        "_address",
+        "_authenticator",
+        "_background_timeout",
+        "_generation",
+        "_report",
+        "_settings",
+    )
 
     def __init__(
         self,
@@ -71,12 +78,20 @@ class Establisher:
         authenticator: Authenticator | None,
         generation: Callable[[], int],
         report: ReportError,
+        *,
+        background_timeout: float | None = None,
     ) -> None:
         self._address = address
         self._settings = settings
         self._authenticator = authenticator
         self._generation = generation
         self._report = report
+        #: CSOT "Background Connection Pooling": the client's timeoutMS (seconds) for each
+        #: authentication command of a minPoolSize connection, refreshed per command; None
+        #: (timeoutMS unset or 0): socketTimeoutMS, as for any connection. The hello keeps
+        #: connectTimeoutMS: the spec's unified tests (command-execution.json) hold a
+        #: minPoolSize connection's hello longer than timeoutMS and expect the pool to fill.
+        self._background_timeout = background_timeout
 
     def __repr__(self) -> str:
         return f"<Establisher {self._address}>"
@@ -93,11 +108,25 @@ class Establisher:
         self._settings = settings
 
     async def __call__(self, connection_id: int) -> Connection:
+        """A connection for a checkout (the operation's deadline is the pool's to apply)."""
+        return await self._connect(connection_id, None)
+
+    async def background(self, connection_id: int) -> Connection:
+        """A connection for the pool's minPoolSize maintenance: connectTimeoutMS for the
+        socket and the hello, the client's timeoutMS (refreshed per command) for each
+        authentication command."""
+        return await self._connect(connection_id, self._background_timeout)
+
+    async def _connect(self, connection_id: int, auth_timeout: float | None) -> Connection:
         generation = self._generation()
         recorder = _PhaseRecorder(self._authenticator) if self._authenticator else None
         try:
             return await connect(
-                self._address, self._settings, id=connection_id, authenticator=recorder
+                self._address,
+                self._settings,
+                id=connection_id,
+                authenticator=recorder,
+                auth_timeout=auth_timeout,
             )
         except Exception as exc:
             authenticating = recorder is not None and recorder.authenticating

@@ -84,7 +84,9 @@ Listener = Callable[[PoolEvent], None]
 class Pool(Generic[C]):
     """One server's pool: ``check_out``/``check_in`` (or ``async with pool.checkout()``).
 
-    ``listener`` receives every CMAP event; log messages go to the "asyncmongo.connection"
+    ``establish_background`` opens the minPoolSize filler's connections (default:
+    ``establish``; the client's applies timeoutMS to their handshakes). ``listener`` receives
+    every CMAP event; log messages go to the "asyncmongo.connection"
     logger at DEBUG. ``spawn`` starts the background task (minPoolSize filler, idle pruning)
     in the client's task group; without it the pool creates the task itself. Either way
     ``close()`` ends and awaits it. ``on_background_error`` receives establishment errors of
@@ -97,6 +99,7 @@ class Pool(Generic[C]):
         "_book",
         "_cleared_message",
         "_establish",
+        "_establish_background",
         "_establishing",
         "_listener",
         "_maintainer",
@@ -119,11 +122,13 @@ class Pool(Generic[C]):
         spawn: Spawn | None = None,
         on_background_error: Callable[[BaseException], None] | None = None,
         maintenance_interval: float | None = 10.0,
+        establish_background: Establish[C] | None = None,
     ) -> None:
         self.address = address
         self.options = options
         self._book: PoolBook[C, asyncio.Future[Any]] = PoolBook(address, options)
         self._establish = establish
+        self._establish_background = establish_background or establish
         self._listener = listener
         self._spawn = spawn
         self._on_background_error = on_background_error
@@ -255,8 +260,14 @@ class Pool(Generic[C]):
     async def _wait_for_grant(self, start: float, deadline: float | None) -> Any:
         """Wait in the queue (bounded by waitQueueTimeoutMS and ``deadline``) for a grant."""
         loop = asyncio.get_running_loop()
+        now = loop.time()
+        # CSOT: the operation's timeoutMS left for the wait, when it (not waitQueueTimeoutMS,
+        # which timeoutMS overrides) ends it: the error says so
+        budget_ms = None if deadline is None else (deadline - now) * 1000
         if self.options.wait_queue_timeout_ms:
-            limit = loop.time() + self.options.wait_queue_timeout_ms / 1000
+            limit = now + self.options.wait_queue_timeout_ms / 1000
+            if deadline is None or limit < deadline:
+                budget_ms = None
             deadline = limit if deadline is None else min(deadline, limit)
         waiter: asyncio.Future[Any] = loop.create_future()
         self._book.waiters.append(waiter)
@@ -270,7 +281,7 @@ class Pool(Generic[C]):
                 return waiter.result()  # granted as the deadline passed: take it
             self._abandon(waiter)
             timeout = ConnectionCheckOutFailedReason.TIMEOUT
-            raise self._checkout_failed(start, timeout, None) from None
+            raise self._checkout_failed(start, timeout, None, budget_ms) from None
         except (PoolClearedError, PoolClosedError) as exc:
             closed = isinstance(exc, PoolClosedError)
             self._emit_checkout_failed(start, _failed_reason(closed), exc)
@@ -562,7 +573,7 @@ class Pool(Generic[C]):
         if self._observed():
             self._emit(ConnectionCreatedEvent(self.address, conn_id))
         try:
-            conn = await self._establish(conn_id)
+            conn = await self._establish_background(conn_id)
         except asyncio.CancelledError:
             book.release()
             self._emit_closed(conn_id, ConnectionClosedReason.ERROR, None)
@@ -655,14 +666,26 @@ class Pool(Generic[C]):
         )
 
     def _checkout_failed(
-        self, start: float, reason: ConnectionCheckOutFailedReason, error: BaseException | None
+        self,
+        start: float,
+        reason: ConnectionCheckOutFailedReason,
+        error: BaseException | None,
+        budget_ms: float | None = None,
     ) -> BaseException:
-        """The error for a failed checkout, after emitting ConnectionCheckOutFailed."""
+        """The error for a failed checkout, after emitting ConnectionCheckOutFailed;
+        ``budget_ms``: the operation's timeoutMS left for a wait that it ended."""
         where = format_address(self.address)
         exc: BaseException
         if reason is ConnectionCheckOutFailedReason.POOL_CLOSED:
             exc = PoolClosedError(
                 f"Attempted to check out a connection from closed connection pool {where}"
+            )
+        elif reason is ConnectionCheckOutFailedReason.TIMEOUT and budget_ms is not None:
+            exc = WaitQueueTimeoutError(
+                f"Timed out while checking out a connection from connection pool {where} "
+                f"within the operation's timeoutMS (phase: checkout, "
+                f"{max(budget_ms, 0):.0f} ms left for it; maxPoolSize: "
+                f"{self.options.max_pool_size}{self._in_use_by()})"
             )
         elif reason is ConnectionCheckOutFailedReason.TIMEOUT:
             exc = WaitQueueTimeoutError(

@@ -14,6 +14,7 @@ A server session is taken from the client's pool lazily, on first use, and given
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import replace
@@ -418,10 +419,8 @@ class AsyncClientSession:
         """Send commitTransaction/abortTransaction (the executor retries it once)."""
         op = finish_operation(name, self._txn_options, self._recovery_token, retry=retry)
         outer = self._session_deadline
-        timeout_ms = self._options.default_timeout_ms
-        if outer is None and timeout_ms:
-            # CSOT: defaultTimeoutMS is the timeoutMS of commitTransaction/abortTransaction.
-            self._session_deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
+        if outer is None:
+            self._session_deadline = self._finish_deadline()
         try:
             await self._client._run(op, self)
         except MongoError as exc:
@@ -430,6 +429,21 @@ class AsyncClientSession:
             raise
         finally:
             self._session_deadline = outer
+
+    def _finish_deadline(self) -> float | None:
+        """CSOT "Sessions": the deadline of a commitTransaction/abortTransaction (and so of
+        end_session's abort) outside with_transaction: the operation's own timeout (an
+        enclosing ``asyncmongo.timeout()`` block), else the session's defaultTimeoutMS (0: no
+        limit, even under the client's timeoutMS); None: the client's timeoutMS applies."""
+        block = current_deadline()
+        if block is not None:
+            return block
+        timeout_ms = self._options.default_timeout_ms
+        if timeout_ms is None:
+            return None
+        if timeout_ms == 0:
+            return math.inf
+        return asyncio.get_running_loop().time() + timeout_ms / 1000
 
     def _client_transaction_defaults(self) -> TransactionOptions:
         client = self._client

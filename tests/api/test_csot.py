@@ -107,12 +107,14 @@ async def test_socket_timeout_is_ignored_under_timeout_ms() -> None:
 
 async def test_prose_1_multi_batch_inserts() -> None:
     events: list[Any] = []
-    # the spec's 1010ms block and 2000ms timeoutMS, scaled for a shared machine (encoding and
-    # sending a 48MB batch may take a second): the first batch fits, the second cannot
+    # the spec's 1010ms block and 2000ms timeoutMS, scaled for a shared machine: the first
+    # batch (48MB, which the simulator takes 2s or more to receive and store on a loaded
+    # machine) must fit, the second cannot. With a block B and timeoutMS T that holds for
+    # any first-batch time X with T - 2B < X < T - B: here X below 4.5s
     async with Standalone() as server, AsyncMongoClient(
-            server.uri, timeoutMS=4500, event_listeners=[events.append]) as client:
+            server.uri, timeoutMS=10000, event_listeners=[events.append]) as client:
         with server.fail_point({"times": 2}, failCommands=["insert"], blockConnection=True,
-                               blockTimeMS=3000):
+                               blockTimeMS=5500):
             with pytest.raises(MongoError) as info:
                 await client.db.coll.insert_many([{"a": "x" * (1024 * 1024)} for _ in range(50)])
         assert info.value.timeout
@@ -169,3 +171,141 @@ async def test_prose_8_server_selection(options: str, bound_ms: int) -> None:
             await client.admin.command("ping")
         # the spec's 15ms, with room for a loaded machine
         assert (loop.time() - start) * 1000 < bound_ms + 200
+
+
+# -- GridFS streams: timeoutMS caps the stream's lifetime ---------------------------------------
+
+async def test_upload_stream_lifetime_is_capped_by_timeout_ms() -> None:
+    from asyncmongo.gridfs import AsyncGridFSBucket
+
+    async with Standalone() as server, AsyncMongoClient(server.uri, timeoutMS=1000) as client:
+        bucket = AsyncGridFSBucket(client.db, chunk_size_bytes=4)
+        quick = bucket.open_upload_stream("quick")
+        await quick.write(b"12345678")  # two chunks stored within the lifetime
+        await quick.close()
+        slow = bucket.open_upload_stream("slow")
+        await slow.write(b"1")
+        await asyncio.sleep(1.1)  # every operation alone would fit in 1s; the stream not
+        with pytest.raises(MongoError) as info:
+            await slow.close()
+        assert info.value.timeout
+        assert await client.db["fs.files"].count_documents({"filename": "slow"}) == 0
+        late = bucket.open_upload_stream("late")
+        await asyncio.sleep(1.1)
+        with pytest.raises(MongoError) as info:
+            await late.abort()
+        assert info.value.timeout
+        with asyncmongo.timeout(None):  # an enclosing block is the stream's own timeout
+            unlimited = bucket.open_upload_stream("unlimited")
+        await asyncio.sleep(1.1)
+        await unlimited.write(b"abcdefgh")
+        await unlimited.close()
+        assert await client.db["fs.files"].count_documents({"filename": "unlimited"}) == 1
+
+
+async def test_download_stream_lifetime_is_capped_by_timeout_ms() -> None:
+    from asyncmongo.gridfs import AsyncGridFSBucket
+
+    async with Standalone() as server, AsyncMongoClient(server.uri, timeoutMS=300) as client:
+        bucket = AsyncGridFSBucket(client.db, chunk_size_bytes=4)
+        file_id = await bucket.upload_from_stream("f", b"line one\nline two\n")
+        for read in ("read", "readline", "readchunk"):
+            stream = await bucket.open_download_stream(file_id)
+            assert await getattr(stream, read)()  # within the lifetime
+            await stream.close()
+            stream = await bucket.open_download_stream(file_id)
+            await asyncio.sleep(0.4)  # the chunks are not fetched yet
+            with pytest.raises(MongoError) as info:
+                await getattr(stream, read)()
+            assert info.value.timeout, read
+
+
+async def test_timeout_errors_name_the_phase_and_the_time_it_had() -> None:
+    # selection ended by timeoutMS (not serverSelectionTimeoutMS) says so; checkout and
+    # connect are covered in tests/pool/test_pool.py
+    async with AsyncMongoClient(
+            "mongodb://127.0.0.1:1/?timeoutMS=100&serverSelectionTimeoutMS=5000") as client:
+        with pytest.raises(ServerSelectionTimeoutError) as info:
+            await client.admin.command("ping")
+    assert "within the operation's timeoutMS (phase: selection, " in str(info.value)
+    assert info.value.timeout
+
+
+# -- explain: the remaining timeoutMS as the explain command's maxTimeMS ----------------------
+
+async def test_explain_carries_the_remaining_timeout_ms_as_max_time_ms() -> None:
+    events: list[Any] = []
+    async with Standalone() as server, AsyncMongoClient(
+            server.uri, event_listeners=[events.append]) as client:
+        await client.db.coll.insert_many([{"x": i} for i in range(3)])
+        plain = await client.db.coll.find({"x": {"$gt": 0}}).explain()
+        assert plain["executionStats"]["nReturned"] == 2
+        assert "maxTimeMS" not in started(events, "explain")[-1].command
+        timed = client.db.get_collection("coll", timeout_ms=1000)
+        await timed.find({}).max_time_ms(77).explain("queryPlanner")
+        with asyncmongo.timeout(2):
+            await client.db.coll.find({}).explain()
+        by_collection, by_block = started(events, "explain")[-2:]
+        assert 0 < by_collection.command["maxTimeMS"] <= 1000  # on explain, not on the find
+        assert by_collection.command["explain"]["maxTimeMS"] == 77
+        assert by_collection.command["verbosity"] == "queryPlanner"
+        assert 1000 < by_block.command["maxTimeMS"] <= 2000
+        assert "maxTimeMS" not in by_block.command["explain"]
+        # the server enforces it: held longer than its maxTimeMS, the explain times out
+        with server.fail_point({"times": 1}, failCommands=["explain"], blockConnection=True,
+                               blockTimeMS=300):
+            with pytest.raises(MongoError) as info:
+                await client.db.get_collection("coll", timeout_ms=100).find({}).explain()
+        assert info.value.timeout
+
+
+# -- timeoutMode on every helper that makes a cursor ------------------------------------------
+
+def _cursor_helpers(client: AsyncMongoClient) -> dict[str, Any]:
+    """Each helper that creates a cursor, called with ``timeout_mode=mode``."""
+    from asyncmongo.gridfs import AsyncGridFSBucket
+
+    db, coll = client.db, client.db.coll
+
+    async def find(mode: str) -> Any:
+        return coll.find({}, timeout_mode=mode)
+
+    async def gridfs_find(mode: str) -> Any:
+        return AsyncGridFSBucket(db).find({}, timeout_mode=mode)
+
+    return {
+        "find": find,
+        "aggregate": lambda mode: coll.aggregate([], timeout_mode=mode),
+        "database aggregate": lambda mode: db.aggregate(
+            [{"$documents": [{"a": 1}]}], timeout_mode=mode),
+        "list_indexes": lambda mode: coll.list_indexes(timeout_mode=mode),
+        "list_collections": lambda mode: db.list_collections(timeout_mode=mode),
+        "list_databases": lambda mode: client.list_databases(timeout_mode=mode),
+        "cursor_command": lambda mode: db.cursor_command(
+            "find", "coll", timeout_mode=mode),
+        "gridfs find": gridfs_find,
+    }
+
+
+async def test_every_cursor_helper_refuses_timeout_mode_without_timeout_ms() -> None:
+    async with Standalone() as server:
+        async with AsyncMongoClient(server.uri) as client:
+            await client.db.coll.insert_one({"x": 1})
+            for name, helper in _cursor_helpers(client).items():
+                with pytest.raises(InvalidArgument, match="timeoutMS"):
+                    cursor = await helper("iteration")
+                    await cursor.to_list()  # a lazy cursor refuses at the latest here
+                    pytest.fail(f"{name} accepted timeout_mode without timeoutMS")
+        async with AsyncMongoClient(server.uri, timeoutMS=5000) as client:
+            for name, helper in _cursor_helpers(client).items():
+                for mode in ("iteration", "cursorLifetime"):
+                    cursor = await helper(mode)
+                    assert isinstance(await cursor.to_list(), list), name
+                with pytest.raises(InvalidArgument):
+                    await helper("bogus")
+            with pytest.raises(InvalidArgument):  # CSOT: ITERATION and $out/$merge
+                await client.db.coll.aggregate([{"$out": "other"}], timeout_mode="iteration")
+            with pytest.raises(TypeError):  # CSOT: watch helpers take no timeoutMode
+                await client.db.coll.watch(timeout_mode="iteration")  # type: ignore[call-arg]
+            with pytest.raises(InvalidArgument):  # maxAwaitTimeMS < timeoutMS
+                await client.db.coll.watch(max_await_time_ms=5000)

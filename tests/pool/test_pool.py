@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Any
 
 import pytest
@@ -30,6 +31,7 @@ from asyncmongo.core.cmap.options import PoolOptions
 from asyncmongo.errors import (
     AutoReconnect,
     InvalidOperation,
+    NetworkTimeout,
     OperationFailure,
     PoolClearedError,
     PoolClosedError,
@@ -148,6 +150,40 @@ async def test_wait_queue_timeout_and_operation_deadline() -> None:
     assert [e.reason for e in failed] == [ConnectionCheckOutFailedReason.TIMEOUT] * 2
     assert pool.statistics().waiting == 0
     pool.check_in(held)
+    await pool.close()
+
+
+async def test_timeout_errors_say_which_limit_ended_the_wait() -> None:
+    # waitQueueTimeoutMS when it is the tighter limit; the operation's timeoutMS (CSOT) with
+    # the phase and the time it had otherwise
+    pool, _, _ = make_pool(max_pool_size=1, wait_queue_timeout_ms=20)
+    pool.ready()
+    held = await pool.check_out()
+    loop = asyncio.get_running_loop()
+    with pytest.raises(WaitQueueTimeoutError, match=r"waitQueueTimeoutMS: 20\)"):
+        await pool.check_out(deadline=loop.time() + 5)
+    with pytest.raises(WaitQueueTimeoutError) as info:
+        await pool.check_out(deadline=loop.time() + 0.005)
+    assert "within the operation's timeoutMS (phase: checkout, " in str(info.value)
+    assert re.search(r"\b[0-5] ms left for it; maxPoolSize: 1\)", str(info.value))
+    assert info.value.timeout
+    pool.check_in(held)
+    await pool.close()
+
+
+async def test_a_connect_past_the_deadline_says_how_long_it_had() -> None:
+    async def hangs(connection_id: int) -> FakeConnection:
+        await asyncio.sleep(60)
+        raise AssertionError("never connects")
+
+    pool = Pool(ADDRESS, PoolOptions(max_pool_size=1), hangs, maintenance_interval=None)
+    pool.ready()
+    loop = asyncio.get_running_loop()
+    with pytest.raises(NetworkTimeout) as info:
+        await pool.check_out(deadline=loop.time() + 0.01)
+    message = str(info.value)
+    assert "did not finish within the operation's timeoutMS (phase: connect, " in message
+    assert re.search(r"\b(10|9) ms left for it\)", message), message
     await pool.close()
 
 

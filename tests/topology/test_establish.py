@@ -77,3 +77,50 @@ async def test_a_good_connection_reports_nothing() -> None:
         conn = await establish(1)
         assert not conn.is_closed
         conn.close()
+
+
+class TwoStepAuth:
+    """An authentication of two round trips (ping, ping), as a SASL conversation is."""
+
+    sasl_supported_mechs = None
+
+    def speculative_document(self) -> Mapping[str, Any] | None:
+        return None
+
+    async def authenticate(
+        self, conn: Connection, hello_reply: Mapping[str, Any], *, deadline: float | None = None
+    ) -> None:
+        for _ in range(2):
+            await conn.command("admin", {"ping": 1}, deadline=deadline, check=True)
+
+
+async def test_background_connections_time_each_authentication_command() -> None:
+    # CSOT "Background Connection Pooling": the client's timeoutMS for each authentication
+    # command, refreshed per command; checkouts and later commands keep socketTimeoutMS
+    from asyncmongo.errors import NetworkTimeout
+    from asyncmongo.testing import Standalone
+
+    phases: list[ErrorPhase] = []
+
+    async def report(
+        exc: BaseException, generation: int, phase: ErrorPhase, service_id: ObjectId | None
+    ) -> None:
+        phases.append(phase)
+
+    async with Standalone() as server:
+        address = ("127.0.0.1", server.server.port)
+        settings = ConnectionSettings(socket_timeout=5.0)
+        establish = Establisher(address, settings, TwoStepAuth(), lambda: 0, report,
+                                background_timeout=0.4)
+        with server.fail_point("alwaysOn", failCommands=["ping"], blockConnection=True,
+                               blockTimeMS=250):
+            conn = await establish.background(1)  # 2 x 250ms > 400ms: refreshed per command
+            assert conn._settings.socket_timeout == 5.0  # timeoutMS was for the handshake
+            conn.close()
+        with server.fail_point("alwaysOn", failCommands=["ping"], blockConnection=True,
+                               blockTimeMS=600):
+            with pytest.raises(NetworkTimeout):
+                await establish.background(2)
+            assert phases == [ErrorPhase.AUTHENTICATING]
+            conn = await establish(3)  # a checkout's: socketTimeoutMS (5s), not timeoutMS
+            conn.close()

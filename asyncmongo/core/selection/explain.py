@@ -57,7 +57,8 @@ def selection_timeout_error(
     if operation_budget_ms is None:
         limit = f"within {timeout_ms} ms (or the operation's timeout)"
     else:
-        limit = f"within the operation's timeoutMS ({operation_budget_ms:.0f} ms left for it)"
+        limit = (f"within the operation's timeoutMS (phase: selection, "
+                 f"{operation_budget_ms:.0f} ms left for it)")
     message = (
         f"No server suitable for {describe_selection(selection)} {limit}: "
         f"{why_none_suits(description, selection)}. Topology: {description!r}"
