@@ -17,8 +17,12 @@ from typing import TYPE_CHECKING, Any
 from asyncmongo.bson import decode
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.encryption._binding import load
-from asyncmongo.encryption.client_encryption import mongocrypt_options, wrap_encryption_errors
-from asyncmongo.encryption.key_vault import KeyVaultIO, key_vault_collection
+from asyncmongo.encryption.client_encryption import (
+    key_vault_io,
+    mongocrypt_options,
+    wrap_encryption_errors,
+)
+from asyncmongo.encryption.key_vault import key_vault_collection
 from asyncmongo.encryption.state_machine import run_state_machine
 from asyncmongo.errors import ConfigurationError
 
@@ -38,7 +42,8 @@ class AutoEncryptionOpts:
       client itself);
     - ``bypass_auto_encryption``: must be True for now: commands are sent as written and
       replies are decrypted automatically;
-    - ``key_expiration_ms``: libmongocrypt's data key cache lifetime (None: 60 s).
+    - ``key_expiration_ms``: libmongocrypt's data key cache lifetime (None: 60 s);
+    - ``kms_tls_options``: TLS options per KMS provider, as for AsyncClientEncryption.
     """
 
     kms_providers: Mapping[str, Any]
@@ -46,6 +51,7 @@ class AutoEncryptionOpts:
     key_vault_client: AsyncMongoClient[Any] | None = field(default=None, compare=False)
     bypass_auto_encryption: bool = False
     key_expiration_ms: int | None = None
+    kms_tls_options: Mapping[str, Mapping[str, Any]] | None = None
 
     def decrypter_for(self, client: AsyncMongoClient[Any]) -> AutoDecrypter:
         """The decrypter of ``client``'s replies (the client calls it, and closes it)."""
@@ -69,8 +75,8 @@ class AutoDecrypter:
     def __init__(self, opts: AutoEncryptionOpts, client: AsyncMongoClient[Any]) -> None:
         self._binding = load()
         key_vault_client = opts.key_vault_client or client
-        self._io = KeyVaultIO(key_vault_collection(key_vault_client, opts.key_vault_namespace))
-        self._binding.AsyncMongoCryptCallback.register(KeyVaultIO)
+        key_vault = key_vault_collection(key_vault_client, opts.key_vault_namespace)
+        self._io = key_vault_io(self._binding, key_vault, opts.kms_tls_options)
         options = mongocrypt_options(self._binding, opts.kms_providers, opts.key_expiration_ms)
         try:
             self._crypt: Any = self._binding.MongoCrypt(options, self._io)
