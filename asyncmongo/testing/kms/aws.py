@@ -37,18 +37,21 @@ def _aws_error(kind: str, message: str) -> HttpResponse:
 
 
 class AwsKms(KmsHttpServer):
-    """AWS KMS on 127.0.0.1. ``credentials``: access key id -> secret access key accepted
-    (None: any signature is accepted unchecked). ``keys``: the key ARNs that exist (None:
-    any)."""
+    """AWS KMS of one ``region`` on 127.0.0.1. ``credentials``: access key id -> secret
+    access key accepted (None: any signature is accepted unchecked). ``keys``: the key ARNs
+    that exist (None: any key ARN of the region). A request signed for another region, or
+    for a key of another region, is refused as the real regional endpoints refuse it."""
 
     provider = "aws"
 
     def __init__(self, ssl_context: ssl.SSLContext, *,
                  credentials: Mapping[str, str] | None = None,
-                 keys: set[str] | None = None, **kwargs: Any) -> None:
+                 keys: set[str] | None = None, region: str = "us-east-1",
+                 **kwargs: Any) -> None:
         super().__init__(ssl_context, **kwargs)
         self.credentials = None if credentials is None else dict(credentials)
         self.keys = keys
+        self.region = region
 
     def handle(self, request: HttpRequest) -> HttpResponse:
         refusal = self._check_signature(request)
@@ -58,7 +61,8 @@ class AwsKms(KmsHttpServer):
         body = request.json()
         if target == "TrentService.Encrypt":
             key_id = body["KeyId"]
-            if self.keys is not None and key_id not in self.keys:
+            arn_region = key_id.split(":")[3] if key_id.startswith("arn:") else self.region
+            if arn_region != self.region or (self.keys is not None and key_id not in self.keys):
                 return _aws_error("NotFoundException", f"Key '{key_id}' does not exist")
             blob = self.wrapper.wrap(key_id, base64.b64decode(body["Plaintext"]))
             return HttpResponse(200, {"CiphertextBlob": base64.b64encode(blob).decode(),
@@ -87,6 +91,9 @@ class AwsKms(KmsHttpServer):
                               "The security token included in the request is invalid.")
         date = request.headers.get("x-amz-date", "")
         _day, region, service, _terminator = match["scope"].split("/")
+        if region != self.region:
+            return _aws_error("InvalidSignatureException",
+                              f"Credential should be scoped to a valid region, not {region!r}.")
         signed = [(name, request.headers.get(name, "")) for name in match["signed"].split(";")]
         query = request.target.partition("?")[2]
         canonical, _ = canonical_request(request.method, request.path, query, signed,
