@@ -338,8 +338,9 @@ class AsyncClientEncryption:
         if master_key is not None and provider is None:
             raise ConfigurationError("A provider must be given if a master_key is given")
         with wrap_encryption_errors():
-            ctx = crypt.rewrap_many_data_key_context(encode(dict(filter)), provider,
-                                                     master_key and dict(master_key), self._io)
+            ctx = crypt.rewrap_many_data_key_context(
+                dict(filter), provider, None if master_key is None else dict(master_key)
+            )
             rewrapped = await self._run(ctx)
         if rewrapped is None:
             return RewrapManyDataKeyResult()
