@@ -283,7 +283,7 @@ async def test_prose_11_kms_tls_options(env: Env, tls_servers: dict[str, KmsHttp
     wrong_host = tls_servers[f"{provider}/wrong_host"]
     providers, master_key = _pointing_at(env, provider, wrong_host.endpoint)
     async with env.encryption(providers, tls=with_cert) as ce:
-        with pytest.raises(EncryptionError, match="IP address mismatch|hostname mismatch"):
+        with pytest.raises(EncryptionError, match=r"IP address mismatch|hostname mismatch"):
             await ce.create_data_key(provider, master_key=master_key)
 
 

@@ -280,7 +280,7 @@ async def test_prose_21_case_3_invalid_key_id(env: Env, ce: AsyncClientEncryptio
                                               provider: str) -> None:
     fields = {"fields": [{"path": "ssn", "bsonType": "string", "keyId": False}]}
     with pytest.raises(EncryptedCollectionError,
-                       match="create.encryptedFields.fields.keyId") as info:
+                       match=r"create\.encryptedFields\.fields\.keyId") as info:
         await ce.create_encrypted_collection(env.client.db, "testing1", fields, provider,
                                              env.kms.master_key(provider))
     assert info.value.encrypted_fields == fields

@@ -31,7 +31,8 @@ JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
 def _jwt_claims(assertion: str) -> dict[str, Any]:
     _header, claims, _signature = assertion.split(".")
-    claims_json: dict[str, Any] = json.loads(base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4)))
+    padded = claims + "=" * (-len(claims) % 4)
+    claims_json: dict[str, Any] = json.loads(base64.urlsafe_b64decode(padded))
     return claims_json
 
 
