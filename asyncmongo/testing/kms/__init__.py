@@ -14,6 +14,8 @@ keys, with that provider's OAuth token endpoint where there is one::
   platform token endpoint (point ``identityPlatformEndpoint`` at the same server).
 - :class:`GcpKms`: Cloud KMS ``:encrypt`` / ``:decrypt`` and the OAuth token endpoint
   (``endpoint`` in the gcp provider settings).
+- :class:`KmipKms`: KMIP 1.x over TLS: Register / Activate / Get of the secret libmongocrypt
+  uses as the master key, and Create / Encrypt / Decrypt for delegated master keys.
 
 A wrapped key is bound to the master key that wrapped it (an unwrap with another master key
 fails as the real services do) and to the server's secret (``secret=`` to share one across
@@ -27,6 +29,7 @@ from asyncmongo.testing.kms.aws import AwsKms
 from asyncmongo.testing.kms.azure import AzureKms
 from asyncmongo.testing.kms.gcp import GcpKms
 from asyncmongo.testing.kms.http import HttpRequest, HttpResponse, KmsHttpServer
+from asyncmongo.testing.kms.kmip import KmipKms
 from asyncmongo.testing.kms.wrapping import KeyWrapper, UnwrapError
 
 __all__ = [
@@ -36,6 +39,7 @@ __all__ = [
     "HttpRequest",
     "HttpResponse",
     "KeyWrapper",
+    "KmipKms",
     "KmsHttpServer",
     "UnwrapError",
 ]
