@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from asyncmongo.testing.kms import AwsKms, AzureKms, GcpKms
+from asyncmongo.testing.kms import AwsKms, AzureKms, GcpKms, KmipKms
 from tests.support import certs
 
 AWS_KEY_ID = "AKIASIMULATED"
@@ -95,11 +95,14 @@ class KmsServers:
     aws: AwsKms
     azure: AzureKms
     gcp: GcpKms
+    kmip: KmipKms
     certs: KmsCerts
 
     def providers(self) -> dict[str, dict[str, Any]]:
-        """aws, azure and gcp credentials, the token endpoints on the simulated servers."""
+        """aws, azure, gcp and kmip settings, the token endpoints and the KMIP server on the
+        simulated servers."""
         return {
+            "kmip": {"endpoint": self.kmip.endpoint},
             "aws": {"accessKeyId": AWS_KEY_ID, "secretAccessKey": AWS_SECRET},
             "azure": {"tenantId": AZURE_TENANT, "clientId": AZURE_CLIENT,
                       "clientSecret": AZURE_SECRET,
@@ -119,11 +122,16 @@ class KmsServers:
             return {"projectId": "devprod-drivers", "location": "global",
                     "keyRing": "key-ring-csfle", "keyName": "key-name-csfle",
                     "endpoint": self.gcp.endpoint}
+        if base == "kmip":
+            return {}
         return None
 
     def tls_options(self, *providers: str) -> dict[str, dict[str, str]]:
-        names = providers or ("aws", "azure", "gcp")
-        return {name: self.certs.tls_options() for name in names}
+        """The test CA for each provider; kmip also presents the client certificate its
+        server requires."""
+        names = providers or ("aws", "azure", "gcp", "kmip")
+        return {name: self.certs.tls_options(client_cert=name.startswith("kmip"))
+                for name in names}
 
 
 @asynccontextmanager
@@ -131,5 +139,6 @@ async def kms_servers(kms_certs: KmsCerts) -> AsyncIterator[KmsServers]:
     context = kms_certs.context()
     async with AwsKms(context, credentials={AWS_KEY_ID: AWS_SECRET}) as aws, \
             AzureKms(context, clients={AZURE_CLIENT: AZURE_SECRET}) as azure, \
-            GcpKms(context, emails=[GCP_EMAIL]) as gcp:
-        yield KmsServers(aws, azure, gcp, kms_certs)
+            GcpKms(context, emails=[GCP_EMAIL]) as gcp, \
+            KmipKms(kms_certs.context(require_client_cert=True)) as kmip:
+        yield KmsServers(aws, azure, gcp, kmip, kms_certs)

@@ -1,13 +1,14 @@
 """The aws, azure and gcp KMS providers against the simulated KMS servers
 (asyncmongo.testing.kms) over TLS with a test CA, and the prose tests about them: 2 (data
 key and double encryption, explicit part), 7 (custom endpoints), 11 (KMS TLS options), 15
-(on-demand AWS credentials), 24 (KMS retries).
+(on-demand AWS credentials), 24 (KMS retries); the kmip provider against the simulated KMIP
+server, and the KMIP cases of prose 2, 7 (4, 10-12) and 11 (case 4).
 
 Not run here, with the reason: prose 2 step 4 and the auto-encrypting client of prose 2 need
 automatic encryption (query analysis), which asyncmongo does not have; the decrypting client
 (bypass_auto_encryption) is used instead. Prose 7 cases 1-3 (no endpoint: the real
 kms.us-east-1.amazonaws.com) need the cloud; prose 7 case 9 depends on how Google's real
-front end answers. KMIP cases: asyncmongo.testing has no KMIP server.
+front end answers.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from asyncmongo.encryption import Algorithm, AsyncClientEncryption, AutoEncrypti
 from asyncmongo.errors import AutoReconnect, ConfigurationError, EncryptionError
 from asyncmongo.monitoring import CommandStartedEvent
 from asyncmongo.testing import Standalone
-from asyncmongo.testing.kms import AwsKms, AzureKms, GcpKms, KmsHttpServer
+from asyncmongo.testing.kms import AwsKms, AzureKms, GcpKms, KmipKms, KmsHttpServer
+from asyncmongo.testing.kms.kmip import Operation
 from tests.encryption.kms_env import (
     AWS_KEY_ID,
     AWS_SECRET,
@@ -130,9 +132,79 @@ async def test_bad_credentials_are_the_kms_error(env: Env, provider: str,
     assert await env.client.keyvault.datakeys.count_documents({}) == 0
 
 
+# -- kmip ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("delegated, created, unwrapped", [
+    (False, [Operation.REGISTER, Operation.ACTIVATE, Operation.GET], [Operation.GET]),
+    (True, [Operation.CREATE, Operation.ACTIVATE, Operation.ENCRYPT], [Operation.DECRYPT]),
+])
+async def test_kmip_data_keys(env: Env, delegated: bool, created: list[Operation],
+                              unwrapped: list[Operation]) -> None:
+    kmip = env.kms.kmip
+    master_key = {"delegated": True} if delegated else {}
+    async with env.encryption() as ce:
+        key_id = await ce.create_data_key("kmip", master_key=master_key)
+        assert kmip.operations == created
+        encrypted = await ce.encrypt("kmip value", DETERMINISTIC, key_id=key_id)
+        assert kmip.operations == created + unwrapped  # the new key is unwrapped to use it
+        key = await ce.get_key(key_id)
+    assert key is not None and key["masterKey"]["keyId"] in kmip.objects
+    assert key["masterKey"].get("delegated", False) is delegated
+    async with env.encryption() as fresh:
+        assert await fresh.decrypt(encrypted) == "kmip value"
+    assert kmip.operations == created + unwrapped + unwrapped
+
+
+async def test_kmip_unknown_key_id_is_the_servers_error(env: Env) -> None:
+    async with env.encryption() as ce:
+        with pytest.raises(EncryptionError, match="no object '42'"):
+            await ce.create_data_key("kmip", master_key={"keyId": "42"})
+
+
+async def test_prose_7_kmip_cases(env: Env) -> None:
+    """Case 4 (nothing listens at the master key's endpoint), 10 (keyId "1", the provider's
+    endpoint; unresolvable provider endpoint), 11 (the master key's endpoint), 12
+    (unresolvable master key endpoint). Key "1" is registered beforehand, as on the spec's
+    KMIP server."""
+    key_one = env.kms.kmip.register(bytes(range(96)))
+    assert key_one == "1"
+    async with env.encryption() as ce:
+        with pytest.raises(EncryptionError) as info:
+            await ce.create_data_key("kmip", master_key={"keyId": "1",
+                                                         "endpoint": "127.0.0.1:1"})
+        assert isinstance(info.value.cause, AutoReconnect)
+        await _round_trip(ce, "kmip", {"keyId": "1"})
+        await _round_trip(ce, "kmip", {"keyId": "1", "endpoint": env.kms.kmip.endpoint})
+        with pytest.raises(EncryptionError, match="doesnotexist.invalid"):
+            await ce.create_data_key("kmip", master_key={
+                "keyId": "1", "endpoint": "doesnotexist.invalid:5698"})
+    invalid = {"kmip": {"endpoint": "doesnotexist.invalid:5698"}}
+    async with env.encryption(invalid) as ce_invalid:
+        with pytest.raises(EncryptionError, match="doesnotexist.invalid"):
+            await ce_invalid.create_data_key("kmip", master_key={"keyId": "1"})
+
+
+async def test_prose_11_case_4_kmip(env: Env, kms_certs: KmsCerts) -> None:
+    files = kms_certs.files
+    providers = {"kmip": {"endpoint": env.kms.kmip.endpoint}}
+    async with env.encryption(providers, tls={"kmip": kms_certs.tls_options()}) as no_cert:
+        with pytest.raises(EncryptionError):
+            await no_cert.create_data_key("kmip", master_key={})
+    assert env.kms.kmip.operations == []
+    async with env.encryption(providers) as with_tls:
+        await with_tls.create_data_key("kmip", master_key={})
+    for cert, error in ((kms_certs.expired, "certificate has expired"),
+                        (files.server_wrong_host, r"IP address mismatch|hostname mismatch")):
+        async with KmipKms(kms_certs.context(cert)) as bad:
+            providers = {"kmip": {"endpoint": bad.endpoint}}
+            async with env.encryption(providers) as ce:
+                with pytest.raises(EncryptionError, match=error):
+                    await ce.create_data_key("kmip", master_key={})
+
+
 # -- prose 2: data key and double encryption (explicit part) -------------------------------
 
-@pytest.mark.parametrize("provider", [*CLOUD, "local"])
+@pytest.mark.parametrize("provider", [*CLOUD, "kmip", "local"])
 async def test_prose_2_data_key_and_double_encryption(env: Env, provider: str) -> None:
     from tests.encryption.test_client_encryption import LOCAL_MASTER_KEY
 

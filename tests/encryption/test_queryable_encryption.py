@@ -4,7 +4,7 @@ the simulated server (which keeps encryptedFields collections as mongod 7+ creat
 validates them) and the simulated KMS servers.
 
 Prose tests run: 12 cases 3-5 (explicit encryption), 16 (rewrap, every pair of aws, azure,
-gcp and local), 21 (automatic data encryption keys, with local and aws), 22 cases 1 and 6-8
+gcp, kmip and local), 21 (automatic data encryption keys, with local and aws), 22 cases 1 and 6-8
 (range explicit encryption, every type), 23 (range defaults).
 
 Not run, with the reason: 12 cases 1-2 and 22 cases 2-5 need the server to process QE
@@ -49,7 +49,7 @@ pytestmark = pytest.mark.skipif(
 
 KEY_VAULT = "keyvault.datakeys"
 DETERMINISTIC = Algorithm.AEAD_AES_256_CBC_HMAC_SHA_512_Deterministic
-ALL_PROVIDERS = ["aws", "azure", "gcp", "local"]
+ALL_PROVIDERS = ["aws", "azure", "gcp", "kmip", "local"]
 
 
 @pytest.fixture(scope="module")

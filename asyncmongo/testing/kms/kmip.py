@@ -157,7 +157,8 @@ class KmipKms:
 
     def respond(self, message: bytes) -> bytes:
         """The ResponseMessage for one RequestMessage."""
-        operation, payload, status, reason, text = 0, structure(Tag.RESPONSE_PAYLOAD), SUCCESS, 0, ""
+        operation, status, reason, text = 0, SUCCESS, 0, ""
+        payload = structure(Tag.RESPONSE_PAYLOAD)
         try:
             request, _ = decode(message)
             operation_item = request.find(Tag.BATCH_ITEM, Tag.OPERATION)
