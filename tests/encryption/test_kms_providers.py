@@ -175,12 +175,12 @@ async def test_prose_7_kmip_cases(env: Env) -> None:
         assert isinstance(info.value.cause, AutoReconnect)
         await _round_trip(ce, "kmip", {"keyId": "1"})
         await _round_trip(ce, "kmip", {"keyId": "1", "endpoint": env.kms.kmip.endpoint})
-        with pytest.raises(EncryptionError, match="doesnotexist.invalid"):
+        with pytest.raises(EncryptionError, match=r"doesnotexist\.invalid"):
             await ce.create_data_key("kmip", master_key={
                 "keyId": "1", "endpoint": "doesnotexist.invalid:5698"})
     invalid = {"kmip": {"endpoint": "doesnotexist.invalid:5698"}}
     async with env.encryption(invalid) as ce_invalid:
-        with pytest.raises(EncryptionError, match="doesnotexist.invalid"):
+        with pytest.raises(EncryptionError, match=r"doesnotexist\.invalid"):
             await ce_invalid.create_data_key("kmip", master_key={"keyId": "1"})
 
 
