@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,7 @@ from asyncmongo.errors import (
     InvalidArgument,
     InvalidOperation,
 )
+from asyncmongo.runtime.timeout import timeout
 
 if TYPE_CHECKING:
     from asyncmongo.client import AsyncMongoClient
@@ -121,12 +122,15 @@ class AsyncClientEncryption:
     - ``kms_tls_options``: TLS options per KMS provider (``tlsCAFile``,
       ``tlsCertificateKeyFile``, ``tlsCertificateKeyFilePassword``); insecure options are
       refused.
+    - ``timeout_ms``: the limit on each operation of this object (key vault reads and writes
+      and KMS requests together), as an ``asyncmongo.timeout`` block; None: the key vault
+      client's own timeoutMS for its operations, 10 s per KMS request attempt.
 
     ``async with AsyncClientEncryption(...) as client_encryption:`` closes it on exit.
     """
 
     __slots__ = ("_binding", "_codec_options", "_crypt", "_io", "_key_vault", "_namespace",
-                 "_providers")
+                 "_providers", "_timeout_s")
 
     def __init__(
         self,
@@ -136,6 +140,7 @@ class AsyncClientEncryption:
         codec_options: CodecOptions[Any],
         key_expiration_ms: int | None = None,
         kms_tls_options: Mapping[str, Mapping[str, Any]] | None = None,
+        timeout_ms: int | None = None,
     ) -> None:
         from asyncmongo.client import AsyncMongoClient
 
@@ -143,6 +148,10 @@ class AsyncClientEncryption:
             raise InvalidArgument(
                 f"key_vault_client must be an AsyncMongoClient, not {type(key_vault_client)!r}"
             )
+        if timeout_ms is not None and (isinstance(timeout_ms, bool)
+                                       or not isinstance(timeout_ms, int) or timeout_ms < 0):
+            raise InvalidArgument(f"timeout_ms must be a non-negative int, not {timeout_ms!r}")
+        self._timeout_s = None if not timeout_ms else timeout_ms / 1000
         self._binding = load()
         self._codec_options = as_codec_options(codec_options)
         self._namespace = key_vault_namespace
@@ -172,8 +181,13 @@ class AsyncClientEncryption:
             raise InvalidOperation("Cannot use closed AsyncClientEncryption")
         return self._crypt
 
+    def _scope(self) -> AbstractContextManager[Any]:
+        """The ``timeout_ms`` block of one operation (none without ``timeout_ms``: then the
+        key vault client's own timeoutMS applies)."""
+        return nullcontext() if self._timeout_s is None else timeout(self._timeout_s)
+
     async def _run(self, ctx: Any) -> bytes | None:
-        with ctx:
+        with ctx, self._scope():
             return await run_state_machine(self._binding, ctx, self._io)
 
     # -- data keys ---------------------------------------------------------------------------
@@ -201,7 +215,7 @@ class AsyncClientEncryption:
         if key_material is not None:
             material = encode({"keyMaterial": Binary(key_material)})
         opts = self._binding.DataKeyOpts(master_key, names, material)
-        with wrap_encryption_errors():
+        with wrap_encryption_errors(), self._scope():
             key = await self._run(crypt.data_key_context(kms_provider, opts))
             assert key is not None  # a data key context always finishes READY
             return await self._io.insert_data_key(key)

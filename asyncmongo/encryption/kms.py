@@ -6,18 +6,24 @@ each reply; the driver only carries bytes: it connects to the context's ``endpoi
 reply until ``bytes_needed`` is 0. A network failure is reported to libmongocrypt
 (``fail()``), which decides whether the request is retried (it then hands the same request
 out again, after ``usleep``); when it gives up, the network error is raised.
+
+Each attempt is limited to :data:`KMS_TIMEOUT_S`, or to what is left of the operation's
+timeoutMS (an ``asyncmongo.timeout`` block, which AsyncClientEncryption's ``timeout_ms``
+opens) if that is less; an attempt cut by timeoutMS is not retried.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from asyncmongo.errors import AutoReconnect, ConfigurationError, InvalidArgument, NetworkTimeout
+from asyncmongo.runtime.timeout import current_deadline
 
 __all__ = ["KMS_TIMEOUT_S", "KmsSession", "kms_ssl_contexts", "parse_endpoint"]
 
@@ -116,18 +122,34 @@ class KmsSession:
         endpoint = kms_context.endpoint
         host, port = parse_endpoint(endpoint)
         context = self.context_for(kms_context.kms_provider)
+        limit, by_timeout_ms = self._attempt_limit()
         try:
-            async with asyncio.timeout(self.timeout_s):
+            async with asyncio.timeout(limit):
                 await _round_trip(kms_context, host, port, context)
         except mongocrypt_error:
             raise
         except (OSError, EOFError, TimeoutError) as exc:
+            if by_timeout_ms and isinstance(exc, TimeoutError):
+                raise NetworkTimeout(
+                    f"KMS request to {endpoint} failed: timeoutMS expired"
+                ) from exc
             try:
                 kms_context.fail()
             except mongocrypt_error:
                 error_type = NetworkTimeout if isinstance(exc, TimeoutError) else AutoReconnect
                 reason = "timed out" if isinstance(exc, TimeoutError) else str(exc)
                 raise error_type(f"KMS request to {endpoint} failed: {reason}") from exc
+
+
+    def _attempt_limit(self) -> tuple[float, bool]:
+        """(seconds this attempt may take, whether that is the rest of timeoutMS)."""
+        deadline = current_deadline()
+        if deadline is None or deadline == math.inf:
+            return self.timeout_s, False
+        remaining = deadline - asyncio.get_running_loop().time()
+        if remaining < self.timeout_s:
+            return max(remaining, 0.0), True
+        return self.timeout_s, False
 
 
 async def _round_trip(kms_context: Any, host: str, port: int, context: ssl.SSLContext) -> None:

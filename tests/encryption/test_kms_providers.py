@@ -13,6 +13,7 @@ front end answers.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -24,7 +25,7 @@ from asyncmongo import AsyncMongoClient
 from asyncmongo.bson.binary import Binary
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.encryption import Algorithm, AsyncClientEncryption, AutoEncryptionOpts
-from asyncmongo.errors import AutoReconnect, ConfigurationError, EncryptionError
+from asyncmongo.errors import AutoReconnect, ConfigurationError, EncryptionError, InvalidArgument
 from asyncmongo.monitoring import CommandStartedEvent
 from asyncmongo.testing import Standalone
 from asyncmongo.testing.kms import AwsKms, AzureKms, GcpKms, KmipKms, KmsHttpServer
@@ -451,3 +452,40 @@ async def test_prose_24_case_3_too_many_retries(env: Env, provider: str) -> None
 
 def test_certificates_exist(kms_certs: KmsCerts) -> None:
     assert Path(kms_certs.expired).exists()
+
+
+# -- timeouts and cancellation ---------------------------------------------------------------
+
+async def test_timeout_ms_bounds_the_kms_request(env: Env) -> None:
+    env.kms.aws.delay_s = 5.0
+    ce = AsyncClientEncryption(env.kms.providers(), KEY_VAULT, env.client, CodecOptions(),
+                               kms_tls_options=env.kms.tls_options(), timeout_ms=300)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    async with ce:
+        with pytest.raises(EncryptionError, match="timeoutMS expired") as info:
+            await ce.create_data_key("aws", master_key=env.kms.master_key("aws"))
+    assert info.value.timeout
+    assert loop.time() - started < 2.0
+    assert len(env.kms.aws.requests) == 1  # cut by timeoutMS: not retried
+    env.kms.aws.delay_s = 0.0
+
+
+async def test_timeout_ms_must_be_a_non_negative_int(env: Env) -> None:
+    with pytest.raises(InvalidArgument, match="timeout_ms"):
+        AsyncClientEncryption({}, KEY_VAULT, env.client, CodecOptions(), timeout_ms=-1)
+
+
+async def test_cancelled_kms_request_leaves_no_connection(env: Env) -> None:
+    env.kms.gcp.delay_s = 5.0
+    async with env.encryption() as ce:
+        task = asyncio.create_task(
+            ce.create_data_key("gcp", master_key=env.kms.master_key("gcp")))
+        await env.kms.gcp.wait_for_requests(1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert await env.client.keyvault.datakeys.count_documents({}) == 0
+    env.kms.gcp.delay_s = 0.0
+    async with env.encryption() as ce:  # the KMS and the key vault still work
+        await _round_trip(ce, "gcp", env.kms.master_key("gcp"))

@@ -71,6 +71,7 @@ class KmsHttpServer:
     ``endpoint`` is ``"127.0.0.1:<port>"``, as master keys and provider settings take it.
     ``fail("network", n)`` closes the next ``n`` connections without answering;
     ``fail("http", n)`` answers them with HTTP 500 (libmongocrypt retries both).
+    ``delay_s`` holds every answer back that long (timeout tests).
     """
 
     provider = "http"
@@ -84,6 +85,8 @@ class KmsHttpServer:
         #: Every request answered or failed, in order.
         self.requests: list[HttpRequest] = []
         self._failures: list[str] = []
+        self.delay_s = 0.0
+        self._request_arrived = asyncio.Event()
         self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[None]] = set()
 
@@ -102,6 +105,12 @@ class KmsHttpServer:
         if kind not in ("network", "http"):
             raise ValueError(f"fail() takes 'network' or 'http', not {kind!r}")
         self._failures.extend([kind] * times)
+
+    async def wait_for_requests(self, count: int = 1) -> None:
+        """Return once ``count`` requests in all have arrived."""
+        while len(self.requests) < count:
+            self._request_arrived.clear()
+            await self._request_arrived.wait()
 
     async def __aenter__(self) -> KmsHttpServer:
         await self.start()
@@ -139,6 +148,9 @@ class KmsHttpServer:
             if request is None:
                 return
             self.requests.append(request)
+            self._request_arrived.set()
+            if self.delay_s:
+                await asyncio.sleep(self.delay_s)
             failure = self._failures.pop(0) if self._failures else None
             if failure == "network":
                 return
