@@ -342,4 +342,17 @@ class EncryptionError(MongoError):
 
 
 class EncryptedCollectionError(EncryptionError):
-    """Creating a collection with encrypted fields failed (PyMongo's name)."""
+    """Creating a collection with encrypted fields failed (PyMongo's name).
+
+    ``encrypted_fields`` is the encryptedFields document as far as it was completed (the data
+    keys created before the failure have their ``keyId``), so they are not lost.
+    """
+
+    def __init__(self, cause: Exception, encrypted_fields: Mapping[str, Any] | None = None) -> None:
+        super().__init__(cause)
+        self._encrypted_fields = encrypted_fields
+
+    @property
+    def encrypted_fields(self) -> Mapping[str, Any] | None:
+        """The encryptedFields document, with the ``keyId`` of each data key created."""
+        return self._encrypted_fields

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from asyncmongo.encryption.algorithm import Algorithm, QueryType
 from asyncmongo.encryption.auto import AutoEncryptionOpts
-from asyncmongo.encryption.client_encryption import AsyncClientEncryption
+from asyncmongo.encryption.client_encryption import AsyncClientEncryption, RewrapManyDataKeyResult
+from asyncmongo.encryption.range_opts import RangeOpts
 from asyncmongo.errors import EncryptedCollectionError, EncryptionError
 
 __all__ = [
@@ -30,4 +31,6 @@ __all__ = [
     "EncryptedCollectionError",
     "EncryptionError",
     "QueryType",
+    "RangeOpts",
+    "RewrapManyDataKeyResult",
 ]

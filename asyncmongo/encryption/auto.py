@@ -39,6 +39,7 @@ from asyncmongo.bson.raw import RawBSONDocument
 from asyncmongo.encryption._binding import Binding, load
 from asyncmongo.encryption.client_encryption import wrap_encryption_errors
 from asyncmongo.encryption.key_vault import RAW_DOCUMENTS, KeyVaultIO, key_vault_collection
+from asyncmongo.encryption.kms import KmsSession, kms_ssl_contexts
 from asyncmongo.encryption.state_machine import run_state_machine
 from asyncmongo.errors import (
     ConfigurationError,
@@ -88,7 +89,8 @@ class AutoEncryptionOpts:
     - ``encrypted_fields_map``: ``{"db.coll": <encryptedFields>}`` for Queryable Encryption.
       Supplying an encryptedFieldsMap provides more security than relying on an
       encryptedFields obtained from the server;
-    - ``key_expiration_ms``: libmongocrypt's data key cache lifetime (None: 60 s).
+    - ``key_expiration_ms``: libmongocrypt's data key cache lifetime (None: 60 s);
+    - ``kms_tls_options``: TLS options per KMS provider, as for AsyncClientEncryption.
 
     If automatic encryption fails on an operation, use a client configured with
     bypass_auto_encryption=True and AsyncClientEncryption.encrypt() to encrypt values.
@@ -103,12 +105,12 @@ class AutoEncryptionOpts:
     mongocryptd_bypass_spawn: bool = False
     mongocryptd_spawn_path: str = "mongocryptd"
     mongocryptd_spawn_args: Sequence[str] | None = None
-    kms_tls_options: Mapping[str, Any] | None = None
     crypt_shared_lib_path: str | None = None
     crypt_shared_lib_required: bool = False
     bypass_query_analysis: bool = False
     encrypted_fields_map: Mapping[str, Any] | None = None
     key_expiration_ms: int | None = None
+    kms_tls_options: Mapping[str, Mapping[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         for name in ("schema_map", "encrypted_fields_map"):
@@ -140,9 +142,10 @@ class AutoEncryptionIO(KeyVaultIO):
 
     __slots__ = ("_metadata", "_mongocryptd", "_opts", "_spawned", "spawned_processes")
 
-    def __init__(self, key_vault: Any, metadata: AsyncMongoClient[Any] | None,
+    def __init__(self, key_vault: Any, kms: KmsSession, mongocrypt_error: type[Exception],
+                 metadata: AsyncMongoClient[Any] | None,
                  mongocryptd: AsyncMongoClient[Any] | None, opts: AutoEncryptionOpts) -> None:
-        super().__init__(key_vault)
+        super().__init__(key_vault, kms, mongocrypt_error)
         self._metadata = metadata
         self._mongocryptd = mongocryptd
         self._opts = opts
@@ -232,8 +235,9 @@ class AutoEncrypter:
             metadata = client if unbounded else self._internal_client(client)
         self._binding.AsyncMongoCryptCallback.register(AutoEncryptionIO)
         self._io = AutoEncryptionIO(
-            key_vault_collection(key_vault_client, opts.key_vault_namespace), metadata, None,
-            opts)
+            key_vault_collection(key_vault_client, opts.key_vault_namespace),
+            KmsSession(kms_ssl_contexts(opts.kms_tls_options)), self._binding.MongoCryptError,
+            metadata, None, opts)
         self._crypt: Any = self._make_crypt(opts)
         version = self._crypt.crypt_shared_lib_version
         #: The crypt_shared library's version string, None when it is not loaded.

@@ -3,13 +3,14 @@
 libmongocrypt (through pymongocrypt) calls back for BSON encoding, key vault reads and
 writes, and KMS round trips. :class:`KeyVaultIO` does the key vault work on the key vault
 collection it is given: reads with read concern majority, writes with write concern majority
-(client-side encryption spec, "Key Vault collection"). Documents pass through as BSON bytes
+(client-side encryption spec, "Key Vault collection"); KMS round trips go through its
+:class:`~asyncmongo.encryption.kms.KmsSession`. Documents pass through as BSON bytes
 (RawBSONDocument), never decoded on the way.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from asyncmongo.bson import encode
@@ -17,11 +18,14 @@ from asyncmongo.bson.binary import UUID_SUBTYPE, Binary
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.raw import RawBSONDocument
 from asyncmongo.core.concern import ReadConcern, WriteConcern
-from asyncmongo.errors import ConfigurationError, InvalidArgument, InvalidOperation
+from asyncmongo.encryption.kms import KmsSession
+from asyncmongo.errors import InvalidArgument, InvalidOperation
+from asyncmongo.operations import UpdateOne
 
 if TYPE_CHECKING:
     from asyncmongo.client import AsyncMongoClient
     from asyncmongo.collection import AsyncCollection
+    from asyncmongo.results import BulkWriteResult
 
 __all__ = ["KeyVaultIO", "key_vault_collection"]
 
@@ -54,10 +58,13 @@ class KeyVaultIO:
     so subclassing would type as Any).
     """
 
-    __slots__ = ("_key_vault",)
+    __slots__ = ("_key_vault", "_kms", "_mongocrypt_error")
 
-    def __init__(self, key_vault: AsyncCollection[RawBSONDocument]) -> None:
+    def __init__(self, key_vault: AsyncCollection[RawBSONDocument], kms: KmsSession,
+                 mongocrypt_error: type[Exception]) -> None:
         self._key_vault = key_vault
+        self._kms = kms
+        self._mongocrypt_error = mongocrypt_error
 
     def bson_encode(self, doc: Mapping[str, Any]) -> bytes:
         """BSON bytes of ``doc`` (KMS providers, master keys, key alt names)."""
@@ -78,11 +85,22 @@ class KeyVaultIO:
         return key_id
 
     async def kms_request(self, kms_context: Any) -> None:
-        """A KMS round trip: not implemented; the provider is named in the error."""
-        raise ConfigurationError(
-            f"KMS provider {kms_context.kms_provider!r}: asyncmongo does not yet send KMS "
-            "requests; only the 'local' provider is supported"
-        )
+        """One attempt at a KMS round trip (libmongocrypt decides on retries)."""
+        await self._kms.request(kms_context, self._mongocrypt_error)
+
+    async def update_data_keys(self, documents: Sequence[Mapping[str, Any]]) -> BulkWriteResult:
+        """Replace the rewrapped keys' ``keyMaterial`` and ``masterKey`` (rewrapManyDataKey),
+        one ``updateOne`` per key in one bulk write, ``updateDate`` set by the server; the
+        BulkWriteResult."""
+        requests = [
+            UpdateOne(
+                {"_id": key["_id"]},
+                {"$set": {"masterKey": key["masterKey"], "keyMaterial": key["keyMaterial"]},
+                 "$currentDate": {"updateDate": True}},
+            )
+            for key in documents
+        ]
+        return await self._key_vault.bulk_write(requests)
 
     async def collection_info(self, database: str, filter: bytes) -> list[bytes] | None:
         raise InvalidOperation("automatic encryption (JSON schemas) is not supported")

@@ -22,6 +22,7 @@ from asyncmongo.bson.objectid import ObjectId
 from asyncmongo.core.concern import WriteConcern
 from asyncmongo.encryption import Algorithm, AsyncClientEncryption, EncryptionError
 from asyncmongo.errors import (
+    AutoReconnect,
     ConfigurationError,
     DuplicateKeyError,
     InvalidArgument,
@@ -341,15 +342,14 @@ async def test_bad_arguments(env: Env) -> None:
                               CodecOptions())
 
 
-async def test_kms_providers_other_than_local_name_themselves(env: Env) -> None:
+async def test_unreachable_kms_is_a_network_error_and_inserts_no_key(env: Env) -> None:
     aws = {"accessKeyId": "AKIA", "secretAccessKey": "secret"}
-    master_key = {"region": "us-east-1", "key": "arn:aws:kms:us-east-1:1:key/1"}
+    master_key = {"region": "us-east-1", "key": "arn:aws:kms:us-east-1:1:key/1",
+                  "endpoint": "127.0.0.1:1"}
     async with AsyncClientEncryption({"aws": aws}, KEY_VAULT, env.client, CodecOptions()) as ce:
-        with pytest.raises(ConfigurationError, match="'aws'"):
+        with pytest.raises(EncryptionError, match=r"127\.0\.0\.1:1") as info:
             await ce.create_data_key("aws", master_key=master_key)
-    async with AsyncClientEncryption({"aws": {}}, KEY_VAULT, env.client, CodecOptions()) as ce:
-        with pytest.raises(ConfigurationError, match="on-demand"):
-            await ce.create_data_key("aws", master_key=master_key)
+    assert isinstance(info.value.cause, AutoReconnect)
     assert await env.encryption.get_keys().to_list() == []
 
 

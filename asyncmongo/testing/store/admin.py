@@ -16,6 +16,7 @@ from asyncmongo.testing.store.context import (
     optional_int,
     require_list,
 )
+from asyncmongo.testing.store.encrypted_fields import check_encrypted_fields_option
 from asyncmongo.testing.store.errors import StoreError, bad_value
 from asyncmongo.testing.store.matcher import compile_filter
 from asyncmongo.testing.store.update import strict_key
@@ -44,6 +45,7 @@ def create(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     if "viewOn" in options:
         views.check_cycle(ctx.namespaces, ctx.db_name, name, options["viewOn"])
     check_validator_options(options)
+    check_encrypted_fields_option(options)
     clustered = options.get("clusteredIndex")
     if clustered is not None:
         options["clusteredIndex"] = _clustered_spec(clustered)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from asyncmongo.testing.store.collection import Collection, Document
+from asyncmongo.testing.store.encrypted_fields import check_encrypted_document
 from asyncmongo.testing.store.errors import StoreError, bad_value
 from asyncmongo.testing.store.json_schema import check_schema, schema_matches
 from asyncmongo.testing.store.matcher import compile_filter
@@ -42,8 +43,10 @@ def check_validator_options(options: Mapping[str, Any]) -> None:
 
 def check_document(collection: Collection, document: Document, old: Document | None,
                    command: Mapping[str, Any]) -> None:
-    """Fail with 121 DocumentValidationFailure if ``document`` breaks the validator."""
+    """Fail with 121 DocumentValidationFailure if ``document`` breaks the validator (or
+    leaves a Queryable Encryption field unencrypted)."""
     options = collection.options
+    check_encrypted_document(options, document)
     validator = options.get("validator")
     if not validator or command.get("bypassDocumentValidation") is True:
         return
