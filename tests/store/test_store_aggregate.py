@@ -164,3 +164,14 @@ def test_lookup_with_let_and_pipeline() -> None:
                      "as": "enough"}}]})
     assert reply["cursor"]["firstBatch"] == [
         {"_id": 1, "item": "a", "qty": 5, "enough": [{"_id": 11}]}]
+
+
+@pytest.mark.parametrize(("direction", "expected"), [(1, [2, 3, 4, 5, 1]), (-1, [5, 1, 3, 4, 2])])
+def test_an_empty_array_sorts_below_null_and_missing(direction: int, expected: list[int]) -> None:
+    """The manual (Comparison/Sort Order): "a comparison of an empty array considers the empty
+    array as less than a null value or a missing field value"; a nested empty array is an
+    array value (above every number)."""
+    docs = [{"_id": 1, "a": [3]}, {"_id": 2, "a": []}, {"_id": 3}, {"_id": 4, "a": None},
+            {"_id": 5, "a": [[], 0]}]
+    result = run([{"$sort": {"a": direction, "_id": 1}}], docs)
+    assert [d["_id"] for d in result] == expected
