@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from asyncmongo.bson import Int64
+from asyncmongo.bson import Decimal128, Int64
 from tests.differential_server import reference
 from tests.differential_server.canonical import numeric_value
 from tests.differential_server.grammar import Case
@@ -92,10 +92,14 @@ UNSUPPORTED = {d.name: d for d in (
                "$unwind with preserveNullAndEmptyArrays outputs a document whose array is "
                "empty without the field (the manual's $unwind example, _id 2)",
                "jongodb keeps the empty array"),
-    Deviation("upsert-dotted-equality",
+    Deviation("upsert-equality-seed",
                "an upsert's base document takes the filter's equality fields, dotted ones "
-               "too ({'a.0': 1} seeds {a: {'0': 1}})",
-               "jongodb leaves dotted equality fields out of the upserted document"),
+               "({'a.0': 1} seeds {a: {'0': 1}}) and {f: {$eq: v}} ones too",
+               "jongodb leaves dotted and $eq equality fields out of the upserted document"),
+    Deviation("inc-decimal",
+               "$inc follows the arithmetic type rules: int or long or double plus decimal is "
+               "a decimal (4 + Decimal128('2') is Decimal128('6'))",
+               "jongodb keeps the field's own type"),
     Deviation("lookup-empty-array",
                "the manual does not say what a $lookup localField holding [] matches; mongod's "
                "lookup builds its $in from the values at localField and, finding none, "
@@ -257,8 +261,8 @@ def _aggregate_unsupported(case: Case) -> str | None:
         shaping = stage.get("$project") or stage.get("$addFields") or {}
         if any(_operator_expression(value) for value in shaping.values()):
             return "expressions"
-        if any(not _along(document, path.split(".")) for path in _field_paths(shaping)
-               for document in case.documents):
+        if any(not reference.path_values(document, path.split("."))
+               for path in _field_paths(shaping) for document in case.documents):
             return "missing-field-path"
         if "$project" in stage and any("." in path for path in stage["$project"]):
             return "project-dotted-arrays"
@@ -296,9 +300,13 @@ def unsupported(case: Case) -> str | None:
             _mixed_numbers(case):
         return "numeric-equality-nested"
     if case.kind == "update":
-        if case.spec["upsert"] and any("." in path for path, _ in _conditions(
-                case.spec["filter"])):
-            return "upsert-dotted-equality"
+        if case.spec["upsert"] and any(
+                "." in path or (isinstance(condition, dict) and "$eq" in condition)
+                for path, condition in _conditions(case.spec["filter"])):
+            return "upsert-equality-seed"
+        if any(isinstance(value, Decimal128) for value in
+               case.spec["update"].get("$inc", {}).values()):
+            return "inc-decimal"
         if _holds_null(case.spec["update"].get("$addToSet", {})):
             return "addToSet-null"
         if set(case.spec["update"]) - {"$set", "$unset", "$inc", "$addToSet", "$setOnInsert"}:

@@ -15,7 +15,7 @@ from typing import Any
 from asyncmongo.bson import Decimal128, Int64, ObjectId, Regex
 from tests.differential_server.canonical import numeric_value
 
-__all__ = ["compare_values", "distinct", "expand_numeric_equality", "project",
+__all__ = ["compare_values", "distinct", "expand_numeric_equality", "path_values", "project",
            "rewrite_null_comparisons", "sort_documents"]
 
 _MISSING = object()
@@ -83,7 +83,7 @@ def compare_values(left: Any, right: Any) -> int:
     return _sign(left, right)
 
 
-def _path_values(value: Any, parts: list[str]) -> list[Any]:
+def path_values(value: Any, parts: list[str]) -> list[Any]:
     """The values a dotted path reaches, descending into arrays of documents; a leaf array
     contributes its elements (and an empty one the empty-array key)."""
     if not parts:
@@ -91,17 +91,17 @@ def _path_values(value: Any, parts: list[str]) -> list[Any]:
             return list(value) if value else [_EMPTY_ARRAY_KEY]
         return [value]
     if isinstance(value, dict):
-        return _path_values(value[parts[0]], parts[1:]) if parts[0] in value else []
+        return path_values(value[parts[0]], parts[1:]) if parts[0] in value else []
     if isinstance(value, list):
         return [found for item in value if isinstance(item, dict)
-                for found in _path_values(item, parts)]
+                for found in path_values(item, parts)]
     return []
 
 
 def _sort_key(document: dict[str, Any], path: str, direction: int) -> Any:
     """An ascending sort uses the smallest value the path reaches, a descending one the
     largest; a path reaching nothing sorts as null."""
-    values = _path_values(document, path.split(".")) or [None]
+    values = path_values(document, path.split(".")) or [None]
     pick = min if direction == 1 else max
     return pick(values, key=functools.cmp_to_key(compare_values))
 

@@ -35,6 +35,6 @@ async def test_simulator_agrees_with_jongodb(jongodb_uri: str) -> None:  # noqa:
                                     jongodb[database])
     print(report)
     assert report.cases == cases
-    assert report.compared > cases // 3, report
+    assert report.compared >= cases // 3, report
     assert not report.disagreements, "\n\n".join(
         [repr(report), *report.disagreements[:20]])
