@@ -96,6 +96,10 @@ UNSUPPORTED = {d.name: d for d in (
                "an upsert's base document takes the filter's equality fields, dotted ones "
                "({'a.0': 1} seeds {a: {'0': 1}}) and {f: {$eq: v}} ones too",
                "jongodb leaves dotted and $eq equality fields out of the upserted document"),
+    Deviation("regex-nested-arrays",
+               "$regex (and a regex in $in) matches a string field or the strings of an "
+               "array, one array level deep: a string inside an array inside the array is "
+               "not matched", "jongodb reaches into nested arrays"),
     Deviation("inc-decimal",
                "$inc follows the arithmetic type rules: int or long or double plus decimal is "
                "a decimal (4 + Decimal128('2') is Decimal128('6'))",
@@ -225,6 +229,14 @@ def _null_in_arrays(case: Case, query: Any) -> bool:
                for value in _along(document, path.split(".")[:-1]))
 
 
+def _regex_over_nested_arrays(case: Case, query: Any) -> bool:
+    """Whether a path matched with a regex holds an array inside an array somewhere."""
+    paths = [path for path, condition in _conditions(query) if "$regex" in repr(condition)
+             or "re.compile" in repr(condition)]
+    return any(isinstance(value, list) for path in paths for document in case.documents
+               for value in reference.path_values(document, path.split(".")))
+
+
 def _conditions(query: Any) -> list[tuple[str, Any]]:
     """Every (path, condition) pair in a filter, inside logical operators too."""
     found: list[tuple[str, Any]] = []
@@ -288,6 +300,8 @@ def unsupported(case: Case) -> str | None:
             return "document-comparison"
         if _null_in_arrays(case, query):
             return "null-in-arrays"
+        if _regex_over_nested_arrays(case, query):
+            return "regex-nested-arrays"
         equality = _operands(query, ("=", "$eq", "$ne", "$all"))
         equality += [item for values in _operands(query, ("$in", "$nin")) for item in values]
         if any(isinstance(operand, dict | list) for operand in equality):
