@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
@@ -175,3 +176,36 @@ def test_an_empty_array_sorts_below_null_and_missing(direction: int, expected: l
             {"_id": 5, "a": [[], 0]}]
     result = run([{"$sort": {"a": direction, "_id": 1}}], docs)
     assert [d["_id"] for d in result] == expected
+
+
+DATE = datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ({"$add": ["$d", 1000]}, DATE + datetime.timedelta(seconds=1)),
+        ({"$add": [1000, "$d", 0.5]}, DATE + datetime.timedelta(milliseconds=1001)),
+        ({"$subtract": ["$d", 60000]}, DATE - datetime.timedelta(minutes=1)),
+        ({"$subtract": [{"$add": ["$d", 86400000]}, "$d"]}, Int64(86400000)),
+        ({"$add": ["$d", None, "x"]}, None),
+    ],
+)
+def test_date_arithmetic(expression: dict[str, Any], expected: Any) -> None:
+    """$add takes one date and milliseconds; $subtract a date from a date gives a long."""
+    assert evaluate(expression, {"d": DATE}) == expected
+
+
+@pytest.mark.parametrize(
+    ("expression", "code", "message"),
+    [
+        ({"$add": ["$d", "$d"]}, 16612, "only one date allowed in an $add expression"),
+        ({"$add": ["$d", "x"]}, 16554, "$add only supports numeric or date types, not string"),
+        ({"$subtract": [5, "$d"]}, 16556, "can't $subtract date from int"),
+        ({"$subtract": ["$d", "x"]}, 16613, "can't $subtract string from Date"),
+    ],
+)
+def test_date_arithmetic_errors(expression: dict[str, Any], code: int, message: str) -> None:
+    with pytest.raises(StoreError) as refused:
+        evaluate(expression, {"d": DATE})
+    assert (refused.value.code, refused.value.errmsg) == (code, message)
