@@ -192,9 +192,24 @@ async def test_rename_and_drop(client: AsyncMongoClient[dict[str, Any]]) -> None
     assert await db.b.find().to_list() == [{"_id": 1}]
     missing = await failure(db.nothing.rename("c"))
     assert missing.code == 26  # NamespaceNotFound
+    await db.create_collection("view", viewOn="b", pipeline=[])
+    view = await failure(db.view.rename("view2"))
+    assert (view.code, view.details["errmsg"]) == (166, "cannot rename view: h.view")
+    await db.view.drop()
     await db.b.drop()
     await db.never.drop()  # dropping a missing collection succeeds
     assert await db.list_collection_names() == []
+
+
+async def test_index_helpers_on_missing_collections_and_views(
+        client: AsyncMongoClient[dict[str, Any]]) -> None:
+    db = client.h
+    missing = await failure(db.command("listIndexes", "missing"))
+    assert (missing.code, missing.details["errmsg"]) == (26, "ns does not exist: h.missing")
+    assert await db.missing.index_information() == {}  # PyMongo reads 26 as no indexes
+    await db.create_collection("view", viewOn="base", pipeline=[])
+    on_view = await failure(db.view.create_index("a"))
+    assert on_view.code == 166  # CommandNotSupportedOnView
 
 
 # -- aggregation helpers --
