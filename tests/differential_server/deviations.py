@@ -105,6 +105,9 @@ UNSUPPORTED = {d.name: d for d in (
                "$regex (and a regex in $in) matches a string field or the strings of an "
                "array, one array level deep: a string inside an array inside the array is "
                "not matched", "jongodb reaches into nested arrays"),
+    Deviation("accumulator-missing",
+               "$addToSet and $push skip a missing value (a document without the field adds "
+               "nothing)", "jongodb adds null"),
     Deviation("inc-decimal",
                "$inc follows the arithmetic type rules: int or long or double plus decimal is "
                "a decimal (4 + Decimal128('2') is Decimal128('6'))",
@@ -281,6 +284,11 @@ def _aggregate_unsupported(case: Case) -> str | None:
         if any(not reference.path_values(document, path.split("."))
                for path in _field_paths(shaping) for document in case.documents):
             return "missing-field-path"
+        accumulated = [spec["$addToSet"] for spec in stage.get("$group", {}).values()
+                       if isinstance(spec, dict) and isinstance(spec.get("$addToSet"), str)]
+        if any(not reference.path_values(document, path[1:].split("."))
+               for path in accumulated for document in case.documents):
+            return "accumulator-missing"
         if "$project" in stage and any("." in path for path in stage["$project"]):
             return "project-dotted-arrays"
         if "$sort" in stage:
