@@ -1,10 +1,11 @@
 """Where jongodb is known to differ from mongod, and what mongod documents instead.
 
-Each deviation was found by this harness and checked against the MongoDB manual. A deviation
-with a ``rewrite`` runs an equivalent request on jongodb and derives mongod's documented answer
-from it (so the simulator is still compared); one without (``UNSUPPORTED``) is a feature jongodb
-refuses or answers with something no rewrite can repair: such a case is counted, and the
-simulator is compared with nothing for it.
+Each deviation was found by this harness and checked against the MongoDB manual (one,
+``lookup-empty-array``, is a point the manual leaves open). A ``JONGODB_DEVIATIONS`` entry is
+repaired: ``for_jongodb`` runs an equivalent request on jongodb and derives mongod's documented
+answer from its reply, so the simulator is still compared. An ``UNSUPPORTED`` entry is a
+feature jongodb refuses, or answers wrongly in a way no rewrite repairs: such a case runs on
+the simulator, is counted by the entry's name, and is compared with nothing.
 """
 
 from __future__ import annotations
