@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
@@ -164,3 +165,47 @@ def test_lookup_with_let_and_pipeline() -> None:
                      "as": "enough"}}]})
     assert reply["cursor"]["firstBatch"] == [
         {"_id": 1, "item": "a", "qty": 5, "enough": [{"_id": 11}]}]
+
+
+@pytest.mark.parametrize(("direction", "expected"), [(1, [2, 3, 4, 5, 1]), (-1, [5, 1, 3, 4, 2])])
+def test_an_empty_array_sorts_below_null_and_missing(direction: int, expected: list[int]) -> None:
+    """The manual (Comparison/Sort Order): "a comparison of an empty array considers the empty
+    array as less than a null value or a missing field value"; a nested empty array is an
+    array value (above every number)."""
+    docs = [{"_id": 1, "a": [3]}, {"_id": 2, "a": []}, {"_id": 3}, {"_id": 4, "a": None},
+            {"_id": 5, "a": [[], 0]}]
+    result = run([{"$sort": {"a": direction, "_id": 1}}], docs)
+    assert [d["_id"] for d in result] == expected
+
+
+DATE = datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ({"$add": ["$d", 1000]}, DATE + datetime.timedelta(seconds=1)),
+        ({"$add": [1000, "$d", 0.5]}, DATE + datetime.timedelta(milliseconds=1001)),
+        ({"$subtract": ["$d", 60000]}, DATE - datetime.timedelta(minutes=1)),
+        ({"$subtract": [{"$add": ["$d", 86400000]}, "$d"]}, Int64(86400000)),
+        ({"$add": ["$d", None, "x"]}, None),
+    ],
+)
+def test_date_arithmetic(expression: dict[str, Any], expected: Any) -> None:
+    """$add takes one date and milliseconds; $subtract a date from a date gives a long."""
+    assert evaluate(expression, {"d": DATE}) == expected
+
+
+@pytest.mark.parametrize(
+    ("expression", "code", "message"),
+    [
+        ({"$add": ["$d", "$d"]}, 16612, "only one date allowed in an $add expression"),
+        ({"$add": ["$d", "x"]}, 16554, "$add only supports numeric or date types, not string"),
+        ({"$subtract": [5, "$d"]}, 16556, "can't $subtract date from int"),
+        ({"$subtract": ["$d", "x"]}, 16613, "can't $subtract string from Date"),
+    ],
+)
+def test_date_arithmetic_errors(expression: dict[str, Any], code: int, message: str) -> None:
+    with pytest.raises(StoreError) as refused:
+        evaluate(expression, {"d": DATE})
+    assert (refused.value.code, refused.value.errmsg) == (code, message)

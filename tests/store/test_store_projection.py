@@ -66,3 +66,22 @@ def test_empty_project_stage_fails() -> None:
     with pytest.raises(StoreError) as caught:
         compile_projection({}, aggregate=True)
     assert caught.value.code == 51272
+
+
+NESTED: dict[str, Any] = {"_id": 1, "a": [1, [{"b": 1, "c": 1}], {"b": 2, "c": 2}]}
+
+
+@pytest.mark.parametrize(
+    ("spec", "aggregate", "expected"),
+    [
+        # mongod's projection policies: find does not recurse into an array nested in an
+        # array (inclusion drops it, exclusion keeps it whole); $project does
+        ({"a.b": 1}, False, {"_id": 1, "a": [{"b": 2}]}),
+        ({"a.b": 0}, False, {"_id": 1, "a": [1, [{"b": 1, "c": 1}], {"c": 2}]}),
+        ({"a.b": 1}, True, {"_id": 1, "a": [[{"b": 1}], {"b": 2}]}),
+        ({"a.b": 0}, True, {"_id": 1, "a": [1, [{"c": 1}], {"c": 2}]}),
+    ],
+)
+def test_nested_arrays_by_projection_policy(spec: dict[str, Any], aggregate: bool,
+                                            expected: dict[str, Any]) -> None:
+    assert compile_projection(spec, aggregate=aggregate)(NESTED) == expected

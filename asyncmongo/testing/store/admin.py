@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from asyncmongo.bson import Int64
 from asyncmongo.testing.store import index_changes, timeseries, views
 from asyncmongo.testing.store.collection import ID_INDEX_NAME, Collection, make_index
 from asyncmongo.testing.store.compare import integral
@@ -18,6 +19,7 @@ from asyncmongo.testing.store.context import (
 )
 from asyncmongo.testing.store.encrypted_fields import check_encrypted_fields_option
 from asyncmongo.testing.store.errors import StoreError, bad_value
+from asyncmongo.testing.store.known_fields import CREATE_FIELDS, check_fields
 from asyncmongo.testing.store.matcher import compile_filter
 from asyncmongo.testing.store.update import strict_key
 from asyncmongo.testing.store.validation import check_validator_options
@@ -35,6 +37,7 @@ def _reply(**fields: Any) -> Reply:
 
 def create(ctx: CommandContext, command: Mapping[str, Any]) -> Reply:
     name = collection_name(command, "create", ctx.db_name)
+    check_fields(command, CREATE_FIELDS)
     options = {k: v for k, v in command.items() if k not in _CREATE_IGNORED}
     options = _special_options(ctx.db_name, options)
     existing = ctx.namespaces.get(ctx.db_name, name)
@@ -78,7 +81,18 @@ def _special_options(db_name: str, options: dict[str, Any]) -> dict[str, Any]:
             raise StoreError(72, "the 'size' field is required when 'capped' is true")
         if whole <= 0:
             raise bad_value("size has to be a positive number")
+        # mongod keeps size rounded up to a multiple of 256 and lists size and max as
+        # integers (int, or long from 2^30), whatever number type the client sent
+        options["size"] = _listed_integer((whole + 0xFF) & ~0xFF)
+        most = integral(options["max"]) if "max" in options else None
+        if most is not None:
+            options["max"] = _listed_integer(most)
     return options
+
+
+def _listed_integer(value: int) -> int:
+    """An integer as mongod's ``appendNumber`` writes it: an int below 2^30, else a long."""
+    return value if abs(value) < 1 << 30 else Int64(value)
 
 
 _COLL_MOD_OPTIONS = frozenset({"validator", "validationLevel", "validationAction",

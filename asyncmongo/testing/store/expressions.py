@@ -8,10 +8,11 @@ null). An unknown operator raises code 168 InvalidPipelineOperator.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import random
 from collections.abc import Callable, Mapping
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from asyncmongo.bson.decimal128 import Decimal128
@@ -30,6 +31,7 @@ from asyncmongo.testing.store.compare import (
     integral,
     is_number,
     number_value,
+    to_millis,
     type_name,
     type_rank,
 )
@@ -173,13 +175,41 @@ def _numeric(name: str, values: list[Any]) -> list[Any] | None:
 
 
 def _add(argument: Any, scope: dict[str, Any]) -> Any:
-    values = _numeric("$add", _args(argument, scope))
-    if values is None:
-        return None
-    total: Any = 0
-    for v in values:
-        total = _plus(total, number_value(v))
-    return from_number(total, like=values)
+    """$add: numbers, or one date plus numbers (milliseconds), which is a date."""
+    arguments = _args(argument, scope)
+    for v in arguments:  # in order, as mongod: a null before a bad operand is a null result
+        if _is_null(v):
+            return None
+        if not is_number(v) and not isinstance(v, datetime.datetime):
+            raise StoreError(16554, f"$add only supports numeric or date types, not "
+                                    f"{type_name(v)}")
+    dates = [v for v in arguments if isinstance(v, datetime.datetime)]
+    if not dates:
+        values = _numeric("$add", arguments)
+        if values is None:
+            return None
+        total: Any = 0
+        for v in values:
+            total = _plus(total, number_value(v))
+        return from_number(total, like=values)
+    if len(dates) > 1:
+        raise StoreError(16612, "only one date allowed in an $add expression")
+    numbers = _numeric("$add", [v for v in arguments if v is not dates[0]]) or []
+    return _shift(dates[0], sum((Decimal(number_value(v)) for v in numbers), Decimal(0)))
+
+
+def _shift(date: datetime.datetime, millis: Decimal) -> datetime.datetime:
+    """``date`` moved by ``millis`` rounded half away from zero (mongod's llround)."""
+    whole = int(millis.to_integral_value(rounding=ROUND_HALF_UP))
+    return from_millis(to_millis(date) + whole)
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def from_millis(millis: int) -> datetime.datetime:
+    """The UTC datetime ``millis`` milliseconds after the epoch."""
+    return _EPOCH + datetime.timedelta(milliseconds=millis)
 
 
 def _plus(a: Any, b: Any) -> Any:
@@ -205,6 +235,17 @@ def _binary(name: str, argument: Any, scope: dict[str, Any]) -> list[Any] | None
 
 
 def _subtract(argument: Any, scope: dict[str, Any]) -> Any:
+    """$subtract: numbers; a date minus a date (milliseconds, a long) or minus a number
+    (a date)."""
+    pair = _exactly("$subtract", 2, argument, scope)
+    if isinstance(pair[0], datetime.datetime) and not any(_is_null(v) for v in pair):
+        if isinstance(pair[1], datetime.datetime):
+            return Int64(to_millis(pair[0]) - to_millis(pair[1]))
+        if is_number(pair[1]):
+            return _shift(pair[0], -Decimal(number_value(pair[1])))
+        raise StoreError(16613, f"can't $subtract {type_name(pair[1])} from Date")
+    if isinstance(pair[1], datetime.datetime) and not any(_is_null(v) for v in pair):
+        raise StoreError(16556, f"can't $subtract date from {type_name(pair[0])}")
     values = _binary("$subtract", argument, scope)
     if values is None:
         return None

@@ -33,6 +33,14 @@ AGGREGATE_FIELDS = frozenset({
     "$_requestGlobalIndexResumeToken",
 })
 
+#: mongod's create.idl (the create command's options).
+CREATE_FIELDS = frozenset({
+    "create", "capped", "autoIndexId", "idIndex", "size", "max", "storageEngine", "validator",
+    "validationLevel", "validationAction", "indexOptionDefaults", "viewOn", "pipeline",
+    "collation", "changeStreamPreAndPostImages", "timeseries", "clusteredIndex",
+    "recordIdsReplicated", "expireAfterSeconds", "encryptedFields", "temp", "flags",
+})
+
 
 def check_fields(command: Mapping[str, Any], accepted: frozenset[str]) -> None:
     """Refuse the first field of ``command`` that is neither in ``accepted`` nor generic."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from asyncmongo.bson import Undefined
+
 
 class _Missing:
     """The absence of a value at a path."""
@@ -90,11 +92,16 @@ def get_path(document: Mapping[str, Any], path: str) -> Any:
 
 
 def sort_values(document: Mapping[str, Any], path: str) -> list[Any]:
-    """The values a sort on ``path`` considers (leaf arrays contribute their elements)."""
+    """The values a sort on ``path`` considers (leaf arrays contribute their elements).
+
+    An empty leaf array contributes ``undefined``, which ranks below null: the manual's
+    "a comparison of an empty array considers the empty array as less than a null value or
+    a missing field value" (Comparison/Sort Order).
+    """
     values: list[Any] = []
     for value in collect(document, split_path(path)):
         if isinstance(value, list):
-            values.extend(value)
+            values.extend(value if value else [Undefined()])
         elif value is not MISSING:
             values.append(value)
     return values

@@ -3,6 +3,11 @@ computed fields (aggregation expressions), ``$slice``, ``$elemMatch`` and positi
 
 Inclusion keeps the document's own field order, with computed fields after; a projection that
 mixes inclusion and exclusion (other than ``_id``) fails with 31253/31254 as on the server.
+
+A dotted path applies to each element of an array it meets. An array nested directly in such
+an array is projected too by ``$project`` but left alone by find (mongod's projection
+policies: find does not recurse into nested arrays, so inclusion drops them and exclusion keeps
+them whole).
 """
 
 from __future__ import annotations
@@ -80,7 +85,7 @@ def compile_projection(spec: Mapping[str, Any] | None, *, query: Mapping[str, An
     if inclusion is None:
         inclusion = id_flag and "_id" in spec and not root.slices
     root.flags["_id"] = id_flag
-    return _projector(root, inclusion, query, variables)
+    return _projector(root, inclusion, query, variables, aggregate)
 
 
 def _add(root: _Node, path: str, value: Any, aggregate: bool) -> str:
@@ -149,14 +154,16 @@ class _Scope:
     root: Mapping[str, Any]
     query: Mapping[str, Any] | None
     variables: Mapping[str, Any] | None
+    nested_arrays: bool
 
 
 def _projector(root: _Node, inclusion: bool, query: Mapping[str, Any] | None,
-               variables: Mapping[str, Any] | None) -> Projector:
+               variables: Mapping[str, Any] | None, nested_arrays: bool) -> Projector:
     def project(document: Mapping[str, Any]) -> dict[str, Any]:
         if inclusion:
-            return _include(document, root, _Scope(document, query, variables), top=True)
-        result = _exclude(document, root)
+            scope = _Scope(document, query, variables, nested_arrays)
+            return _include(document, root, scope, top=True)
+        result = _exclude(document, root, nested_arrays)
         for key, expression in root.computed.items():
             result[key] = expressions.evaluate(expression, document, variables)
         return result
@@ -223,20 +230,21 @@ def _include_value(value: Any, node: _Node, scope: _Scope) -> Any:
     if isinstance(value, Mapping):
         return _include(value, node, scope)
     if isinstance(value, list):
-        items = [_include_value(e, node, scope) for e in value if isinstance(e, Mapping | list)]
+        items = [_include_value(e, node, scope) for e in value
+                 if isinstance(e, Mapping) or (isinstance(e, list) and scope.nested_arrays)]
         return [i for i in items if i is not MISSING]
     if node.computed:
         return _include({}, node, scope)
     return MISSING
 
 
-def _exclude(document: Mapping[str, Any], node: _Node) -> dict[str, Any]:
+def _exclude(document: Mapping[str, Any], node: _Node, nested_arrays: bool) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in document.items():
         if node.flags.get(key) is False:
             continue
         if key in node.children:
-            result[key] = _exclude_value(value, node.children[key])
+            result[key] = _exclude_value(value, node.children[key], nested_arrays)
         elif key in node.slices:
             result[key] = _slice(deep_copy(value), node.slices[key])
         else:
@@ -244,9 +252,10 @@ def _exclude(document: Mapping[str, Any], node: _Node) -> dict[str, Any]:
     return result
 
 
-def _exclude_value(value: Any, node: _Node) -> Any:
+def _exclude_value(value: Any, node: _Node, nested_arrays: bool) -> Any:
     if isinstance(value, Mapping):
-        return _exclude(value, node)
+        return _exclude(value, node, nested_arrays)
     if isinstance(value, list):
-        return [_exclude_value(e, node) for e in value]
+        return [deep_copy(e) if isinstance(e, list) and not nested_arrays
+                else _exclude_value(e, node, nested_arrays) for e in value]
     return deep_copy(value)

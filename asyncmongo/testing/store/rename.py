@@ -36,6 +36,9 @@ def rename_collection(ctx: CommandContext, command: Mapping[str, Any], catalog: 
     collection = catalog.get(source_db, source)
     if collection is None:
         raise StoreError(26, f"Source collection {source_db}.{source} does not exist")
+    if collection.is_view:
+        # mongod's renameCollection: a view is not renamed (drop and create it instead)
+        raise StoreError(166, f"cannot rename view: {source_db}.{source}")
     if (source_db, source) == (target_db, target):
         raise StoreError(20, "Can't rename a collection to itself")
     existing = catalog.get(target_db, target)
