@@ -41,7 +41,7 @@ from asyncmongo.core.operations.command import Explain
 from asyncmongo.core.operations.common import Namespace, sort_document
 from asyncmongo.core.operations.cursors import CursorPage, GetMore, KillCursors
 from asyncmongo.core.operations.find import CursorType, Find, FindOptions, projection_document
-from asyncmongo.errors import InvalidArgument, InvalidOperation, MongoError
+from asyncmongo.errors import InvalidArgument, InvalidOperation, MongoError, OperationFailure
 
 __all__ = [
     "AsyncCommandCursor",
@@ -54,6 +54,9 @@ __all__ = [
 
 T = TypeVar("T")
 
+#: getMore errors after which the server holds no cursor to kill: CursorNotFound,
+#: CursorKilled.
+_CURSOR_GONE_CODES = frozenset({43, 237})
 #: The pause between two getMores that found nothing on a tailable cursor without awaitData
 #: (an awaitData cursor waits on the server instead, up to max_await_time_ms).
 TAILABLE_RETRY_S = 0.1
@@ -225,12 +228,17 @@ class _Cursor(Generic[_DocumentType]):
             self._address = page.address
             self._take(page)
         elif self._id and not self._killed and self._address is not None:
-            page = await self._runner._run(
-                self._get_more(self._address, self._id),
-                self._session,
-                deadline=self._iteration_deadline(),
-                max_time=False,
-            )
+            try:
+                page = await self._runner._run(
+                    self._get_more(self._address, self._id),
+                    self._session,
+                    deadline=self._iteration_deadline(),
+                    max_time=False,
+                )
+            except OperationFailure as exc:
+                if exc.code not in _CURSOR_GONE_CODES:
+                    await self._kill()  # the server may still hold it: PyMongo closes it too
+                raise
             self._take(page)
         else:
             return False
