@@ -228,17 +228,12 @@ class _Cursor(Generic[_DocumentType]):
             self._address = page.address
             self._take(page)
         elif self._id and not self._killed and self._address is not None:
-            try:
-                page = await self._runner._run(
-                    self._get_more(self._address, self._id),
-                    self._session,
-                    deadline=self._iteration_deadline(),
-                    max_time=False,
-                )
-            except OperationFailure as exc:
-                if exc.code not in _CURSOR_GONE_CODES:
-                    await self._kill()  # the server may still hold it: PyMongo closes it too
-                raise
+            page = await self._runner._run(
+                self._get_more(self._address, self._id),
+                self._session,
+                deadline=self._iteration_deadline(),
+                max_time=False,
+            )
             self._take(page)
         else:
             return False
@@ -347,8 +342,16 @@ class _Cursor(Generic[_DocumentType]):
             raise InvalidArgument(f"length must be at least 1, not {length}")
         result: list[_DocumentType] = []
         while length is None or len(result) < length:
-            if not self._buffer and not await self._refresh():
-                break
+            try:
+                if not self._buffer and not await self._refresh():
+                    break
+            except OperationFailure as exc:
+                # Like an ``async for`` left by an error: the documents read so far are lost
+                # with the exception, so the server cursor is not needed any more. A timeout
+                # keeps it (the call may be repeated); a cursor the server lost needs no kill.
+                if not exc.timeout and exc.code not in _CURSOR_GONE_CODES:
+                    await self._kill()
+                raise
             take = len(self._buffer) if length is None else length - len(result)
             while take and self._buffer:
                 result.append(self._buffer.popleft())
