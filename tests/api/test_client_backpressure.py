@@ -257,10 +257,11 @@ def _succeeded(events: list[Any], name: str) -> list[Any]:
 async def _wait_for_secondary(client: AsyncMongoClient[Any]) -> None:
     runtime = client._runtime
     assert runtime is not None
+    topology = runtime.topology
     async with asyncio.timeout(10):
         while not any(s.server_type.name == "RS_SECONDARY"
-                      for s in runtime.topology.description.servers.values()):
-            await asyncio.sleep(0.02)
+                      for s in topology.description.servers.values()):
+            await topology.wait_for_change(1.0)
 
 
 # -- which commands, the deadline, cancellation ----------------------------------------------
