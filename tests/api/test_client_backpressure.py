@@ -349,3 +349,27 @@ async def test_the_jitter_source_sets_the_schedule() -> None:
             await client.db.coll.find_one({})
     assert sleep.delays == pytest.approx([0.1, 0.2])
 
+
+
+async def test_a_retried_commit_takes_majority_only_after_a_non_overload_error() -> None:
+    """Transactions spec, "Interaction with Client Backpressure": a commit retried after only
+    overload errors keeps its write concern; after any other error, w: majority."""
+    events: list[Any] = []
+    async with ReplicaSet(members=1) as rs:
+        listener = _on_first_failure(events, "commitTransaction", lambda: rs.fail_point(
+            {"times": 1}, failCommands=["commitTransaction"], errorCode=91,
+            errorLabels=["RetryableWriteError"]))
+        async with AsyncMongoClient(rs.uri, event_listeners=[listener]) as client:
+            (await executor_of(client)).jitter = lambda: 0.0
+            await client.db.coll.insert_one({"_id": 0})
+            async with client.start_session() as session:
+                session.start_transaction()
+                await client.db.coll.insert_one({"_id": 1}, session=session)
+                with rs.fail_point({"times": 1}, failCommands=["commitTransaction"],
+                                   errorCode=91, errorLabels=OVERLOAD):
+                    await session.commit_transaction()
+            assert await client.db.coll.count_documents({}) == 2
+    concerns = [e.command.get("writeConcern") for e in started(events, "commitTransaction")]
+    assert len(concerns) == 3
+    assert concerns[0] is None and concerns[1] is None  # the overload error did no work
+    assert concerns[2] is not None and concerns[2]["w"] == "majority"
