@@ -318,6 +318,7 @@ class Executor:
         retries = 0
         allowed_retries = math.inf if attempt.timed else 1
         while True:
+            overloaded: BaseException | None = None  # the overload error to back off from
             try:
                 server = await self._server_for(
                     attempt.target, deadline, attempt.name, deprioritized, operation_id
@@ -367,11 +368,13 @@ class Executor:
                     raise
                 retries += 1
                 if overload:
-                    await self._back_off(retries, exc, deadline, reported)
+                    overloaded = exc
                 if sharded or (overload and self.overload_retargeting):
                     deprioritized.append(server.address)
             finally:
                 server.operation_count -= 1
+            if overloaded is not None:  # not counted in flight on the server while it waits
+                await self._back_off(retries, overloaded, deadline, reported or overloaded)
 
     async def _back_off(
         self, retry: int, exc: BaseException, deadline: float | None, reported: BaseException
