@@ -101,6 +101,3 @@ def codec_options(api: Mapping[str, Any], uri_uuid_representation: str) -> Codec
         return CodecOptions(**kwargs)
     except TypeError as exc:
         raise ConfigurationError(f"invalid codec option: {exc}") from None
-    except UnicodeError:  # a lone surrogate in an error handler's name, say
-        raise ConfigurationError("invalid codec option: a name that is not valid Unicode "
-                                 "text (a lone surrogate)") from None

@@ -41,7 +41,7 @@ from asyncmongo.core.operations.command import Explain
 from asyncmongo.core.operations.common import Namespace, sort_document
 from asyncmongo.core.operations.cursors import CursorPage, GetMore, KillCursors
 from asyncmongo.core.operations.find import CursorType, Find, FindOptions, projection_document
-from asyncmongo.errors import InvalidArgument, InvalidOperation, MongoError
+from asyncmongo.errors import InvalidArgument, InvalidOperation, MongoError, OperationFailure
 
 __all__ = [
     "AsyncCommandCursor",
@@ -54,6 +54,9 @@ __all__ = [
 
 T = TypeVar("T")
 
+#: getMore errors after which the server holds no cursor to kill: CursorNotFound,
+#: CursorKilled.
+_CURSOR_GONE_CODES = frozenset({43, 237})
 #: The pause between two getMores that found nothing on a tailable cursor without awaitData
 #: (an awaitData cursor waits on the server instead, up to max_await_time_ms).
 TAILABLE_RETRY_S = 0.1
@@ -339,8 +342,16 @@ class _Cursor(Generic[_DocumentType]):
             raise InvalidArgument(f"length must be at least 1, not {length}")
         result: list[_DocumentType] = []
         while length is None or len(result) < length:
-            if not self._buffer and not await self._refresh():
-                break
+            try:
+                if not self._buffer and not await self._refresh():
+                    break
+            except OperationFailure as exc:
+                # Like an ``async for`` left by an error: the documents read so far are lost
+                # with the exception, so the server cursor is not needed any more. A timeout
+                # keeps it (the call may be repeated); a cursor the server lost needs no kill.
+                if not exc.timeout and exc.code not in _CURSOR_GONE_CODES:
+                    await self._kill()
+                raise
             take = len(self._buffer) if length is None else length - len(result)
             while take and self._buffer:
                 result.append(self._buffer.popleft())

@@ -16,17 +16,7 @@ from spec_tests.unified.target import TargetPool
 
 __all__ = ["target_pool"]
 
-_BACKPRESSURE = (
-    "client backpressure (retrying errors labelled SystemOverloadedError/RetryableError with "
-    "exponential backoff, up to maxAttempts) is not implemented: asyncmongo retries a "
-    "retryable read or write once, per the retryable reads/writes specs"
-)
-SKIPS: dict[tuple[str, str], str] = {
-    ("backpressure-retryable-abort.json", "*"): _BACKPRESSURE,
-    ("backpressure-retryable-commit.json", "*"): _BACKPRESSURE,
-    ("backpressure-retryable-reads.json", "*"): _BACKPRESSURE,
-    ("backpressure-retryable-writes.json", "*"): _BACKPRESSURE,
-}
+SKIPS: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.asyncio(loop_scope="module")

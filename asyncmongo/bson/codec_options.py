@@ -163,7 +163,12 @@ class CodecOptions(Generic[_CodecDocumentType]):
             raise TypeError(f"unicode_decode_error_handler must be a str, not {handler!r}")
         try:
             codecs.lookup_error(handler)
-        except LookupError:
+        except UnicodeError:  # the registry looks names up as UTF-8
+            raise TypeError(
+                f"unknown unicode_decode_error_handler {handler!r}: not valid Unicode text "
+                "(a lone surrogate)"
+            ) from None
+        except (LookupError, ValueError):  # ValueError: a NUL in the name
             raise TypeError(f"unknown unicode_decode_error_handler {handler!r}") from None
         if self.tzinfo is not None:
             if not isinstance(self.tzinfo, _tzinfo):

@@ -19,7 +19,9 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.core.address import Address
+from asyncmongo.core.backpressure import is_retryable_overload_error
 from asyncmongo.core.operations.base import Command, ConnectionInfo, Operation, Target
+from asyncmongo.core.selection.suitability import Operation as SelectionKind
 from asyncmongo.core.sessions.cluster_time import cluster_time_of, greater_cluster_time
 from asyncmongo.core.sessions.decorate import COMMIT_RETRY_WTIMEOUT_MS, SessionFields, decorate
 from asyncmongo.core.sessions.retryability import (
@@ -37,6 +39,7 @@ __all__ = [
     "SessionOperation",
     "SessionStep",
     "is_retryable_write_operation",
+    "may_retry_overload",
 ]
 
 T = TypeVar("T")
@@ -44,6 +47,8 @@ T = TypeVar("T")
 #: Sessions spec: $clusterTime is gossiped to servers of wire version 6 (3.6) and later.
 CLUSTER_TIME_WIRE_VERSION = 6
 _TXN_END = frozenset({"commitTransaction", "abortTransaction"})
+#: A cursor's commands: reads for the overload retry policy, whatever their target says.
+_CURSOR_OPS = frozenset({"getMore", "killCursors"})
 #: IllegalOperation: what a server without retryable writes answers to txnNumber.
 ILLEGAL_OPERATION = 20
 
@@ -124,6 +129,23 @@ def is_retryable_write_operation(op: Any) -> bool:
     return not any(getattr(s, "multi", False) for s in statements[start:])
 
 
+def may_retry_overload(op: Any, retry_reads: bool, retry_writes: bool) -> bool:
+    """Client backpressure, "Overload retry policy" 2.4: a write when retryWrites is on, a
+    read when retryReads is on, a generic runCommand only when both are; commit and abort
+    always (transactions spec: they are retried whatever retryWrites says)."""
+    name = op.name
+    if name in _TXN_END:
+        return True
+    if getattr(op, "generic", False):
+        return retry_reads and retry_writes
+    if name in _CURSOR_OPS:
+        return retry_reads
+    target: Target = op.target
+    if target.write_stage or target.selection.operation is SelectionKind.WRITE:
+        return retry_writes
+    return retry_reads
+
+
 def is_retryable_read_operation(op: Any) -> bool:
     """Retryable reads spec: the supported reads, not a $out/$merge aggregate, not getMore."""
     target: Target = op.target
@@ -138,11 +160,13 @@ class SessionOperation(Generic[T]):
         "address",
         "attempt",
         "clock",
+        "commit_majority",
         "generic",
         "held",
         "max_time",
         "max_wire_version",
         "op",
+        "overload_retry",
         "retry_reads",
         "retry_writes",
         "session",
@@ -210,6 +234,12 @@ class SessionOperation(Generic[T]):
         if self.retry_writes and op.name not in _TXN_END:
             assert session is not None
             self.txn_number = session._next_txn_number()
+        #: Client backpressure: a retryable overload error may be retried (in a transaction
+        #: too), as the client's retryReads/retryWrites allow for this kind of command.
+        self.overload_retry = may_retry_overload(op, retry_reads, retry_writes)
+        #: Transactions spec: a retried commit uses w: majority once an attempt failed with
+        #: an error other than a retryable overload error (that one did no work).
+        self.commit_majority = False
 
     # -- the Operation interface ----------------------------------------------------------
 
@@ -252,7 +282,7 @@ class SessionOperation(Generic[T]):
         else:
             fields = _NO_SESSION if clock_time is None else SessionFields(cluster_time=clock_time)
         document = decorate(command.document, fields)
-        if self.op.name == "commitTransaction" and self.attempt > 1:
+        if self.op.name == "commitTransaction" and self.commit_majority:
             document = _majority(document)
         # the constructor, not dataclasses.replace (field introspection on every operation)
         return Command(command.database, document, command.sequences, command.unacknowledged)
@@ -282,11 +312,9 @@ class SessionOperation(Generic[T]):
 
     # -- the retry decision ---------------------------------------------------------------
 
-    def may_retry(self, exc: BaseException, *, until_deadline: bool = False) -> bool:
-        """After an attempt failed with ``exc``: is a retry allowed? One retry, or with
-        ``until_deadline`` (CSOT: timeoutMS is set) as many as the deadline allows."""
-        if self.attempt != 1 and not until_deadline:
-            return False
+    def may_retry(self, exc: BaseException) -> bool:
+        """After an attempt failed with ``exc``: do the retryable reads/writes rules allow a
+        retry? (How many retries is the executor's count.)"""
         if self.retry_writes:
             if not self.supports_retryable_writes and self.max_wire_version is not None:
                 return False
@@ -321,6 +349,8 @@ class SessionOperation(Generic[T]):
         transaction labels, unpinning)."""
         if self.retry_writes and (self.supports_retryable_writes or self.max_wire_version is None):
             label_retryable_write_error(exc, self.max_wire_version)
+        if not is_retryable_overload_error(exc):
+            self.commit_majority = True
         if self.session is not None and self.step is not None:
             self.session._on_error(exc, self.step, self.op.name)
 

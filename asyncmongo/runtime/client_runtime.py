@@ -95,6 +95,8 @@ class ClientRuntime:
             retry_reads=options.retry_reads,
             retry_writes=options.retry_writes,
             events=events,
+            max_adaptive_retries=options.max_adaptive_retries,
+            overload_retargeting=options.enable_overload_retargeting,
         )
         self.poller: SrvPoller | None = None
         #: Closes this runtime if the loop ends with the client never closed.

@@ -14,7 +14,9 @@
    ``$readPreference`` here), publishes command events, sends it and awaits the reply;
 5. reports errors to SDAM (``Topology.handle_error``: its pure verdict marks the server
    Unknown, clears the pool, requests a check) before the connection goes back, parses the
-   reply, and retries once per the retryable reads/writes rules.
+   reply, and retries: once per the retryable reads/writes rules (until the deadline with
+   timeoutMS), and any command that failed with a retryable overload error up to
+   maxAdaptiveRetries times, after an exponential backoff with jitter (client backpressure).
 
 Cancellation at any await leaves no connection checked out: the connection of a cancelled
 attempt is discarded, never reused.
@@ -26,6 +28,7 @@ import asyncio
 import dataclasses
 import enum
 import math
+import random
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -33,6 +36,13 @@ from asyncmongo.bson import CodecOptions
 from asyncmongo.bson.codec_options import DEFAULT_CODEC_OPTIONS
 from asyncmongo.bson.raw import RawBSONDocument
 from asyncmongo.core.address import Address, format_address
+from asyncmongo.core.backpressure import (
+    DEFAULT_MAX_ADAPTIVE_RETRIES,
+    backoff_seconds,
+    base_backoff_ms_of,
+    is_overload_error,
+    is_retryable_overload_error,
+)
 from asyncmongo.core.error_policy import ApplicationError, is_state_change_error
 from asyncmongo.core.operations.base import Operation, Target
 from asyncmongo.core.operations.command import CommandOperation
@@ -137,7 +147,9 @@ class Executor:
     ``implicit_session`` makes a session for an operation run without one (None: operations
     run without sessions, as in tests of the topology alone); ``retry_reads`` and
     ``retry_writes`` are the client's retryReads/retryWrites; ``events`` publishes command
-    monitoring events. ``decrypt_reply`` (None: replies are decoded as they come) is
+    monitoring events; ``max_adaptive_retries`` and ``overload_retargeting`` are the client
+    backpressure options, ``jitter`` and ``sleep`` the backoff's randomness and wait.
+    ``decrypt_reply`` (None: replies are decoded as they come) is
     automatic decryption's: a client with auto encryption options sets it.
     """
 
@@ -150,8 +162,12 @@ class Executor:
         "decrypt_reply",
         "encrypt_command",
         "events",
+        "jitter",
+        "max_adaptive_retries",
+        "overload_retargeting",
         "retry_reads",
         "retry_writes",
+        "sleep",
     )
 
     def __init__(
@@ -162,11 +178,23 @@ class Executor:
         retry_reads: bool = False,
         retry_writes: bool = False,
         events: CommandEvents | None = None,
+        max_adaptive_retries: int = DEFAULT_MAX_ADAPTIVE_RETRIES,
+        overload_retargeting: bool = False,
+        jitter: Callable[[], float] = random.random,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._topology = topology
         self._implicit_session = implicit_session
         self.retry_reads = retry_reads
         self.retry_writes = retry_writes
+        #: Client backpressure: maxAdaptiveRetries, the most retries once an overload error
+        #: was seen, and enableOverloadRetargeting (retry an overload error elsewhere).
+        self.max_adaptive_retries = max_adaptive_retries
+        self.overload_retargeting = overload_retargeting
+        #: The backoff's jitter source (a float in [0, 1)) and its sleep: replaceable so tests
+        #: pin the schedule or record it instead of waiting.
+        self.jitter = jitter
+        self.sleep = sleep
         self.events = events or CommandEvents()
         self.clock = ClusterTimeKeeper()
         #: (server, cursor id) -> the session its getMore/killCursors must use.
@@ -290,23 +318,29 @@ class Executor:
         deadline: float | None,
         operation_id: int | None,
     ) -> T:
-        """The first attempt and, when allowed, one retry (retryable reads/writes specs); with
-        timeoutMS, retries until the deadline passes (CSOT "Retryability")."""
+        """The first attempt and the retries the rules allow: one under the retryable
+        reads/writes specs, as many as the deadline allows with timeoutMS (CSOT
+        "Retryability"), and at most maxAdaptiveRetries once an overload error was seen, with
+        a backoff before each retry of an overload error (client backpressure, "Overload retry
+        policy" and "Interaction with Other Retry Policies")."""
         if attempt.name == "killCursors" and self._release_broken_cursor_pin(attempt):
             return attempt.op.parse({"ok": 1})
         deprioritized: list[Address] = []
-        first_error: BaseException | None = None
-        timed = attempt.timed
+        #: The error to raise if no attempt succeeds (retryable writes, "error propagation").
+        reported: BaseException | None = None
+        retries = 0
+        allowed_retries = math.inf if attempt.timed else 1
         while True:
+            overloaded: BaseException | None = None  # the overload error to back off from
             try:
                 server = await self._server_for(
                     attempt.target, deadline, attempt.name, deprioritized, operation_id
                 )
             except Exception as exc:
-                if first_error is not None:
+                if reported is not None:
                     if deadline is not None and getattr(exc, "timeout", False):
-                        raise exc from first_error  # CSOT: out of time, a timeout error
-                    raise first_error from exc  # no server for the retry: the original error
+                        raise exc from reported  # CSOT: out of time, a timeout error
+                    raise reported from exc  # no server for the retry: the previous error
                 attempt.failed(exc)
                 raise
             attempt.attempt += 1
@@ -331,27 +365,43 @@ class Executor:
                 if lease is not None and lease is not Lease.POOLED:
                     self._settle(attempt, server, lease, None)
                 attempt.failed(exc)
-                if (
-                    (first_error is None or timed)
-                    and attempt.may_retry(exc, until_deadline=timed)
-                    and not _expired(deadline)
-                ):
-                    first_error = first_error or exc
-                    if sharded:
-                        deprioritized.append(server.address)
-                    continue
-                if (
-                    first_error is not None
-                    and isinstance(exc, MongoError)
-                    and exc.has_error_label(NO_WRITES_PERFORMED)
-                ):
-                    raise first_error from exc
-                replacement = attempt.replacement(exc)
-                if replacement is not None:
-                    raise replacement from exc
-                raise
+                reported = _error_to_report(reported, exc)
+                overload = is_overload_error(exc)
+                if overload:
+                    allowed_retries = self.max_adaptive_retries
+                retryable = attempt.may_retry(exc) or (
+                    attempt.overload_retry and is_retryable_overload_error(exc)
+                )
+                if not retryable or retries >= allowed_retries or _expired(deadline):
+                    if reported is not exc:
+                        raise reported from exc
+                    replacement = attempt.replacement(exc)
+                    if replacement is not None:
+                        raise replacement from exc
+                    raise
+                retries += 1
+                if overload:
+                    overloaded = exc
+                if sharded or (overload and self.overload_retargeting):
+                    deprioritized.append(server.address)
             finally:
                 server.operation_count -= 1
+            if overloaded is not None:  # not counted in flight on the server while it waits
+                await self._back_off(retries, overloaded, deadline, reported or overloaded)
+
+    async def _back_off(
+        self, retry: int, exc: BaseException, deadline: float | None, reported: BaseException
+    ) -> None:
+        """Client backpressure: sleep ``jitter * min(MAX_BACKOFF, base * 2**retry)`` before
+        retrying an overload error; a backoff that would end past the deadline ends the
+        operation now with the error instead. The connection is already back in the pool."""
+        delay = backoff_seconds(retry, self.jitter(), base_backoff_ms_of(exc))
+        if deadline is not None and asyncio.get_running_loop().time() + delay > deadline:
+            if reported is exc:
+                raise exc
+            raise reported from exc
+        if delay > 0:
+            await self.sleep(delay)
 
     def _server_for(
         self,
@@ -698,6 +748,16 @@ async def _reauthenticate(conn: Connection, deadline: float | None) -> None:
     except BaseException:
         conn.close()
         raise
+
+
+def _error_to_report(reported: BaseException | None, exc: BaseException) -> BaseException:
+    """Retryable writes, "error propagation": the most recent error that says a write was
+    attempted; while every error says none was (``NoWritesPerformed``), the first."""
+    if reported is None:
+        return exc
+    if isinstance(exc, MongoError) and exc.has_error_label(NO_WRITES_PERFORMED):
+        return reported
+    return exc
 
 
 def _expired(deadline: float | None) -> bool:

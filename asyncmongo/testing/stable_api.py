@@ -100,6 +100,8 @@ DEFAULT_PARAMETERS: Mapping[str, Any] = {
     "acceptApiVersion2": True,
     "requireApiVersion": False,
     "authenticationMechanisms": ["SCRAM-SHA-1", "SCRAM-SHA-256"],
+    # client backpressure: a positive value is sent as baseBackoffMS with overload errors
+    "externalClientBaseBackoffMS": 0,
 }
 #: Parameters fixed at startup (setParameter refuses to change them at runtime).
 _STARTUP_ONLY = frozenset({"enableTestCommands", "authenticationMechanisms"})

@@ -521,11 +521,21 @@ def test_codec_options_defaults_and_with_options() -> None:
         {"uuid_representation": 42},
         {"datetime_conversion": 0},
         {"unicode_decode_error_handler": "nope"},
+        {"unicode_decode_error_handler": "\udcff"},
+        {"unicode_decode_error_handler": "st\x00rict"},
     ],
 )
 def test_codec_options_validation(kwargs: dict[str, Any]) -> None:
     with pytest.raises(TypeError):
         CodecOptions(**kwargs)
+
+
+def test_a_lone_surrogate_handler_name_is_a_type_error_naming_it() -> None:
+    """codecs looks error handler names up as UTF-8: a lone surrogate must not escape as a
+    UnicodeEncodeError (a ValueError) but be refused like any unknown handler."""
+    with pytest.raises(TypeError, match="lone surrogate") as info:
+        CodecOptions(unicode_decode_error_handler="\udcff")
+    assert not isinstance(info.value, UnicodeError)
 
 
 def test_uuid_options_round_trip() -> None:

@@ -53,6 +53,11 @@ EFFECTS: dict[str, tuple[str, Read, Any]] = {
         lambda c: c.options.direct_connection,
         True,
     ),
+    "enableOverloadRetargeting": (
+        "mongodb://h/?enableOverloadRetargeting=true",
+        lambda c: c.options.enable_overload_retargeting,
+        True,
+    ),
     "heartbeatFrequencyMS": (
         "mongodb://h/?heartbeatFrequencyMS=600",
         lambda c: c.options.heartbeat_frequency_ms,
@@ -64,6 +69,11 @@ EFFECTS: dict[str, tuple[str, Read, Any]] = {
         "mongodb://h/?localThresholdMS=7",
         lambda c: c.options.local_threshold_ms,
         7,
+    ),
+    "maxAdaptiveRetries": (
+        "mongodb://h/?maxAdaptiveRetries=5",
+        lambda c: c.options.max_adaptive_retries,
+        5,
     ),
     "maxConnecting": ("mongodb://h/?maxConnecting=5", lambda c: c.options.max_connecting, 5),
     "maxIdleTimeMS": (
@@ -185,8 +195,6 @@ REFUSED: dict[str, tuple[str, str]] = {
     "tlsDisableOCSPEndpointCheck": ("false", "true"),
     "tlsDisableCertificateRevocationCheck": ("false", "true"),
     "serverSelectionTryOnce": ("true", "false"),
-    "maxAdaptiveRetries": ("3", "0"),
-    "enableOverloadRetargeting": ("true", "false"),
 }
 
 #: ClientOptions fields of the REFUSED options: the accepted value is what the driver does
@@ -195,8 +203,6 @@ UNREAD_FIELDS = {
     "tls_disable_ocsp_endpoint_check",
     "tls_disable_certificate_revocation_check",
     "server_selection_try_once",
-    "max_adaptive_retries",
-    "enable_overload_retargeting",
 }
 
 

@@ -13,9 +13,7 @@ revocation status. ``tlsDisableOCSPEndpointCheck=true`` and
 The same rule for the options of behaviours asyncmongo does not have: a value asking for what
 it does is accepted, any other is refused. ``serverSelectionTryOnce`` is for single-threaded
 drivers (server selection spec); asyncmongo monitors in the background and keeps selecting
-until ``serverSelectionTimeoutMS``, which ``false`` describes. The client-backpressure spec's
-overload retries are not implemented: ``maxAdaptiveRetries=0`` and
-``enableOverloadRetargeting=false`` describe that; other values are refused.
+until ``serverSelectionTimeoutMS``, which ``false`` describes.
 """
 
 from __future__ import annotations
@@ -33,10 +31,6 @@ _NO_REVOCATION_CHECKS = (
 )
 
 
-_OVERLOAD_RETRIES = (
-    "asyncmongo does not retry operations the server refuses as overloaded (the "
-    "client-backpressure spec's adaptive retries and retargeting)"
-)
 #: (option, the one value that describes what asyncmongo does, why others are refused)
 _NOT_IMPLEMENTED: tuple[tuple[str, object, str], ...] = (
     (
@@ -45,8 +39,6 @@ _NOT_IMPLEMENTED: tuple[tuple[str, object, str], ...] = (
         "it applies to single-threaded drivers; asyncmongo monitors servers in the background "
         "and keeps selecting until serverSelectionTimeoutMS",
     ),
-    ("maxAdaptiveRetries", 0, _OVERLOAD_RETRIES + "; leave it out or set it to 0"),
-    ("enableOverloadRetargeting", False, _OVERLOAD_RETRIES + "; leave it out or set it to false"),
 )
 
 

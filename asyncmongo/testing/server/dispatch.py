@@ -128,8 +128,18 @@ class Dispatcher:
         """Answer what a fault put in place of the command; False closes the connection."""
         if preempted.reply is None:
             return False
-        return await self._network.send(conn, request, self._role.decorate(preempted.reply),
+        reply = self._with_base_backoff(preempted.reply)
+        return await self._network.send(conn, request, self._role.decorate(reply),
                                         response_to=response_to)
+
+    def _with_base_backoff(self, reply: dict[str, Any]) -> dict[str, Any]:
+        """Client backpressure: with the externalClientBaseBackoffMS parameter set, mongod
+        tells clients the base backoff to use with each overload error (``baseBackoffMS``)."""
+        base = self._commands.parameters.get("externalClientBaseBackoffMS")
+        labels = reply.get("errorLabels") or ()
+        if not isinstance(base, int | float) or base <= 0 or "SystemOverloadedError" not in labels:
+            return reply
+        return {**reply, "baseBackoffMS": base}
 
     # --- hello -----------------------------------------------------------------------------
 
