@@ -665,7 +665,8 @@ class Executor:
     ) -> dict[str, Any]:
         """CSOT "Command Execution": a command that cannot finish in time is not sent; one
         that can carries maxTimeMS = remaining - minRoundTripTime (replacing the deprecated
-        per-operation maxTimeMS), unless ``max_time`` is False (getMore, iteration mode)."""
+        per-operation maxTimeMS), unless ``max_time`` is False (getMore, iteration mode) or
+        the server is a mongocryptd."""
         concern = document.get("writeConcern")
         if isinstance(concern, Mapping) and "wtimeout" in concern:
             # CSOT: wTimeoutMS (deprecated) is ignored when timeoutMS is set
@@ -682,6 +683,10 @@ class Executor:
         if remaining_ms <= rtt_ms:
             raise timeout_before_send(server.address, remaining_ms, rtt_ms)
         budget = int(remaining_ms - rtt_ms) or 1
+        if known is not None and known.iscryptd:
+            # CSOT "Client Side Encryption": never to mongocryptd, so that the marked-up
+            # command can carry the application's maxTimeMS once encrypted.
+            return document
         if not max_time:
             wait = document.get("maxTimeMS")  # an awaitData getMore's maxAwaitTimeMS
             if isinstance(wait, int) and wait > budget:

@@ -1,6 +1,7 @@
 """The client-side-operations-timeout prose tests 4, 6, 7, 9, 10 and 11
 (spec_tests/data/client-side-operations-timeout/README.md, "Prose Tests") against
-asyncmongo.testing deployments; 1, 5 and 8 are in test_csot.py.
+asyncmongo.testing deployments; 1, 5 and 8 are in test_csot.py, 2 and 3 (mongocryptd and
+ClientEncryption) in tests/encryption/test_csot_prose_encryption.py.
 
 As the README asks, fail points are set through a client without timeoutMS (``internal``, or
 the deployment's own handle, which is the same command sent straight to the server) and unset
