@@ -16,11 +16,13 @@ from __future__ import annotations
 import base64
 import importlib.util
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from spec_tests.unified.errors import Unsupported
 
-__all__ = ["CSFLE_AVAILABLE", "auto_encryption_opts", "libmongocrypt_version"]
+__all__ = ["CSFLE_AVAILABLE", "ClientEncryptionEntity", "auto_encryption_opts",
+           "client_encryption_providers", "libmongocrypt_version"]
 
 #: The client-side encryption test README's LOCAL_MASTERKEY.
 LOCAL_MASTER_KEY = base64.b64decode(
@@ -75,6 +77,53 @@ def kms_providers(given: Mapping[str, Any], needed: set[str]) -> dict[str, Any]:
             f"the test's only KMS providers ({', '.join(given)}) need credentials that are "
             "not available in this environment")
     return providers
+
+
+def client_encryption_providers(given: Mapping[str, Any]
+                                ) -> tuple[dict[str, Any], dict[str, str]]:
+    """A clientEncryption entity's ``kmsProviders`` with the placeholders resolved: the
+    providers to configure, and those left out (name -> why).
+
+    As for autoEncryptOpts, ``local`` placeholders get LOCAL_MASTERKEY and a provider given
+    without placeholders (``aws: {}`` included) is configured exactly as given. A provider
+    whose credentials are placeholders this environment cannot fill (aws, azure, gcp, kmip:
+    real cloud accounts / the mock KMIP server with its keys) is left out; an operation that
+    needs it then skips naming it (:class:`ClientEncryptionEntity`). Which operations need it
+    is only known per operation, so the entity is created without it.
+    """
+    providers: dict[str, Any] = {}
+    unavailable: dict[str, str] = {}
+    for name, fields in given.items():
+        placeholders = [k for k, v in fields.items() if _is_placeholder(v)]
+        if not placeholders:
+            providers[name] = dict(fields)
+        elif name.split(":")[0] == "local":
+            providers[name] = {**fields, "key": LOCAL_MASTER_KEY}
+        else:
+            unavailable[name] = (
+                f"KMS provider {name!r} needs real cloud/KMIP credentials "
+                f"({', '.join(placeholders)}: $$placeholder) that are not available in this "
+                "environment, and the simulated KMS servers cannot stand in for the test "
+                "data's keys (wrapped by the real KMS) or for its expected masterKey documents")
+    if not providers:
+        raise Unsupported(
+            f"the clientEncryption's only KMS providers ({', '.join(given)}) need credentials "
+            "that are not available in this environment")
+    return providers, unavailable
+
+
+@dataclass
+class ClientEncryptionEntity:
+    """A clientEncryption entity: the AsyncClientEncryption, and the KMS providers of the
+    test's ``kmsProviders`` left out for want of credentials (name -> why)."""
+
+    client_encryption: Any
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+    def check_provider(self, name: str | None) -> None:
+        """Skip (Unsupported) if ``name`` is a provider left out for want of credentials."""
+        if name is not None and name in self.unavailable:
+            raise Unsupported(self.unavailable[name])
 
 
 def auto_encryption_opts(options: Mapping[str, Any],

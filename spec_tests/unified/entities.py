@@ -150,6 +150,9 @@ class EntityMap:
         self._kinds: dict[str, str] = {}
         #: The file's initialData (autoEncryptOpts: which KMS providers the key vault needs).
         self.initial_data: Sequence[Mapping[str, Any]] = ()
+        #: The runner's internal client (clientEncryption operations look at the key vault
+        #: through it, unobserved, to tell which KMS providers an operation needs).
+        self.internal: AsyncMongoClient | None = None
         #: autoEncryptOpts' stand-in for mongocryptd, started with the first such client.
         self.query_analyzer: Any = None
 
@@ -298,7 +301,29 @@ class EntityMap:
         self.add(options["id"], "bucket", AsyncGridFSBucket(database, **kwargs))
 
     async def _create_clientEncryption(self, options: Mapping[str, Any]) -> None:
-        raise Unsupported("client-side encryption (clientEncryption entities) is not built")
+        """An AsyncClientEncryption from clientEncryptionOpts: keyVaultClient (a client
+        entity), keyVaultNamespace, kmsProviders (placeholders as for autoEncryptOpts, see
+        :func:`client_encryption_providers`), keyExpirationMS. The codec options are the
+        key vault client's."""
+        from asyncmongo.encryption import AsyncClientEncryption
+        from spec_tests.unified.encryption import (
+            ClientEncryptionEntity,
+            client_encryption_providers,
+        )
+
+        opts = dict(options["clientEncryptionOpts"])
+        client = self.get(opts.pop("keyVaultClient"), "client").client
+        providers, unavailable = client_encryption_providers(opts.pop("kmsProviders"))
+        kwargs: dict[str, Any] = {}
+        if "keyExpirationMS" in opts:
+            kwargs["key_expiration_ms"] = opts.pop("keyExpirationMS")
+        namespace = opts.pop("keyVaultNamespace")
+        if opts:
+            raise TestFormatError(f"unknown clientEncryptionOpts {sorted(opts)}")
+        client_encryption = AsyncClientEncryption(providers, namespace, client,
+                                                  client.codec_options, **kwargs)
+        self.add(options["id"], "clientEncryption",
+                 ClientEncryptionEntity(client_encryption, unavailable))
 
     async def _create_thread(self, options: Mapping[str, Any]) -> None:
         self.add(options["id"], "thread", ThreadEntity())
@@ -317,6 +342,8 @@ class EntityMap:
                     await call_api(value, "end_session")
                 elif kind == "thread":
                     await value.close()
+                elif kind == "clientEncryption":
+                    await value.client_encryption.close()
         for entity in self.clients().values():
             await entity.client.close()
         if self.query_analyzer is not None:

@@ -72,6 +72,7 @@ class UnifiedTestRunner:
                                       self.file.initial_data], default=str)
         self.entities = EntityMap(self.target, fast_heartbeat=_sets_fail_points(test))
         self.entities.initial_data = self.file.initial_data
+        self.entities.internal = self.internal
         await self._kill_all_sessions()
         try:
             try:
