@@ -4,8 +4,10 @@ QueryAnalyzer in mongocryptd's place.
 
 Every test passes, or is skipped with the reason the runner gives: an unmet
 runOnRequirement, a data key wrapped by a real cloud/KMIP key (credentials this environment
-does not have), Queryable Encryption's automatic encryption (needs the encryptedFields query
-analysis of crypt_shared/mongocryptd), or an API not built yet.
+does not have), a clientEncryption operation that needs such a KMS provider (createDataKey or
+rewrapManyDataKey with aws/azure/gcp/kmip, whose test credentials are ``$$placeholder``s),
+Queryable Encryption's automatic encryption (needs the encryptedFields query analysis of
+crypt_shared/mongocryptd), or an API not built yet.
 """
 
 from __future__ import annotations

@@ -235,3 +235,32 @@ def test_api_not_built_entries_are_really_missing() -> None:
         accepted = inspect.signature(function).parameters
         for name in params.rstrip(")").replace("=...", "").split(", "):
             assert name not in accepted, f"{what}: {name} is accepted now"
+
+
+def test_client_encryption_providers_resolve_placeholders() -> None:
+    """clientEncryption kmsProviders: local placeholders get LOCAL_MASTERKEY, explicit
+    values (aws: {} too) are kept as given, and providers with placeholder credentials this
+    environment lacks are left out with a reason the operations needing them skip with."""
+    from spec_tests.unified.encryption import (
+        LOCAL_MASTER_KEY,
+        ClientEncryptionEntity,
+        client_encryption_providers,
+    )
+
+    placeholder = {"$$placeholder": 1}
+    providers, unavailable = client_encryption_providers({
+        "local": {"key": placeholder},
+        "local:name2": {"key": "explicit"},
+        "aws": {},
+        "aws:name1": {"accessKeyId": placeholder, "secretAccessKey": placeholder},
+    })
+    assert providers == {"local": {"key": LOCAL_MASTER_KEY},
+                         "local:name2": {"key": "explicit"}, "aws": {}}
+    assert set(unavailable) == {"aws:name1"}
+    entity = ClientEncryptionEntity(object(), unavailable)
+    entity.check_provider("local")
+    entity.check_provider(None)
+    with pytest.raises(Unsupported, match="aws:name1"):
+        entity.check_provider("aws:name1")
+    with pytest.raises(Unsupported, match="only KMS providers"):
+        client_encryption_providers({"gcp": {"email": placeholder}})
