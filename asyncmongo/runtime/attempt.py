@@ -12,7 +12,6 @@ while a retry is still possible.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -230,10 +229,18 @@ class SessionOperation(Generic[T]):
         return self.op.codec_options
 
     def build(self, conn: AttemptConnection) -> Command:
+        """The command to send on ``conn``, decorated (see ``build_document``)."""
+        command, document = self.build_document(conn)
+        return Command(command.database, document, command.sequences, command.unacknowledged)
+
+    def build_document(self, conn: AttemptConnection) -> tuple[Command, dict[str, Any]]:
+        """(the operation's command, its document with the session's fields and the
+        client's ``$clusterTime``): the executor sends the document with the command's
+        database, sequences and w:0 flag, so no second Command is built per attempt."""
         command = self.op.build(conn)
         step = self.step
         if command.unacknowledged and step is not None and step.in_transaction:
-            command = dataclasses.replace(command, unacknowledged=False)
+            command = Command(command.database, command.document, command.sequences, False)
         self.max_wire_version = conn.max_wire_version
         supports_sessions = conn.supports_sessions
         self.supports_retryable_writes = conn.supports_retryable_writes
@@ -254,8 +261,7 @@ class SessionOperation(Generic[T]):
         document = decorate(command.document, fields)
         if self.op.name == "commitTransaction" and self.attempt > 1:
             document = _majority(document)
-        # the constructor, not dataclasses.replace (field introspection on every operation)
-        return Command(command.database, document, command.sequences, command.unacknowledged)
+        return command, document
 
     def parse(self, reply: Mapping[str, Any]) -> T:
         self.clock.advance(reply)

@@ -489,8 +489,7 @@ class Executor:
         before the connection goes back (SDAM: "Pool is cleared before application
         connection is checked in"), so a cleared pool closes it as stale."""
         try:
-            command = attempt.build(conn)
-            document = command.document
+            command, document = attempt.build_document(conn)
             timed = attempt.timed
             if timed:
                 document = self._csot_fields(document, server, deadline, attempt.max_time)
