@@ -141,6 +141,7 @@ class SessionOperation(Generic[T]):
         "held",
         "max_time",
         "max_wire_version",
+        "name",
         "op",
         "retry_reads",
         "retry_writes",
@@ -162,6 +163,7 @@ class SessionOperation(Generic[T]):
         retry_reads: bool,
     ) -> None:
         self.op = op
+        self.name: str = op.name
         self.session = session
         self.clock = clock
         self.attempt = 0
@@ -211,10 +213,6 @@ class SessionOperation(Generic[T]):
             self.txn_number = session._next_txn_number()
 
     # -- the Operation interface ----------------------------------------------------------
-
-    @property
-    def name(self) -> str:
-        return self.op.name
 
     @property
     def target(self) -> Target:

@@ -206,7 +206,12 @@ class Executor:
         try:
             result = await self._attempts(attempt, deadline, operation_id)
             cursor_id = getattr(result, "cursor_id", None)
-            if session is not None and cursor_id is not None:
+            # a closed cursor of an operation that opens one (find_one...) has nothing to track
+            if (
+                session is not None
+                and cursor_id is not None
+                and (cursor_id or op.name in _CURSOR_OPS)
+            ):
                 keep = self._track_cursor(op, session, cursor_id, attempt.address)
             with_address = getattr(result, "with_address", None)
             if with_address is not None:  # a cursor's home: where its getMores go

@@ -356,15 +356,16 @@ class Topology:
         # very object among all entries before comparing any field by field
         for remembered, server in entries:
             if remembered is selection:
-                break
-        else:
-            for remembered, server in entries:
-                if remembered == selection:
-                    if len(entries) < 8:  # so that the next time identity finds it
-                        entries.append((selection, server))
-                    break
-            else:
-                return None
+                return self._reuse(server)
+        for remembered, server in entries:
+            if remembered == selection:
+                if len(entries) < 8:  # so that the next time identity finds it
+                    entries.append((selection, server))
+                return self._reuse(server)
+        return None
+
+    def _reuse(self, server: Server) -> Server | None:
+        """``_remembered``'s answer: ``server`` again (None while selection logging is on)."""
         if SELECTION_LOGGER.isEnabledFor(logging.DEBUG):
             return None
         self.selection_attempts += 1

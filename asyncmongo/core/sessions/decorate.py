@@ -139,7 +139,12 @@ def decorate(command: Mapping[str, Any], fields: SessionFields) -> dict[str, Any
         if fields.txn_number is not None:
             document["txnNumber"] = fields.txn_number
         if name in READ_CONCERN_COMMANDS or (fields.snapshot and name not in CURSOR_COMMANDS):
-            _read_concern(document, fields)
+            if (
+                fields.snapshot
+                or fields.after_cluster_time is not None
+                or "readConcern" in document
+            ):
+                _read_concern(document, fields)  # else there is no read concern to write
         elif name in AFTER_CLUSTER_TIME_WRITE_COMMANDS and fields.after_cluster_time is not None:
             document["readConcern"] = {"afterClusterTime": fields.after_cluster_time}
     if fields.cluster_time is not None:
