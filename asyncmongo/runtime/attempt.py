@@ -12,7 +12,6 @@ while a retry is still possible.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -165,6 +164,7 @@ class SessionOperation(Generic[T]):
         "held",
         "max_time",
         "max_wire_version",
+        "name",
         "op",
         "overload_retry",
         "retry_reads",
@@ -187,6 +187,7 @@ class SessionOperation(Generic[T]):
         retry_reads: bool,
     ) -> None:
         self.op = op
+        self.name: str = op.name
         self.session = session
         self.clock = clock
         self.attempt = 0
@@ -244,10 +245,6 @@ class SessionOperation(Generic[T]):
     # -- the Operation interface ----------------------------------------------------------
 
     @property
-    def name(self) -> str:
-        return self.op.name
-
-    @property
     def target(self) -> Target:
         if self.session is not None and self.op.name in _TXN_END:
             # Transactions spec: commit/abort go to the pinned mongos; a failed commit
@@ -260,10 +257,18 @@ class SessionOperation(Generic[T]):
         return self.op.codec_options
 
     def build(self, conn: AttemptConnection) -> Command:
+        """The command to send on ``conn``, decorated (see ``build_document``)."""
+        command, document = self.build_document(conn)
+        return Command(command.database, document, command.sequences, command.unacknowledged)
+
+    def build_document(self, conn: AttemptConnection) -> tuple[Command, dict[str, Any]]:
+        """(the operation's command, its document with the session's fields and the
+        client's ``$clusterTime``): the executor sends the document with the command's
+        database, sequences and w:0 flag, so no second Command is built per attempt."""
         command = self.op.build(conn)
         step = self.step
         if command.unacknowledged and step is not None and step.in_transaction:
-            command = dataclasses.replace(command, unacknowledged=False)
+            command = Command(command.database, command.document, command.sequences, False)
         self.max_wire_version = conn.max_wire_version
         supports_sessions = conn.supports_sessions
         self.supports_retryable_writes = conn.supports_retryable_writes
@@ -284,8 +289,7 @@ class SessionOperation(Generic[T]):
         document = decorate(command.document, fields)
         if self.op.name == "commitTransaction" and self.commit_majority:
             document = _majority(document)
-        # the constructor, not dataclasses.replace (field introspection on every operation)
-        return Command(command.database, document, command.sequences, command.unacknowledged)
+        return command, document
 
     def parse(self, reply: Mapping[str, Any]) -> T:
         self.clock.advance(reply)

@@ -44,7 +44,7 @@ from asyncmongo.core.backpressure import (
     is_retryable_overload_error,
 )
 from asyncmongo.core.error_policy import ApplicationError, is_state_change_error
-from asyncmongo.core.operations.base import Operation, Target
+from asyncmongo.core.operations.base import Command, Operation, Target
 from asyncmongo.core.operations.command import CommandOperation
 from asyncmongo.core.operations.replies import is_ok
 from asyncmongo.core.sdam.types import ServerType, TopologyType
@@ -245,7 +245,12 @@ class Executor:
         try:
             result = await self._attempts(attempt, deadline, operation_id)
             cursor_id = getattr(result, "cursor_id", None)
-            if session is not None and cursor_id is not None:
+            # a closed cursor of an operation that opens one (find_one...) has nothing to track
+            if (
+                session is not None
+                and cursor_id is not None
+                and (cursor_id or op.name in _CURSOR_OPS)
+            ):
                 keep = self._track_cursor(op, session, cursor_id, attempt.address)
             with_address = getattr(result, "with_address", None)
             if with_address is not None:  # a cursor's home: where its getMores go
@@ -551,8 +556,8 @@ class Executor:
         connection is checked in"), so a cleared pool closes it as stale."""
         encrypt = self.encrypt_command
         try:
-            command = attempt.build(conn if encrypt is None else _EncryptionLimits(conn))
-            document = command.document
+            command, document = attempt.build_document(
+                conn if encrypt is None else _EncryptionLimits(conn))
             timed = attempt.timed
             if timed:
                 document = self._csot_fields(document, server, deadline, attempt.max_time)
@@ -563,7 +568,7 @@ class Executor:
                 # Client-side encryption spec: encrypted before command monitoring sees it,
                 # as one document (the sequences folded in).
                 document = await encrypt(command.database, document, command.sequences)
-                command = dataclasses.replace(command, sequences=())
+                command = Command(command.database, document, (), command.unacknowledged)
         except BaseException:
             self._give_back(server, conn, lease, attempt)  # a client-side refusal sent nothing
             raise

@@ -351,15 +351,25 @@ class Topology:
         last = self._last_selection
         if last is None or last[0] is not self._description or self._closed:
             return None
-        for remembered, server in last[1]:  # a few entries (selections are not hashable)
-            # a collection's operations share its Target, hence its Selection: identity
-            # answers before the field-by-field comparison does
-            if remembered is selection or remembered == selection:
-                if SELECTION_LOGGER.isEnabledFor(logging.DEBUG):
-                    return None
-                self.selection_attempts += 1
-                return server
+        entries = last[1]  # a few entries (selections are not hashable)
+        # a collection's operations share its Target, hence its Selection: look for the
+        # very object among all entries before comparing any field by field
+        for remembered, server in entries:
+            if remembered is selection:
+                return self._reuse(server)
+        for remembered, server in entries:
+            if remembered == selection:
+                if len(entries) < 8:  # so that the next time identity finds it
+                    entries.append((selection, server))
+                return self._reuse(server)
         return None
+
+    def _reuse(self, server: Server) -> Server | None:
+        """``_remembered``'s answer: ``server`` again (None while selection logging is on)."""
+        if SELECTION_LOGGER.isEnabledFor(logging.DEBUG):
+            return None
+        self.selection_attempts += 1
+        return server
 
     def _remember(
         self, description: TopologyDescription, selection: Selection, server: Server

@@ -62,9 +62,12 @@ class ImplicitSession:
         *,
         generic: bool = False,
     ) -> SessionFields:
-        server_session = self._take_server_session()
-        server_session.last_use = monotonic()
-        # positional: a frozen dataclass's keyword construction costs more, on every operation
+        now = monotonic()  # one clock reading: the pool's expiry check and the last use
+        server_session = self._server_session
+        if server_session is None:
+            server_session = self._server_session = self._pool.acquire(now)
+        server_session.last_use = now
+        # positional: cheaper than keywords, on every operation
         return SessionFields(
             server_session.lsid,  # lsid
             txn_number,  # txn_number

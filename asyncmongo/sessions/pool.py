@@ -41,13 +41,15 @@ class ServerSessions:
         self._description = description
         self._pool = ServerSessionPool(lambda: uuid.uuid4().bytes)
         #: (a topology description, its session timeout): see _session_timeout.
-        self._timeout_of: tuple[object, int | None] | None = None
+        self._timeout_of: tuple[object, int | None] = (None, None)
 
     def __len__(self) -> int:
         return len(self._pool)
 
-    def acquire(self) -> ServerSession:
-        return self._pool.acquire(monotonic(), self._session_timeout())
+    def acquire(self, now: float | None = None) -> ServerSession:
+        """A server session from the pool; ``now`` is the caller's clock reading, when it
+        has just taken one (an implicit session stamps its last use with the same value)."""
+        return self._pool.acquire(monotonic() if now is None else now, self._session_timeout())
 
     def release(self, session: ServerSession) -> None:
         self._pool.release(session, monotonic(), self._session_timeout())
@@ -57,7 +59,7 @@ class ServerSessions:
         per operation, so remembered for the topology description it was read from."""
         description = self._description()
         remembered = self._timeout_of
-        if remembered is not None and remembered[0] is description:
+        if remembered[0] is description:
             return remembered[1]
         timeout = None
         if description.topology_type is not TopologyType.LOAD_BALANCED:

@@ -531,7 +531,7 @@ class AsyncClientSession:
                 after_cluster_time=after,
                 cluster_time=cluster_time,
             )
-        # positional: a frozen dataclass's keyword construction costs more, on every operation
+        # positional: cheaper than keywords, on every operation
         return SessionFields(
             server_session.lsid,  # lsid
             txn_number,  # txn_number

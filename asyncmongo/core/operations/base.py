@@ -44,17 +44,47 @@ class ConnectionInfo(Protocol):
     def max_write_batch_size(self) -> int: ...
 
 
-@dataclass(frozen=True, slots=True)
 class Command:
     """One command to send: database, kind-0 document, kind-1 sequences, w:0 flag.
 
     ``unacknowledged`` sends the request with moreToCome and expects no reply (w:0 writes).
+
+    A plain ``__slots__`` class rather than a frozen dataclass: one is built per operation
+    attempt, and a frozen dataclass's ``__init__`` costs an ``object.__setattr__`` call per
+    field. Treat it as immutable all the same (build a new one to change a field).
     """
 
-    database: str
-    document: dict[str, Any]
-    sequences: tuple[DocumentSequence, ...] = ()
-    unacknowledged: bool = False
+    __slots__ = ("database", "document", "sequences", "unacknowledged")
+
+    def __init__(
+        self,
+        database: str,
+        document: dict[str, Any],
+        sequences: tuple[DocumentSequence, ...] = (),
+        unacknowledged: bool = False,
+    ) -> None:
+        self.database = database
+        self.document = document
+        self.sequences = sequences
+        self.unacknowledged = unacknowledged
+
+    def __repr__(self) -> str:
+        return (
+            f"Command(database={self.database!r}, document={self.document!r}, "
+            f"sequences={self.sequences!r}, unacknowledged={self.unacknowledged!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Command):
+            return NotImplemented
+        return (self.database, self.document, self.sequences, self.unacknowledged) == (
+            other.database,
+            other.document,
+            other.sequences,
+            other.unacknowledged,
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # the document is a dict
 
     @property
     def name(self) -> str:

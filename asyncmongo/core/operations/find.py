@@ -181,6 +181,8 @@ class Find:
 
     def build(self, conn: ConnectionInfo) -> Command:
         o = self.options
+        if o is FIND_ONE_OPTIONS:
+            return self._build_one()
         command: dict[str, Any] = {"find": self.namespace.collection}
         command["filter"] = self.filter if self.filter is not None else {}
         # plain ifs rather than put(): this runs for every find and find_one
@@ -230,6 +232,21 @@ class Find:
         if o.raw_data is not None:
             command = with_raw_data(command, o.raw_data, conn)
         return Command(self.namespace.database, command)
+
+    def _build_one(self) -> Command:
+        """``build`` for ``Find.one``'s options (limit 1, singleBatch, nothing else): the
+        same command, in the same key order, without testing every option that is unset."""
+        namespace = self.namespace
+        command: dict[str, Any] = {
+            "find": namespace.collection,
+            "filter": self.filter if self.filter is not None else {},
+            "limit": 1,
+            "singleBatch": True,
+        }
+        read_concern = self.read_concern
+        if read_concern is not None and not read_concern.is_server_default:
+            command["readConcern"] = read_concern.document
+        return Command(namespace.database, command)
 
     def parse(self, reply: Mapping[str, Any]) -> CursorPage:
         return parse_cursor_page(reply, self.namespace)

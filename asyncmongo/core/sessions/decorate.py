@@ -18,7 +18,6 @@ snapshot-reads and retryable-writes specs), as one pure function of a :class:`Se
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 from asyncmongo.bson.types import Timestamp
@@ -61,19 +60,71 @@ CURSOR_COMMANDS: Final = frozenset({"getMore", "killCursors"})
 COMMIT_RETRY_WTIMEOUT_MS: Final = 10_000
 
 
-@dataclass(frozen=True, slots=True)
 class SessionFields:
-    """The session state one command needs (built by the session for each attempt)."""
+    """The session state one command needs (built by the session for each attempt).
 
-    lsid: Mapping[str, Any] | None = None
-    txn_number: int | None = None
-    in_transaction: bool = False
-    starting_transaction: bool = False
-    transaction_read_concern: Mapping[str, Any] | None = None
-    after_cluster_time: Timestamp | None = None
-    snapshot: bool = False
-    snapshot_time: Timestamp | None = None
-    cluster_time: Mapping[str, Any] | None = None
+    A plain ``__slots__`` class rather than a frozen dataclass: one is built per operation
+    attempt, and a frozen dataclass's ``__init__`` costs an ``object.__setattr__`` call per
+    field. Treat it as immutable all the same.
+    """
+
+    __slots__ = (
+        "after_cluster_time",
+        "cluster_time",
+        "in_transaction",
+        "lsid",
+        "snapshot",
+        "snapshot_time",
+        "starting_transaction",
+        "transaction_read_concern",
+        "txn_number",
+    )
+
+    def __init__(
+        self,
+        lsid: Mapping[str, Any] | None = None,
+        txn_number: int | None = None,
+        in_transaction: bool = False,
+        starting_transaction: bool = False,
+        transaction_read_concern: Mapping[str, Any] | None = None,
+        after_cluster_time: Timestamp | None = None,
+        snapshot: bool = False,
+        snapshot_time: Timestamp | None = None,
+        cluster_time: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.lsid = lsid
+        self.txn_number = txn_number
+        self.in_transaction = in_transaction
+        self.starting_transaction = starting_transaction
+        self.transaction_read_concern = transaction_read_concern
+        self.after_cluster_time = after_cluster_time
+        self.snapshot = snapshot
+        self.snapshot_time = snapshot_time
+        self.cluster_time = cluster_time
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in _FIELD_ORDER)
+        return f"SessionFields({fields})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionFields):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in _FIELD_ORDER)
+
+    __hash__ = None  # type: ignore[assignment]  # its documents are dicts
+
+
+_FIELD_ORDER: Final = (
+    "lsid",
+    "txn_number",
+    "in_transaction",
+    "starting_transaction",
+    "transaction_read_concern",
+    "after_cluster_time",
+    "snapshot",
+    "snapshot_time",
+    "cluster_time",
+)
 
 
 def decorate(command: Mapping[str, Any], fields: SessionFields) -> dict[str, Any]:
@@ -88,7 +139,12 @@ def decorate(command: Mapping[str, Any], fields: SessionFields) -> dict[str, Any
         if fields.txn_number is not None:
             document["txnNumber"] = fields.txn_number
         if name in READ_CONCERN_COMMANDS or (fields.snapshot and name not in CURSOR_COMMANDS):
-            _read_concern(document, fields)
+            if (
+                fields.snapshot
+                or fields.after_cluster_time is not None
+                or "readConcern" in document
+            ):
+                _read_concern(document, fields)  # else there is no read concern to write
         elif name in AFTER_CLUSTER_TIME_WRITE_COMMANDS and fields.after_cluster_time is not None:
             document["readConcern"] = {"afterClusterTime": fields.after_cluster_time}
     if fields.cluster_time is not None:

@@ -75,22 +75,33 @@ class ServerSessionPool:
 
     def acquire(self, now: float, timeout_minutes: int | None) -> ServerSession:
         """The most recently used session still fresh, else a new one (sessions spec:
-        "Algorithm to acquire a ServerSession instance from the server session pool")."""
-        while self._idle:
-            session = self._idle.popleft()
-            if not is_about_to_expire(session, now, timeout_minutes):
-                return session
+        "Algorithm to acquire a ServerSession instance from the server session pool").
+
+        The expiry test is ``is_about_to_expire`` inlined: this runs on every operation."""
+        idle = self._idle
+        if idle:
+            if timeout_minutes is None:
+                return idle.popleft()
+            left = timeout_minutes * 60.0 - EXPIRY_MARGIN_S
+            while idle:
+                session = idle.popleft()
+                if not session.last_use + left < now:
+                    return session
         return ServerSession(self._new_id(), now)
 
     def release(self, session: ServerSession, now: float, timeout_minutes: int | None) -> None:
         """Take a session back (sessions spec: "Algorithm to return a ServerSession instance
         to the server session pool"): first drop stale sessions from the old end, then keep
         this one at the front unless it is dirty or about to expire."""
-        while self._idle and is_about_to_expire(self._idle[-1], now, timeout_minutes):
-            self._idle.pop()
-        if session.dirty or is_about_to_expire(session, now, timeout_minutes):
-            return
-        self._idle.appendleft(session)
+        idle = self._idle
+        if timeout_minutes is not None:
+            left = timeout_minutes * 60.0 - EXPIRY_MARGIN_S
+            while idle and idle[-1].last_use + left < now:
+                idle.pop()
+            if session.last_use + left < now:
+                return
+        if not session.dirty:
+            idle.appendleft(session)
 
     def drain(self) -> list[dict[str, Any]]:
         """Empty the pool and return the lsids to end (``endSessions`` on client close)."""

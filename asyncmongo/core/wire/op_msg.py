@@ -53,15 +53,46 @@ class DocumentSequence:
         return 1 + 4 + len(self.identifier.encode()) + 1 + sum(map(len, self.documents))
 
 
-@dataclass(frozen=True, slots=True)
 class OpMsg:
-    """A decoded OP_MSG: the kind-0 ``body`` and any kind-1 sequences, still as BSON bytes."""
+    """A decoded OP_MSG: the kind-0 ``body`` and any kind-1 sequences, still as BSON bytes.
 
-    request_id: int
-    response_to: int
-    flags: int
-    body: bytes
-    sequences: tuple[DocumentSequence, ...] = ()
+    A plain ``__slots__`` class rather than a frozen dataclass: every reply builds one, and
+    a frozen dataclass's ``__init__`` costs an ``object.__setattr__`` call per field. Treat
+    it as immutable all the same.
+    """
+
+    __slots__ = ("body", "flags", "request_id", "response_to", "sequences")
+
+    def __init__(
+        self,
+        request_id: int,
+        response_to: int,
+        flags: int,
+        body: bytes,
+        sequences: tuple[DocumentSequence, ...] = (),
+    ) -> None:
+        self.request_id = request_id
+        self.response_to = response_to
+        self.flags = flags
+        self.body = body
+        self.sequences = sequences
+
+    def _fields(self) -> tuple[int, int, int, bytes, tuple[DocumentSequence, ...]]:
+        return (self.request_id, self.response_to, self.flags, self.body, self.sequences)
+
+    def __repr__(self) -> str:
+        return (
+            f"OpMsg(request_id={self.request_id!r}, response_to={self.response_to!r}, "
+            f"flags={self.flags!r}, body={self.body!r}, sequences={self.sequences!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OpMsg):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
 
     @property
     def more_to_come(self) -> bool:
