@@ -114,6 +114,19 @@ async def test_unsupported_languages_are_refused_by_name(db: Any) -> None:
     assert document.value.code == 17262 and '"german"' in str(document.value)
 
 
+async def test_language_override_field_checked_on_writes(db: Any) -> None:
+    await seed(db)
+    with pytest.raises(OperationFailure) as unknown:
+        await db.c.insert_one({"_id": 8, "s": "x", "language": "klingon"})
+    assert unknown.value.code == 17262
+    assert "language override unsupported: klingon" in str(unknown.value)
+    with pytest.raises(OperationFailure) as not_string:
+        await db.c.update_one({"_id": 1}, {"$set": {"language": 5}})
+    assert not_string.value.code == 17261
+    await db.c.update_one({"_id": 1}, {"$set": {"language": "none"}})
+    assert await ids(db, {"$search": "runs", "$language": "none"}) == [1]
+
+
 async def test_odm_style_text_search(db: Any) -> None:
     """The shape an ODM (Beanie's ``find(Text(...))`` with a textScore sort) sends."""
     await db.c.create_indexes([IndexModel([("title", TEXT), ("body", TEXT)],

@@ -66,3 +66,18 @@ def text_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     result["language_override"] = spec.get("language_override", "language")
     result["textIndexVersion"] = 3
     return result
+
+
+def check_language_override(spec: Mapping[str, Any], document: Mapping[str, Any]) -> None:
+    """Refuse, as mongod does on insert and update, a ``document`` whose language override
+    field (of the text index listed as ``spec``) is not a string (17261) or names a language
+    mongod does not know (17262)."""
+    field = spec.get("language_override", "language")
+    if not isinstance(field, str) or field not in document:
+        return
+    value = document[field]
+    if not isinstance(value, str):
+        raise StoreError(17261, "found language override field in document with non-string "
+                                "type")
+    if value.lower() not in MONGOD_LANGUAGES:
+        raise StoreError(17262, f"language override unsupported: {value}")
