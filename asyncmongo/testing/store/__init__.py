@@ -26,7 +26,8 @@ refuses by name; docs/guides/testing.md lists what is supported).
 
 Simplifications (deliberate): collation approximated (strengths 1-3 by Unicode case folding
 and accent stripping, not ICU tables; no collection default collation), no geo queries, text
-search without stemming (``text_search``), no
+search stemmed in English and "none" only (other languages refused by name:
+``text_search``), no
 ``$jsonSchema``, ``$where`` limited to the scripts the spec tests send (``sleep(N) || true``,
 ``function() { sleep(N); return true; }``: see ``where``; other JavaScript is BadValue),
 views evaluated at every read and time series kept as plain measurements (no system.views or

@@ -18,6 +18,16 @@ from asyncmongo.testing.store.errors import StoreError
 TEXT_KEY = {"_fts": "text", "_ftsx": 1}
 _OPTIONS = ("weights", "default_language", "language_override", "textIndexVersion")
 
+# mongod's text search languages (textIndexVersion 3), by name and code, to the name.
+MONGOD_LANGUAGES = {
+    **{name: name for name in ("danish", "dutch", "english", "finnish", "french", "german",
+                               "hungarian", "italian", "norwegian", "portuguese", "romanian",
+                               "russian", "spanish", "swedish", "turkish", "none")},
+    "da": "danish", "nl": "dutch", "en": "english", "fi": "finnish", "fr": "french",
+    "de": "german", "hu": "hungarian", "it": "italian", "nb": "norwegian", "pt": "portuguese",
+    "ro": "romanian", "ru": "russian", "es": "spanish", "sv": "swedish", "tr": "turkish",
+}
+
 
 def is_text_key(key: Mapping[str, Any]) -> bool:
     """True for a key pattern with a text part (as given, or in mongod's stored form)."""
@@ -49,7 +59,25 @@ def text_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     result = {k: v for k, v in spec.items() if k not in _OPTIONS}
     result["key"] = stored
     result["weights"] = dict(sorted(weights.items()))
-    result["default_language"] = spec.get("default_language", "english")
+    language = spec.get("default_language", "english")
+    if not isinstance(language, str) or language.lower() not in MONGOD_LANGUAGES:
+        raise StoreError(2, f'unsupported language: "{language}" for text index version 3')
+    result["default_language"] = language
     result["language_override"] = spec.get("language_override", "language")
     result["textIndexVersion"] = 3
     return result
+
+
+def check_language_override(spec: Mapping[str, Any], document: Mapping[str, Any]) -> None:
+    """Refuse, as mongod does on insert and update, a ``document`` whose language override
+    field (of the text index listed as ``spec``) is not a string (17261) or names a language
+    mongod does not know (17262)."""
+    field = spec.get("language_override", "language")
+    if not isinstance(field, str) or field not in document:
+        return
+    value = document[field]
+    if not isinstance(value, str):
+        raise StoreError(17261, "found language override field in document with non-string "
+                                "type")
+    if value.lower() not in MONGOD_LANGUAGES:
+        raise StoreError(17262, f"language override unsupported: {value}")

@@ -3,12 +3,17 @@
 What matches is mongod's: a document matches when one of its indexed strings holds any
 search term, holds every quoted phrase, and holds no negated (``-word``) term; a search of
 only negated terms matches nothing. Words are runs of letters and digits, compared
-lower-cased and without diacritics (unless ``$caseSensitive`` / ``$diacriticSensitive``);
-English stop words are dropped when the language is English. Unlike mongod, words are not
-stemmed ("blueberries" does not match "blueberry"), so results differ only for searches that
-rely on stemming. The score is mongod's formula: per field and term, ``weight * freq *
-(0.5 * count / tokens + 0.5)``, where each repeat of a term adds half as much as the one
-before.
+lower-cased and without diacritics (unless ``$caseSensitive`` / ``$diacriticSensitive``).
+
+Languages are mongod's: in English (the default) stop words are dropped and words are
+stemmed with the Snowball English stemmer (``snowball_english.py``), so "running", "runs"
+and "run" are one term; in "none" words are kept as they are. A document is indexed in the
+language named by its ``language_override`` field ("language" unless the index says
+otherwise), else the index's ``default_language``; the search terms in ``$language``, else
+the index's default. mongod's other languages (french, german, ...) are refused by name
+rather than searched unstemmed, and a language mongod does not know fails as mongod does.
+The score is mongod's formula: per field and term, ``weight * freq * (0.5 * count / tokens +
+0.5)``, where each repeat of a term adds half as much as the one before.
 
 Scores travel with their documents as metadata (``metadata.py``).
 """
@@ -25,19 +30,59 @@ from asyncmongo.testing.store.errors import StoreError, bad_value
 from asyncmongo.testing.store.matcher import compile_filter
 from asyncmongo.testing.store.metadata import TEXT_SCORE
 from asyncmongo.testing.store.paths import MISSING, collect, split_path
+from asyncmongo.testing.store.snowball_english import STOP_WORDS, stem
+from asyncmongo.testing.store.text_index import MONGOD_LANGUAGES
 
 Document = dict[str, Any]
 _WORD = re.compile(r"[^\W_]+")
 _SEARCH_OPTIONS = frozenset({"$search", "$language", "$caseSensitive", "$diacriticSensitive"})
-_ENGLISH = frozenset({"english", "en"})
-_STOP_WORDS = frozenset("""a about above after again against all am an and any are as at be
-because been before being below between both but by can did do does doing don down during
-each few for from further had has have having he her here hers herself him himself his how i
-if in into is it its itself just me more most my myself no nor not now of off on once only or
-other our ours ourselves out over own s same she should so some such t than that the their
-theirs them themselves then there these they this those through to too under until up very
-was we were what when where which while who whom why will with you your yours yourself
-yourselves""".split())
+# The languages the simulator tokenizes as mongod does.
+IMPLEMENTED_LANGUAGES = frozenset({"english", "none"})
+
+
+def language_named(name: Any, *, override: bool = False) -> str:
+    """mongod's name for the text search language ``name`` (a name or a code, any case).
+
+    A language mongod does not know fails as mongod fails it (BadValue 2 for an index's
+    ``default_language`` or a ``$language``; 17262 for a document's ``language_override``
+    field); one of mongod's languages the simulator does not stem is refused by name rather
+    than searched unstemmed."""
+    if not isinstance(name, str):
+        raise bad_value("$language needs a String")
+    language = MONGOD_LANGUAGES.get(name.lower())
+    if language is None:
+        if override:
+            raise StoreError(17262, f"language override unsupported: {name}")
+        raise bad_value(f'unsupported language: "{name}" for text index version 3')
+    if language not in IMPLEMENTED_LANGUAGES:
+        raise StoreError(17262 if override else 2,
+                         f'text search in language "{name}" is not supported by '
+                         f'asyncmongo.testing (it stems only "english"; "none" turns '
+                         f'stemming off); mongod would stem {language} words')
+    return language
+
+
+@dataclass(frozen=True, slots=True)
+class Analyzer:
+    """How one language turns text into terms: tokens, stop words dropped, stems."""
+
+    language: str
+    case_sensitive: bool
+    diacritic_sensitive: bool
+
+    def terms(self, text: str) -> list[str]:
+        """The index (or search) terms of ``text``, in order, repeats kept."""
+        tokens = [self.normal(w) for w in _WORD.findall(text)]
+        if self.language != "english":
+            return tokens
+        return [stem(t) for t in tokens if t.lower() not in STOP_WORDS]
+
+    def normal(self, text: str) -> str:
+        """``text`` without diacritics and lower-cased, unless the search is sensitive."""
+        if not self.diacritic_sensitive:
+            text = "".join(c for c in unicodedata.normalize("NFKD", text)
+                           if not unicodedata.combining(c))
+        return text if self.case_sensitive else text.lower()
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,15 +93,16 @@ class TextSearch:
     negated: frozenset[str]
     phrases: tuple[str, ...]
     weights: Mapping[str, int]
-    case_sensitive: bool
-    diacritic_sensitive: bool
-    english: bool
+    analyzer: Analyzer
+    default_language: str
+    language_override: str
 
     def score(self, document: Mapping[str, Any]) -> float:
         """The document's textScore; 0 when it does not match."""
+        analyzer = self.document_analyzer(document)
         strings = [(text, weight) for path, weight in self.weights.items()
                    for text in _strings(document, path)]
-        words = [self._words(text) for text, _ in strings]
+        words = [analyzer.terms(text) for text, _ in strings]
         found = set().union(*words) if words else set()
         if not self.terms & found or self.negated & found:
             return 0.0
@@ -65,20 +111,19 @@ class TextSearch:
         return sum(_field_score(tokens, self.terms, weight)
                    for tokens, (_, weight) in zip(words, strings, strict=True))
 
-    def _words(self, text: str) -> list[str]:
-        tokens = [self._normal(w) for w in _WORD.findall(text)]
-        if self.english:
-            return [t for t in tokens if t.lower() not in _STOP_WORDS]
-        return tokens
-
-    def _normal(self, text: str) -> str:
-        if not self.diacritic_sensitive:
-            text = "".join(c for c in unicodedata.normalize("NFKD", text)
-                           if not unicodedata.combining(c))
-        return text if self.case_sensitive else text.lower()
+    def document_analyzer(self, document: Mapping[str, Any]) -> Analyzer:
+        """The analyzer of ``document``'s language: its ``language_override`` field when it
+        holds a string, else the index's default language."""
+        named = document.get(self.language_override)
+        language = (language_named(named, override=True) if isinstance(named, str)
+                    else self.default_language)
+        if language == self.analyzer.language:
+            return self.analyzer
+        return Analyzer(language, self.analyzer.case_sensitive,
+                        self.analyzer.diacritic_sensitive)
 
     def _has_phrase(self, text: str, phrase: str) -> bool:
-        return self._normal(phrase) in self._normal(text)
+        return self.analyzer.normal(phrase) in self.analyzer.normal(text)
 
 
 def _field_score(tokens: list[str], terms: frozenset[str], weight: int) -> float:
@@ -136,22 +181,22 @@ def compile_search(argument: Mapping[str, Any], index_spec: Mapping[str, Any]) -
     search = argument.get("$search")
     if not isinstance(search, str):
         raise bad_value("$search needs a String")
-    language = argument.get("$language", index_spec.get("default_language", "english"))
-    if not isinstance(language, str):
-        raise bad_value("$language needs a String")
-    case_sensitive = _flag(argument, "$caseSensitive")
-    diacritic_sensitive = _flag(argument, "$diacriticSensitive")
-    probe = TextSearch(frozenset(), frozenset(), (), {}, case_sensitive, diacritic_sensitive,
-                       language.lower() in _ENGLISH)
+    default_language = language_named(index_spec.get("default_language", "english"))
+    language = (language_named(argument["$language"]) if "$language" in argument
+                else default_language)
+    override = index_spec.get("language_override", "language")
+    analyzer = Analyzer(language, _flag(argument, "$caseSensitive"),
+                        _flag(argument, "$diacriticSensitive"))
     phrases = tuple(re.findall(r'"([^"]*)"', search))
     rest = re.sub(r'"[^"]*"', " ", search)
     negated = {w for part in rest.split() if part.startswith("-")
-               for w in probe._words(part[1:])}
-    terms = {w for part in rest.split() if not part.startswith("-") for w in probe._words(part)}
-    terms.update(w for phrase in phrases for w in probe._words(phrase))
+               for w in analyzer.terms(part[1:])}
+    terms = {w for part in rest.split() if not part.startswith("-")
+             for w in analyzer.terms(part)}
+    terms.update(w for phrase in phrases for w in analyzer.terms(phrase))
     return TextSearch(frozenset(terms), frozenset(negated), phrases,
-                      dict(index_spec.get("weights", {})), case_sensitive,
-                      diacritic_sensitive, probe.english)
+                      dict(index_spec.get("weights", {})), analyzer, default_language,
+                      override if isinstance(override, str) else "language")
 
 
 def _flag(argument: Mapping[str, Any], name: str) -> bool:

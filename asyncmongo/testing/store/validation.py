@@ -15,6 +15,7 @@ from asyncmongo.testing.store.encrypted_fields import check_encrypted_document
 from asyncmongo.testing.store.errors import StoreError, bad_value
 from asyncmongo.testing.store.json_schema import check_schema, schema_matches
 from asyncmongo.testing.store.matcher import compile_filter
+from asyncmongo.testing.store.text_index import check_language_override
 
 
 def check_validator_options(options: Mapping[str, Any]) -> None:
@@ -44,9 +45,13 @@ def check_validator_options(options: Mapping[str, Any]) -> None:
 def check_document(collection: Collection, document: Document, old: Document | None,
                    command: Mapping[str, Any]) -> None:
     """Fail with 121 DocumentValidationFailure if ``document`` breaks the validator (or
-    leaves a Queryable Encryption field unencrypted)."""
+    leaves a Queryable Encryption field unencrypted), and refuse a language override field
+    a text index cannot read (17261/17262)."""
     options = collection.options
     check_encrypted_document(options, document)
+    for index in collection.indexes.values():
+        if "_fts" in index.spec.get("key", {}):
+            check_language_override(index.spec, document)
     validator = options.get("validator")
     if not validator or command.get("bypassDocumentValidation") is True:
         return
