@@ -9,14 +9,13 @@ work is CPU-only and short, every wait is an ``await``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
-from asyncmongo.core.auth.aws import credentials_from_environment
 from asyncmongo.encryption._binding import Binding
 from asyncmongo.encryption.key_vault import KeyVaultIO
-from asyncmongo.errors import ConfigurationError, InvalidOperation
+from asyncmongo.errors import ConfigurationError, InvalidOperation, OperationFailure
+from asyncmongo.runtime.aws_credentials import fetch_aws_credentials
 
 __all__ = ["on_demand_credentials", "run_state_machine"]
 
@@ -45,7 +44,8 @@ async def run_state_machine(binding: Binding, ctx: Any, io: KeyVaultIO) -> bytes
                 await io.mark_command(ctx.database, ctx.mongo_operation()))
             ctx.complete_mongo_operation()
         elif state == lib.MONGOCRYPT_CTX_NEED_KMS_CREDENTIALS:
-            ctx.provide_kms_providers(io.bson_encode(on_demand_credentials(ctx.kms_providers)))
+            ctx.provide_kms_providers(
+                io.bson_encode(await on_demand_credentials(ctx.kms_providers)))
         else:
             raise InvalidOperation(f"unexpected libmongocrypt state {state}")
 
@@ -65,11 +65,12 @@ async def _kms_requests(ctx: Any, io: KeyVaultIO) -> None:
     ctx.complete_kms()
 
 
-def on_demand_credentials(kms_providers: Mapping[str, Any],
-                          environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+async def on_demand_credentials(kms_providers: Mapping[str, Any],
+                                environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """NEED_KMS_CREDENTIALS: ``kms_providers`` with each empty provider filled in (spec,
-    "Automatic Credentials"). ``aws`` comes from the environment, as for MONGODB-AWS;
-    ``azure`` and ``gcp`` (cloud metadata services) are not supported and say so."""
+    "Automatic Credentials"). ``aws`` comes from MONGODB-AWS's credential chain (a web
+    identity, the environment, ECS, EC2 instance metadata); ``azure`` and ``gcp`` (their
+    metadata services) are not supported and say so."""
     providers = {name: dict(value) for name, value in kms_providers.items()}
     for name, value in providers.items():
         if value:
@@ -79,12 +80,11 @@ def on_demand_credentials(kms_providers: Mapping[str, Any],
                 f"on-demand {name!r} KMS credentials (from the cloud's metadata service) are "
                 f"not supported: give the credentials in kms_providers[{name!r}]"
             )
-        aws = credentials_from_environment(os.environ if environ is None else environ)
-        if aws is None:
-            raise ConfigurationError(
-                "on-demand 'aws' KMS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
-                "are not set in the environment"
-            )
+        try:
+            fetched = await fetch_aws_credentials({}, environ=environ)
+        except (ConfigurationError, OperationFailure) as exc:
+            raise ConfigurationError(f"on-demand 'aws' KMS credentials: {exc}") from exc
+        aws = fetched.credentials
         providers[name] = {"accessKeyId": aws.access_key_id,
                            "secretAccessKey": aws.secret_access_key}
         if aws.session_token is not None:

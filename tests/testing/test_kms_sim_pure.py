@@ -91,13 +91,20 @@ def test_kms_tls_options_checks() -> None:
         kms_ssl_contexts({"aws": {"tlsCAFile": "/nonexistent/ca.pem"}})
 
 
-def test_on_demand_aws_credentials_from_the_environment() -> None:
+async def test_on_demand_aws_credentials_from_the_environment() -> None:
     environ = {"AWS_ACCESS_KEY_ID": "AK", "AWS_SECRET_ACCESS_KEY": "S",
                "AWS_SESSION_TOKEN": "T"}
-    filled = on_demand_credentials({"aws": {}, "local": {"key": b"k"}}, environ)
+    filled = await on_demand_credentials({"aws": {}, "local": {"key": b"k"}}, environ)
     assert filled == {"aws": {"accessKeyId": "AK", "secretAccessKey": "S",
                               "sessionToken": "T"}, "local": {"key": b"k"}}
-    with pytest.raises(ConfigurationError, match="not set"):
-        on_demand_credentials({"aws": {}}, {})
     with pytest.raises(ConfigurationError, match="not supported"):
-        on_demand_credentials({"gcp": {}}, environ)
+        await on_demand_credentials({"gcp": {}}, environ)
+
+
+async def test_on_demand_aws_credentials_follow_the_mongodb_aws_chain() -> None:
+    """Without environment keys the chain goes on to EC2 instance metadata (here a closed
+    port): the failure names on-demand aws credentials and the source tried."""
+    nowhere = {"AWS_EC2_METADATA_SERVICE_ENDPOINT": "http://127.0.0.1:9"}
+    with pytest.raises(ConfigurationError, match="on-demand 'aws' KMS credentials") as caught:
+        await on_demand_credentials({"aws": {}}, nowhere)
+    assert "EC2" in str(caught.value) or "instance metadata" in str(caught.value)
