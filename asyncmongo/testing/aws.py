@@ -36,12 +36,13 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Generic, TypeVar
 
 from asyncmongo.bson.codec import decode, encode
 from asyncmongo.core.auth.aws import STS_BODY, sts_region
 from asyncmongo.core.auth.sigv4 import AwsCredentials, sign
 from asyncmongo.errors import OperationFailure
+from asyncmongo.testing.tcp_service import TcpService
 
 U = TypeVar("U")
 #: The server's AWS identities: an access key ID's user and its known credentials, or None.
@@ -181,18 +182,14 @@ class HttpExchange:
     params: Mapping[str, str] = field(default_factory=dict)
 
 
-class _Endpoint:
+class _Endpoint(TcpService):
     """An HTTP/1.1 server on 127.0.0.1 answering one request per connection."""
 
     name = "endpoint"
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0,
                  ssl_context: ssl.SSLContext | None = None) -> None:
-        self.host = host
-        self.port = port
-        self._ssl = ssl_context
-        self._server: asyncio.Server | None = None
-        self._handlers: set[asyncio.Task[None]] = set()
+        super().__init__(host=host, port=port, ssl_context=ssl_context)
         #: Every request, in order, with the status it got.
         self.exchanges: list[HttpExchange] = []
         #: When set, every request is answered with this status (an outage).
@@ -200,39 +197,14 @@ class _Endpoint:
 
     @property
     def url(self) -> str:
-        scheme = "https" if self._ssl is not None else "http"
+        scheme = "https" if self.ssl_context is not None else "http"
         return f"{scheme}://{self.host}:{self.port}"
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.url}: {len(self.exchanges)} requests>"
 
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(
-            self._serve, self.host, self.port, ssl=self._ssl, reuse_address=True
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def close(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            server.close()
-            await server.wait_closed()
-        handlers = list(self._handlers)
-        for task in handlers:
-            task.cancel()
-        await asyncio.gather(*handlers, return_exceptions=True)
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._handlers.add(task)
+    async def serve_connection(self, reader: asyncio.StreamReader,
+                               writer: asyncio.StreamWriter) -> None:
         try:
             exchange = await _read_request(reader)
             headers: dict[str, str] = {}
@@ -248,10 +220,7 @@ class _Endpoint:
             await writer.drain()
         except (OSError, asyncio.IncompleteReadError, ValueError, ssl.SSLError):
             pass
-        except asyncio.CancelledError:
-            pass  # closing cancels the handler; Python 3.11 logs a cancelled one as a traceback
         finally:
-            self._handlers.discard(task)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()

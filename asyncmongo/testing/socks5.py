@@ -23,6 +23,8 @@ import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from asyncmongo.testing.tcp_service import TcpService
+
 __all__ = ["Destination", "Socks5Proxy"]
 
 _ATYP_NAMES = {1: "ipv4", 3: "domain", 4: "ipv6"}
@@ -39,7 +41,7 @@ class Destination:
     port: int
 
 
-class Socks5Proxy:
+class Socks5Proxy(TcpService):
     """An asyncio SOCKS5 proxy on ``host`` (port 0: any free one)."""
 
     def __init__(
@@ -51,13 +53,10 @@ class Socks5Proxy:
         port: int = 0,
         map: Mapping[str, str] | None = None,
     ) -> None:
+        super().__init__(host=host, port=port)
         self.username = username
         self.password = password
-        self.host = host
-        self.port = port
         self._map = dict(map or {})
-        self._server: asyncio.Server | None = None
-        self._handlers: set[asyncio.Task[None]] = set()
         #: Tunnels carried (CONNECTs that succeeded).
         self.connections = 0
         #: Every CONNECT request, in order.
@@ -72,34 +71,8 @@ class Socks5Proxy:
             f"{len(self._handlers)} open, {self.refused} refused>"
         )
 
-    async def __aenter__(self) -> Socks5Proxy:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(
-            self._serve, self.host, self.port, reuse_address=True
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def close(self) -> None:
-        """Stop listening and cut every tunnel."""
-        server, self._server = self._server, None
-        if server is not None:
-            server.close()
-            await server.wait_closed()
-        handlers = list(self._handlers)
-        for task in handlers:
-            task.cancel()
-        await asyncio.gather(*handlers, return_exceptions=True)
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._handlers.add(task)
+    async def serve_connection(self, reader: asyncio.StreamReader,
+                               writer: asyncio.StreamWriter) -> None:
         upstream: asyncio.StreamWriter | None = None
         try:
             destination = await self._handshake(reader, writer)
@@ -113,10 +86,7 @@ class Socks5Proxy:
             await _splice(reader, writer, up_reader, upstream)
         except (OSError, asyncio.IncompleteReadError):
             pass
-        except asyncio.CancelledError:
-            pass  # closing cancels the handler; Python 3.11 logs a cancelled one as a traceback
         finally:
-            self._handlers.discard(task)
             for stream in (writer, upstream):
                 if stream is not None:
                     stream.close()

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from asyncmongo.testing.kms.wrapping import KeyWrapper
+from asyncmongo.testing.tcp_service import TcpService
 
 __all__ = ["HttpRequest", "HttpResponse", "KmsHttpServer"]
 
@@ -65,7 +66,7 @@ class HttpResponse:
         return head.encode() + body
 
 
-class KmsHttpServer:
+class KmsHttpServer(TcpService):
     """An HTTPS server on ``host`` (port 0: a free one) answering with :meth:`handle`.
 
     ``endpoint`` is ``"127.0.0.1:<port>"``, as master keys and provider settings take it.
@@ -78,20 +79,16 @@ class KmsHttpServer:
 
     def __init__(self, ssl_context: ssl.SSLContext, *, host: str = "127.0.0.1", port: int = 0,
                  secret: bytes | None = None) -> None:
-        self.ssl_context = ssl_context
-        self.host = host
-        self.port = port
+        super().__init__(host=host, port=port, ssl_context=ssl_context)
         self.wrapper = KeyWrapper(secret)
         #: Every request answered or failed, in order.
         self.requests: list[HttpRequest] = []
         self._failures: list[str] = []
         self.delay_s = 0.0
         self._request_arrived = asyncio.Event()
-        self._server: asyncio.Server | None = None
-        self._handlers: set[asyncio.Task[None]] = set()
 
     def __repr__(self) -> str:
-        state = "listening" if self._server is not None else "stopped"
+        state = "listening" if self.listening else "stopped"
         return (f"<{type(self).__name__} {self.endpoint} {state}: {len(self.requests)} requests, "
                 f"{len(self._failures)} failures queued>")
 
@@ -112,37 +109,12 @@ class KmsHttpServer:
             self._request_arrived.clear()
             await self._request_arrived.wait()
 
-    async def __aenter__(self) -> KmsHttpServer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port,
-                                                  ssl=self.ssl_context, reuse_address=True)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def close(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            server.close()
-        handlers = list(self._handlers)
-        for task in handlers:
-            task.cancel()
-        await asyncio.gather(*handlers, return_exceptions=True)
-        if server is not None:
-            await server.wait_closed()
-
     def handle(self, request: HttpRequest) -> HttpResponse:
         """The provider's answer to ``request``."""
         raise NotImplementedError
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._handlers.add(task)
+    async def serve_connection(self, reader: asyncio.StreamReader,
+                               writer: asyncio.StreamWriter) -> None:
         try:
             request = await _read_request(reader, writer)
             if request is None:
@@ -165,10 +137,7 @@ class KmsHttpServer:
             await writer.drain()
         except (OSError, asyncio.IncompleteReadError, ssl.SSLError):
             pass
-        except asyncio.CancelledError:
-            pass  # closing cancels the handler; Python 3.11 logs a cancelled one as a traceback
         finally:
-            self._handlers.discard(task)
             writer.close()
 
 

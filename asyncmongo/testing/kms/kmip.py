@@ -23,6 +23,7 @@ from enum import IntEnum
 
 from asyncmongo.testing.kms.ttlv import Item, Tag, Type, decode, encode, structure
 from asyncmongo.testing.kms.wrapping import KeyWrapper, UnwrapError
+from asyncmongo.testing.tcp_service import TcpService
 
 __all__ = ["KmipKms", "KmipObject", "Operation"]
 
@@ -78,7 +79,7 @@ def _bytes(tag: int, value: bytes) -> Item:
     return Item(tag, Type.BYTE_STRING, value)
 
 
-class KmipKms:
+class KmipKms(TcpService):
     """The KMIP server on 127.0.0.1 (TLS with ``ssl_context``; KMIP servers usually require
     a client certificate: make the context so). ``endpoint`` is ``"127.0.0.1:<port>"``."""
 
@@ -86,16 +87,12 @@ class KmipKms:
 
     def __init__(self, ssl_context: ssl.SSLContext, *, host: str = "127.0.0.1", port: int = 0,
                  secret: bytes | None = None) -> None:
-        self.ssl_context = ssl_context
-        self.host = host
-        self.port = port
+        super().__init__(host=host, port=port, ssl_context=ssl_context)
         self.wrapper = KeyWrapper(secret)
         self.objects: dict[str, KmipObject] = {}
         #: The operation of every request, in order.
         self.operations: list[Operation | int] = []
         self._next_id = 1
-        self._server: asyncio.Server | None = None
-        self._handlers: set[asyncio.Task[None]] = set()
 
     def __repr__(self) -> str:
         return (f"<KmipKms {self.endpoint}: {len(self.objects)} objects, "
@@ -104,29 +101,6 @@ class KmipKms:
     @property
     def endpoint(self) -> str:
         return f"{self.host}:{self.port}"
-
-    async def __aenter__(self) -> KmipKms:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port,
-                                                  ssl=self.ssl_context, reuse_address=True)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def close(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            server.close()
-        handlers = list(self._handlers)
-        for task in handlers:
-            task.cancel()
-        await asyncio.gather(*handlers, return_exceptions=True)
-        if server is not None:
-            await server.wait_closed()
 
     def register(self, material: bytes, object_type: int = OBJECT_SECRET_DATA,
                  active: bool = True) -> str:
@@ -137,10 +111,8 @@ class KmipKms:
         self.objects[unique_id] = KmipObject(object_type, material, active)
         return unique_id
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._handlers.add(task)
+    async def serve_connection(self, reader: asyncio.StreamReader,
+                               writer: asyncio.StreamWriter) -> None:
         try:
             while True:
                 header = await reader.readexactly(8)
@@ -149,10 +121,7 @@ class KmipKms:
                 await writer.drain()
         except (OSError, asyncio.IncompleteReadError, ssl.SSLError):
             pass
-        except asyncio.CancelledError:
-            pass  # closing cancels the handler; Python 3.11 logs a cancelled one as a traceback
         finally:
-            self._handlers.discard(task)
             writer.close()
 
     def respond(self, message: bytes) -> bytes:
