@@ -8,7 +8,7 @@ class holds that, so the two API classes only add what is theirs.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions, as_codec_options
@@ -94,6 +94,11 @@ class ClientScope(SettingsSource, Protocol):
     def _deadline_for(self, timeout_ms: int | None) -> float | None: ...
 
     def _next_operation_id(self) -> int: ...
+
+    def _encrypted_fields_for(self, namespace: str) -> Mapping[str, Any] | bool | None:
+        """Automatic encryption's ``encrypted_fields_map`` entry for ``namespace``; False
+        when the client has no automatic encryption."""
+        ...
 
     async def drop_database(
         self, name_or_database: Any, session: Any = None, comment: Any = None

@@ -443,6 +443,13 @@ class AsyncMongoClient(Generic[_DocumentType]):
     def _next_operation_id() -> int:
         return next_operation_id()
 
+    def _encrypted_fields_for(self, namespace: str) -> Mapping[str, Any] | bool | None:
+        """``auto_encryption_opts``' encrypted_fields_map entry for ``namespace`` (False: no
+        automatic encryption)."""
+        if self._decrypter is None:
+            return False
+        return self._decrypter.encrypted_fields_for(namespace)
+
     async def _run_command(
         self,
         db: str,
@@ -747,6 +754,8 @@ class _ReplyDecryption(Protocol):
     def encrypt_command(self) -> CommandEncrypter | None: ...
 
     async def decrypt(self, reply: Any, codec_options: CodecOptions) -> dict[str, Any]: ...
+
+    def encrypted_fields_for(self, namespace: str) -> Mapping[str, Any] | None: ...
 
     async def close(self) -> None: ...
 

@@ -7,7 +7,7 @@ read and write concern) are inherited from the client unless given.
 from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, overload
+from typing import TYPE_CHECKING, Any, Generic, cast, overload
 
 from asyncmongo._scope import ClientScope, NamedScope, adopt_codec_options
 from asyncmongo.bson.codec_options import CodecOptions
@@ -18,6 +18,10 @@ from asyncmongo.collection.aggregate import aggregate_cursor
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations import management
 from asyncmongo.core.operations.common import Namespace, check_database_name
+from asyncmongo.core.operations.encrypted_fields import (
+    STATE_COLLECTION_OPTIONS,
+    state_collection_names,
+)
 from asyncmongo.core.operations.run_command import (
     command_document,
     run_command,
@@ -353,9 +357,26 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
             session, filter={"name": name}
         ):
             raise CollectionInvalid(f"collection {name} already exists")
+        fields = await self._encrypted_fields(name, kwargs.get("encryptedFields"), session,
+                                              ask_server=False)
+        if fields is None:
+            await self._create(collection, name, kwargs, session, check_exists)
+            return collection
+        # Client-side encryption spec, "Create Collection Helper": the state collections,
+        # the collection with its encryptedFields, then the __safeContent__ index.
+        for state in state_collection_names(name, fields):
+            await self._create(collection, state, STATE_COLLECTION_OPTIONS, session, False)
+        await self._create(collection, name, {**kwargs, "encryptedFields": fields}, session,
+                           check_exists)
+        await collection.create_index([("__safeContent__", 1)], session=session)
+        return collection
+
+    async def _create(self, collection: AsyncCollection[Any], name: str,
+                      options: Mapping[str, Any], session: Any, check_exists: bool | None,
+                      ) -> None:
         op = management.create_collection(
             Namespace(self._name, name),
-            kwargs,
+            dict(options),
             write_concern=collection._write_concern_for(session),
             codec_options=self._codec_options,
         )
@@ -365,7 +386,25 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
             if check_exists and exc.code == NAMESPACE_EXISTS:
                 raise CollectionInvalid(f"collection {name} already exists") from exc
             raise
-        return collection
+
+    async def _encrypted_fields(self, name: str, given: Any, session: Any, *,
+                                ask_server: bool) -> Mapping[str, Any] | None:
+        """Client-side encryption spec, "GetEncryptedFields": the ``encryptedFields`` given,
+        else the client's ``encrypted_fields_map`` entry, else (``ask_server``, and only on a
+        client with automatic encryption, as PyMongo does) the collection's options."""
+        if given:
+            return cast("Mapping[str, Any]", given)
+        mapped = self._client._encrypted_fields_for(f"{self._name}.{name}")
+        if mapped is False:
+            return None  # no automatic encryption
+        if mapped is not None or not ask_server:
+            return cast("Mapping[str, Any] | None", mapped)
+        cursor = await self.list_collections(session, filter={"name": name})
+        for info in await cursor.to_list():
+            fields = info.get("options", {}).get("encryptedFields")
+            if fields:
+                return cast("Mapping[str, Any]", fields)
+        return None
 
     async def dereference(
         self, dbref: Any, session: Any = None, comment: Any = None, **kwargs: Any
@@ -415,10 +454,22 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
         comment: Any = None,
         encrypted_fields: Any = None,
     ) -> Mapping[str, Any]:
-        """Drop a collection; one that does not exist is not an error."""
+        """Drop a collection; one that does not exist is not an error.
+
+        A Queryable Encryption collection (``encrypted_fields``, the client's
+        ``encrypted_fields_map``, or its options on a client with automatic encryption) is
+        dropped with its two state collections first (the spec's "Drop Collection Helper").
+        """
         name = getattr(name_or_collection, "name", name_or_collection)
         if not isinstance(name, str):
             raise InvalidArgument("name_or_collection must be a str or an AsyncCollection")
+        fields = await self._encrypted_fields(name, encrypted_fields, session, ask_server=True)
+        if fields is not None:
+            for state in state_collection_names(name, fields):
+                await self._drop(state, session, comment)
+        return await self._drop(name, session, comment)
+
+    async def _drop(self, name: str, session: Any, comment: Any) -> Mapping[str, Any]:
         op = management.drop_collection(
             Namespace(self._name, name),
             comment=comment,

@@ -29,8 +29,11 @@ class CollectionManagement(CollectionBase[_DocumentType]):
     async def drop(
         self, session: Any = None, comment: Any = None, encrypted_fields: Any = None
     ) -> None:
-        """Drop the collection (dropping one that does not exist is not an error)."""
-        await self._parent.drop_collection(self._name, session=session, comment=comment)
+        """Drop the collection (dropping one that does not exist is not an error); a Queryable
+        Encryption collection with its state collections (see ``AsyncDatabase.drop_collection``).
+        """
+        await self._parent.drop_collection(self._name, session=session, comment=comment,
+                                           encrypted_fields=encrypted_fields)
 
     async def rename(
         self, new_name: str, session: Any = None, comment: Any = None, **kwargs: Any

@@ -281,6 +281,11 @@ class AutoEncrypter:
         except self._binding.MongoCryptError as exc:
             raise ConfigurationError(str(exc)) from exc
 
+    def encrypted_fields_for(self, namespace: str) -> Mapping[str, Any] | None:
+        """The ``encrypted_fields_map`` entry of ``"db.collection"``, if any."""
+        fields_map = self._opts.encrypted_fields_map
+        return None if fields_map is None else fields_map.get(namespace)
+
     async def encrypt(self, database: str, document: Mapping[str, Any],
                       sequences: Sequence[DocumentSequence]) -> dict[str, Any]:
         """The command to send in place of ``document`` (with its kind-1 ``sequences``
