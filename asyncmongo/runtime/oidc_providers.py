@@ -18,8 +18,9 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from asyncmongo.core.auth.oidc import OIDCCallback, OIDCCallbackContext, OIDCCallbackResult
-from asyncmongo.errors import ConfigurationError, OperationFailure
-from asyncmongo.runtime.metadata_http import http_get
+from asyncmongo.core.http import HttpError, HttpRequest, Url
+from asyncmongo.errors import ConfigurationError, ConnectionFailure, OperationFailure
+from asyncmongo.runtime import http
 
 __all__ = [
     "AZURE_IMDS_URL",
@@ -128,19 +129,21 @@ async def _get(environment: str, url: str, headers: dict[str, str], seconds: flo
     an error that includes the body (spec)."""
     deadline = asyncio.get_running_loop().time() + seconds
     try:
-        response = await http_get(url, headers, deadline=deadline)
-    except (OSError, TimeoutError, ValueError) as exc:
+        response = await http.request(HttpRequest("GET", Url.parse(url), headers),
+                                      deadline=deadline)
+    except (ConnectionFailure, HttpError) as exc:
         raise OperationFailure(
             f"MONGODB-OIDC ENVIRONMENT:{environment}: no answer from {url.split('?')[0]} "
             f"({exc.__class__.__name__}: {exc}); is this running in {environment} with a "
             "managed identity?"
         ) from exc
+    text = response.body.decode("utf-8", "replace")
     if response.status != 200:
         raise OperationFailure(
             f"MONGODB-OIDC ENVIRONMENT:{environment}: {url.split('?')[0]} answered "
-            f"{response.status}: {response.text()[:500]}"
+            f"{response.status}: {text[:500]}"
         )
-    return response.text()
+    return text
 
 
 def environment_callback(

@@ -23,9 +23,9 @@ from asyncmongo.core.auth.oidc import (
     jwt_start_command,
     principal_start_command,
 )
+from asyncmongo.core.http import HttpRequest, Url
 from asyncmongo.errors import OperationFailure
-from asyncmongo.runtime import oidc_providers
-from asyncmongo.runtime.metadata_http import http_get
+from asyncmongo.runtime import http, oidc_providers
 from asyncmongo.testing import TestIdentityProvider, mint_token
 from asyncmongo.testing.scram import SaslServer, UserDirectory
 from tests.auth.oidc_support import CountingCallback, Env, oidc_deployment, oidc_of
@@ -371,7 +371,8 @@ async def test_http_get_reads_chunked_bodies() -> None:
     port = server.sockets[0].getsockname()[1]
     try:
         loop = asyncio.get_running_loop()
-        response = await http_get(f"http://127.0.0.1:{port}/x", deadline=loop.time() + 5)
+        response = await http.request(
+            HttpRequest("GET", Url.parse(f"http://127.0.0.1:{port}/x")), deadline=loop.time() + 5)
     finally:
         server.close()
         await server.wait_closed()
