@@ -9,13 +9,12 @@ work is CPU-only and short, every wait is an ``await``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from asyncmongo.encryption._binding import Binding
 from asyncmongo.encryption.key_vault import KeyVaultIO
-from asyncmongo.errors import ConfigurationError, InvalidOperation, OperationFailure
-from asyncmongo.runtime.aws_credentials import fetch_aws_credentials
+from asyncmongo.encryption.on_demand import on_demand_credentials
+from asyncmongo.errors import InvalidOperation
 
 __all__ = ["on_demand_credentials", "run_state_machine"]
 
@@ -63,30 +62,3 @@ async def _kms_requests(ctx: Any, io: KeyVaultIO) -> None:
         with kms_context:
             await io.kms_request(kms_context)
     ctx.complete_kms()
-
-
-async def on_demand_credentials(kms_providers: Mapping[str, Any],
-                                environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """NEED_KMS_CREDENTIALS: ``kms_providers`` with each empty provider filled in (spec,
-    "Automatic Credentials"). ``aws`` comes from MONGODB-AWS's credential chain (a web
-    identity, the environment, ECS, EC2 instance metadata); ``azure`` and ``gcp`` (their
-    metadata services) are not supported and say so."""
-    providers = {name: dict(value) for name, value in kms_providers.items()}
-    for name, value in providers.items():
-        if value:
-            continue
-        if name != "aws":
-            raise ConfigurationError(
-                f"on-demand {name!r} KMS credentials (from the cloud's metadata service) are "
-                f"not supported: give the credentials in kms_providers[{name!r}]"
-            )
-        try:
-            fetched = await fetch_aws_credentials({}, environ=environ)
-        except (ConfigurationError, OperationFailure) as exc:
-            raise ConfigurationError(f"on-demand 'aws' KMS credentials: {exc}") from exc
-        aws = fetched.credentials
-        providers[name] = {"accessKeyId": aws.access_key_id,
-                           "secretAccessKey": aws.secret_access_key}
-        if aws.session_token is not None:
-            providers[name]["sessionToken"] = aws.session_token
-    return providers

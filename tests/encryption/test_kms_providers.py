@@ -418,10 +418,20 @@ async def test_prose_15_on_demand_aws_credentials(env: Env,
         await _round_trip(ce, "aws", env.kms.master_key("aws"))
 
 
-async def test_on_demand_azure_and_gcp_say_they_are_not_supported(env: Env) -> None:
+async def test_on_demand_azure_and_gcp_ask_their_metadata_service(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Empty azure/gcp providers are filled from the cloud's metadata service (here a closed
+    port: the error names the provider and the service; tests/encryption/
+    test_on_demand_credentials.py has the answers)."""
+    from asyncmongo.encryption import on_demand
+
+    monkeypatch.setattr(on_demand, "AZURE_IMDS_URL", "http://127.0.0.1:9/metadata/token")
+    monkeypatch.setattr(on_demand, "GCP_TOKEN_URL", "http://127.0.0.1:9/token")
+    monkeypatch.setattr(on_demand, "_azure_cache", None)
     for provider in ("azure", "gcp"):
         async with env.encryption({provider: {}}) as ce:
-            with pytest.raises(ConfigurationError, match="not supported"):
+            with pytest.raises(ConfigurationError,
+                               match=f"on-demand '{provider}' KMS credentials.*no answer"):
                 await ce.create_data_key(provider, master_key=env.kms.master_key(provider))
 
 

@@ -98,7 +98,7 @@ async def test_on_demand_aws_credentials_from_the_environment() -> None:
     assert filled == {"aws": {"accessKeyId": "AK", "secretAccessKey": "S",
                               "sessionToken": "T"}, "local": {"key": b"k"}}
     with pytest.raises(ConfigurationError, match="not supported"):
-        await on_demand_credentials({"gcp": {}}, environ)
+        await on_demand_credentials({"kmip": {}}, environ)
 
 
 async def test_on_demand_aws_credentials_follow_the_mongodb_aws_chain() -> None:
