@@ -41,7 +41,7 @@ from asyncmongo import AsyncMongoClient
 from asyncmongo.bson import encode
 from asyncmongo.encryption import AsyncClientEncryption
 from asyncmongo.encryption._binding import load
-from asyncmongo.encryption.client_encryption import mongocrypt_options
+from asyncmongo.encryption.client_encryption import key_vault_io, mongocrypt_options
 from asyncmongo.encryption.key_vault import KeyVaultIO, key_vault_collection
 from asyncmongo.encryption.state_machine import run_state_machine
 from asyncmongo.testing import Standalone
@@ -110,11 +110,10 @@ async def measure(decrypt: Decrypt, document: bytes, tasks: int, seconds: float)
 
 async def main(args: argparse.Namespace) -> None:
     binding = load()
-    binding.AsyncMongoCryptCallback.register(KeyVaultIO)
     async with Standalone() as mongod:
         client: AsyncMongoClient[Any] = AsyncMongoClient(mongod.uri)
         document = await make_document(client)
-        io = KeyVaultIO(key_vault_collection(client, KEY_VAULT))
+        io = key_vault_io(binding, key_vault_collection(client, KEY_VAULT), None)
         rows: dict[str, Decrypt] = {}
         closers: list[Callable[[], Any]] = []
         floor_crypt, rows["floor"] = floor_decrypter(binding, io)
