@@ -402,7 +402,7 @@ class AsyncMongoClient(Generic[_DocumentType]):
         if self._tracing is not None:
             operation_id = operation_id or next_operation_id()
             return await self._tracing.run(op, session, operation_id, runtime.executor.run(
-                op, session, deadline=self._deadline(), operation_id=operation_id))
+                op, session, deadline=deadline, operation_id=operation_id, max_time=max_time))
         return await runtime.executor.run(
             op,
             session,

@@ -464,20 +464,27 @@ class Connection:
         check: bool = False,
         codec_options: CodecOptions | None = None,
         csot: bool = False,
+        checked_at: float | None = None,
     ) -> dict[str, Any]:
         """Run ``command`` on ``db`` and return the reply document.
 
         ``deadline`` bounds the send and the reply; ``csot``: it is the operation's timeoutMS,
         so socketTimeoutMS (deprecated) is ignored (CSOT "Command Execution").
+        ``checked_at``: the loop.time() at which the caller found the deadline not yet
+        reached (the executor, deriving maxTimeMS), so the clock is read once per attempt.
 
         ``sequences`` are kind-1 document sequences (already encoded documents);
         ``unacknowledged`` sets moreToCome on the request (w:0) and returns ``{}`` without
         reading; ``exhaust_allowed`` lets the server stream (see :meth:`read_more_to_come`).
         """
         self._check_usable()
-        if deadline is not None and asyncio.get_running_loop().time() >= deadline:
-            # CSOT: expired before anything was sent, so the connection stays usable
-            raise NetworkTimeout(f"{format_address(self.address)}: timed out before sending")
+        if deadline is not None:
+            if checked_at is None:
+                checked_at = (self._protocol._loop or asyncio.get_running_loop()).time()
+            if checked_at >= deadline:
+                # CSOT: expired before anything was sent, so the connection stays usable
+                raise NetworkTimeout(f"{format_address(self.address)}: timed out before sending")
+            self._read_started = checked_at
         self._busy = True
         self._csot = csot
         try:
@@ -519,6 +526,8 @@ class Connection:
         finally:
             self._streaming = True
         self._busy = True
+        if deadline is not None:
+            self._read_started = (self._protocol._loop or asyncio.get_running_loop()).time()
         try:
             return await self._read(deadline, codec_options, False, exhaust=True)
         finally:
@@ -592,7 +601,10 @@ class Connection:
                         loop = protocol._loop or asyncio.get_running_loop()
                         waiter = protocol._waiter = loop.create_future()
                         if deadline is not None and self._read_deadline is None:
-                            self._time_read(loop, deadline)
+                            # time the read: an armed timer firing no later serves
+                            self._read_deadline = deadline
+                            if self._timer is None or self._timer_at > deadline:
+                                self._arm_timer(loop, deadline)
                         try:
                             await waiter
                         finally:
@@ -617,15 +629,10 @@ class Connection:
             _check_ok(reply)
         return reply
 
-    def _time_read(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
-        """Time the read in progress: the armed timer serves if it fires no later."""
-        self._read_deadline = deadline
-        self._read_started = loop.time()
-        timer = self._timer
-        if timer is not None and self._timer_at <= deadline:
-            return
-        if timer is not None:
-            timer.cancel()
+    def _arm_timer(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
+        """(Re)arm the connection's one read timer to fire at ``deadline``."""
+        if self._timer is not None:
+            self._timer.cancel()
         self._timer = loop.call_at(deadline, self._expire)
         self._timer_at = deadline
 
@@ -639,8 +646,7 @@ class Connection:
             return  # no timed read now: the next one arms a timer
         loop = asyncio.get_running_loop()
         if loop.time() < deadline:
-            self._timer = loop.call_at(deadline, self._expire)
-            self._timer_at = deadline
+            self._arm_timer(loop, deadline)
             return
         waiter = self._protocol._waiter
         if waiter is not None and not waiter.done():

@@ -559,8 +559,12 @@ class Executor:
             command, document = attempt.build_document(
                 conn if encrypt is None else _EncryptionLimits(conn))
             timed = attempt.timed
+            checked_at = None
             if timed:
-                document = self._csot_fields(document, server, deadline, attempt.max_time)
+                if deadline is not None:
+                    checked_at = asyncio.get_running_loop().time()  # once per attempt
+                document = self._csot_fields(
+                    document, server, deadline, attempt.max_time, checked_at)
             read_preference = self._read_preference(attempt.target, server)
             if read_preference is not None:
                 document = {**document, "$readPreference": read_preference}
@@ -568,6 +572,7 @@ class Executor:
                 # Client-side encryption spec: encrypted before command monitoring sees it,
                 # as one document (the sequences folded in).
                 document = await encrypt(command.database, document, command.sequences)
+                checked_at = None  # encrypting took time: the connection reads the clock
                 command = Command(command.database, document, (), command.unacknowledged)
         except BaseException:
             self._give_back(server, conn, lease, attempt)  # a client-side refusal sent nothing
@@ -588,6 +593,7 @@ class Executor:
                 unacknowledged=command.unacknowledged,
                 codec_options=codec_options,
                 csot=timed,
+                checked_at=checked_at,
             )
             if reply.get("code") == REAUTHENTICATION_REQUIRED and conn.authenticator is not None:
                 # Auth spec, "Reauthentication": authenticate this connection again (no
@@ -666,25 +672,25 @@ class Executor:
             self._give_back(server, conn, lease, attempt, exc if conn.is_closed else None)
 
     def _csot_fields(
-        self, document: dict[str, Any], server: Server, deadline: float | None, max_time: bool
+        self,
+        document: dict[str, Any],
+        server: Server,
+        deadline: float | None,
+        max_time: bool,
+        now: float | None,
     ) -> dict[str, Any]:
-        """CSOT "Command Execution": a command that cannot finish in time is not sent; one
-        that can carries maxTimeMS = remaining - minRoundTripTime (replacing the deprecated
-        per-operation maxTimeMS), unless ``max_time`` is False (getMore, iteration mode) or
-        the server is a mongocryptd."""
-        concern = document.get("writeConcern")
-        if isinstance(concern, Mapping) and "wtimeout" in concern:
-            # CSOT: wTimeoutMS (deprecated) is ignored when timeoutMS is set
-            rest = {k: v for k, v in concern.items() if k != "wtimeout"}
-            if rest:
-                document = {**document, "writeConcern": rest}
-            else:
-                document = {k: v for k, v in document.items() if k != "writeConcern"}
-        if deadline is None:
+        """CSOT "Command Execution": a command that cannot finish in time (at ``now``, the
+        loop.time() when a ``deadline`` is set) is not sent; one that can carries maxTimeMS
+        = remaining - minRoundTripTime (replacing the deprecated per-operation maxTimeMS),
+        unless ``max_time`` is False (getMore, iteration mode) or the server is a
+        mongocryptd."""
+        if "writeConcern" in document:
+            document = _without_wtimeout(document)
+        if deadline is None or now is None:
             return document
         known = self._topology.description.servers.get(server.address)
         rtt_ms = (known.min_round_trip_time_ms if known is not None else None) or 0.0
-        remaining_ms = (deadline - asyncio.get_running_loop().time()) * 1000
+        remaining_ms = (deadline - now) * 1000
         if remaining_ms <= rtt_ms:
             raise timeout_before_send(server.address, remaining_ms, rtt_ms)
         budget = int(remaining_ms - rtt_ms) or 1
@@ -734,6 +740,17 @@ def timeout_before_send(address: Address, remaining_ms: float, rtt_ms: float) ->
         f"left, server minimum round trip time {rtt_ms:.0f}ms",
         50,
     )
+
+
+def _without_wtimeout(document: dict[str, Any]) -> dict[str, Any]:
+    """CSOT: wTimeoutMS (deprecated) is ignored when timeoutMS is set."""
+    concern = document["writeConcern"]
+    if not isinstance(concern, Mapping) or "wtimeout" not in concern:
+        return document
+    rest = {k: v for k, v in concern.items() if k != "wtimeout"}
+    if rest:
+        return {**document, "writeConcern": rest}
+    return {k: v for k, v in document.items() if k != "writeConcern"}
 
 
 def _checked(reply: Mapping[str, Any]) -> dict[str, Any]:

@@ -178,6 +178,23 @@ async def test_query_text_is_cut_to_its_length(exporter: Any) -> None:
     assert exporter.get_finished_spans()[0].attributes["db.query.text"] == '{"find": "...'
 
 
+async def test_a_traced_operation_keeps_its_own_timeout(exporter: Any) -> None:
+    """Tracing wraps the operation without changing its deadline: a collection's timeoutMS
+    (not the client's) becomes the command's maxTimeMS, and a getMore carries none."""
+    started: list[Any] = []
+    async with Standalone() as server:
+        tracing = {"enabled": True, "tracer_provider": _provider(exporter)}
+        async with AsyncMongoClient(server.uri, tracing=tracing,
+                                    event_listeners=[started.append]) as client:
+            coll = client.db.get_collection("c", timeout_ms=60_000)
+            await coll.insert_many([{"i": i} for i in range(3)])
+            assert len(await coll.find(batch_size=2).to_list()) == 3
+    commands = {e.command_name: e.command for e in started
+                if type(e).__name__ == "CommandStartedEvent"}
+    assert 50_000 < commands["find"]["maxTimeMS"] <= 60_000
+    assert "maxTimeMS" not in commands["getMore"]
+
+
 async def test_a_failed_operation_records_its_exception(exporter: Any) -> None:
     async with Standalone() as server:
         tracing = {"enabled": True, "tracer_provider": _provider(exporter)}
