@@ -392,10 +392,15 @@ class AsyncMongoClient(Generic[_DocumentType]):
                 if op.name not in _TXN_END:
                     _check_no_override(txn_deadline)
                 deadline = deadline or txn_deadline
-        if deadline is None:
-            deadline = self._deadline_for(timeout_ms)
         runtime = self._runtime
-        if runtime is None or self._closed or self._loop is not asyncio.get_running_loop():
+        loop = None  # asked for once, and only of a connected client (aconnect explains)
+        if runtime is not None and not self._closed:
+            loop = asyncio.get_running_loop()
+            if self._loop is not loop:
+                runtime = None
+        if deadline is None:
+            deadline = self._deadline_for(timeout_ms, loop)
+        if runtime is None or self._closed:
             await self.aconnect()
             runtime = self._runtime
             assert runtime is not None
@@ -411,7 +416,9 @@ class AsyncMongoClient(Generic[_DocumentType]):
             max_time=max_time,
         )
 
-    def _deadline_for(self, timeout_ms: int | None) -> float | None:
+    def _deadline_for(
+        self, timeout_ms: int | None, loop: asyncio.AbstractEventLoop | None = None
+    ) -> float | None:
         """CSOT: the deadline of an operation starting now (None: timeoutMS is unset,
         math.inf: timeoutMS=0, no limit) from its scope's timeoutMS (None: the client's),
         unless an ``asyncmongo.timeout()`` block sets it: the one place the block's
@@ -425,7 +432,7 @@ class AsyncMongoClient(Generic[_DocumentType]):
                 return None
         if not timeout_ms:
             return math.inf
-        return asyncio.get_running_loop().time() + timeout_ms / 1000
+        return (loop or asyncio.get_running_loop()).time() + timeout_ms / 1000
 
     def _deadline(self) -> float | None:
         deadline = self._deadline_for(None)

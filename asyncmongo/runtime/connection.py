@@ -480,7 +480,7 @@ class Connection:
         self._check_usable()
         if deadline is not None:
             if checked_at is None:
-                checked_at = (self._protocol._loop or asyncio.get_running_loop()).time()
+                checked_at = self.time()
             if checked_at >= deadline:
                 # CSOT: expired before anything was sent, so the connection stays usable
                 raise NetworkTimeout(f"{format_address(self.address)}: timed out before sending")
@@ -527,11 +527,16 @@ class Connection:
             self._streaming = True
         self._busy = True
         if deadline is not None:
-            self._read_started = (self._protocol._loop or asyncio.get_running_loop()).time()
+            self._read_started = self.time()
         try:
             return await self._read(deadline, codec_options, False, exhaust=True)
         finally:
             self._busy = False
+
+    def time(self) -> float:
+        """Its event loop's clock (``loop.time()``, the clock deadlines are on), read
+        without asking asyncio for the running loop (a getpid() system call)."""
+        return (self._protocol._loop or asyncio.get_running_loop()).time()
 
     def _check_usable(self) -> None:
         if self.is_closed:

@@ -562,7 +562,7 @@ class Executor:
             checked_at = None
             if timed:
                 if deadline is not None:
-                    checked_at = asyncio.get_running_loop().time()  # once per attempt
+                    checked_at = conn.time()  # once per attempt
                 document = self._csot_fields(
                     document, server, deadline, attempt.max_time, checked_at)
             read_preference = self._read_preference(attempt.target, server)
