@@ -1,9 +1,12 @@
 """Client-side encryption prose test 4, "BSON Size Limits and Batch Splitting", with the
 vendored limits files (spec_tests/data/client-side-encryption/limits), against the
-simulator with asyncmongo.testing's QueryAnalyzer as mongocryptd. (Prose tests 2 "Data
-Key and Double Encryption", 6 "Corpus" and the KMS ones need cloud KMS credentials; the
-others that apply, bypass auto encryption, external key vault and views, are in
-tests/encryption/test_auto_encryption.py.)"""
+simulator with asyncmongo.testing's QueryAnalyzer as mongocryptd. (Prose 6 "Corpus" is in
+spec_tests/test_client_side_encryption_corpus.py; the KMS ones are in
+tests/encryption/test_kms_providers.py, 8 "Bypass Spawning mongocryptd" in
+tests/encryption/test_bypass_spawning_prose.py, 9 "Deadlock Tests" in
+tests/encryption/test_deadlock_prose.py, 14 "Decryption Events" in
+tests/encryption/test_decryption_events.py; bypass auto encryption, external key vault and
+views are in tests/encryption/test_auto_encryption.py.)"""
 
 from __future__ import annotations
 
