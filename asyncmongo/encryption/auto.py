@@ -40,6 +40,7 @@ from asyncmongo.encryption._binding import Binding, load
 from asyncmongo.encryption.client_encryption import wrap_encryption_errors
 from asyncmongo.encryption.key_vault import RAW_DOCUMENTS, KeyVaultIO, key_vault_collection
 from asyncmongo.encryption.kms import KmsSession, kms_ssl_contexts
+from asyncmongo.encryption.kms_connect import KmsConnectCallback
 from asyncmongo.encryption.state_machine import run_state_machine
 from asyncmongo.errors import (
     ConfigurationError,
@@ -90,7 +91,9 @@ class AutoEncryptionOpts:
       Supplying an encryptedFieldsMap provides more security than relying on an
       encryptedFields obtained from the server;
     - ``key_expiration_ms``: libmongocrypt's data key cache lifetime (None: 60 s);
-    - ``kms_tls_options``: TLS options per KMS provider, as for AsyncClientEncryption.
+    - ``kms_tls_options``: TLS options per KMS provider, as for AsyncClientEncryption;
+    - ``kms_connect_callback``: opens the connections to KMS hosts (e.g. through an HTTP
+      proxy), as for AsyncClientEncryption.
 
     If automatic encryption fails on an operation, use a client configured with
     bypass_auto_encryption=True and AsyncClientEncryption.encrypt() to encrypt values.
@@ -111,8 +114,11 @@ class AutoEncryptionOpts:
     encrypted_fields_map: Mapping[str, Any] | None = None
     key_expiration_ms: int | None = None
     kms_tls_options: Mapping[str, Mapping[str, Any]] | None = None
+    kms_connect_callback: KmsConnectCallback | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
+        if self.kms_connect_callback is not None and not callable(self.kms_connect_callback):
+            raise InvalidArgument("kms_connect_callback must be callable")
         for name in ("schema_map", "encrypted_fields_map"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, Mapping):
@@ -236,7 +242,9 @@ class AutoEncrypter:
         self._binding.AsyncMongoCryptCallback.register(AutoEncryptionIO)
         self._io = AutoEncryptionIO(
             key_vault_collection(key_vault_client, opts.key_vault_namespace),
-            KmsSession(kms_ssl_contexts(opts.kms_tls_options)), self._binding.MongoCryptError,
+            KmsSession(kms_ssl_contexts(opts.kms_tls_options),
+                       connect_callback=opts.kms_connect_callback),
+            self._binding.MongoCryptError,
             metadata, None, opts)
         self._crypt: Any = self._make_crypt(opts)
         version = self._crypt.crypt_shared_lib_version

@@ -26,6 +26,7 @@ from asyncmongo.encryption._binding import Binding, load
 from asyncmongo.encryption.encrypted_collection import create_with_encrypted_fields
 from asyncmongo.encryption.key_vault import KeyVaultIO, key_vault_collection
 from asyncmongo.encryption.kms import KmsSession, kms_ssl_contexts
+from asyncmongo.encryption.kms_connect import KmsConnectCallback
 from asyncmongo.encryption.range_opts import RangeOpts
 from asyncmongo.encryption.state_machine import run_state_machine
 from asyncmongo.errors import (
@@ -96,11 +97,12 @@ class RewrapManyDataKeyResult:
 
 
 def key_vault_io(binding: Binding, key_vault: AsyncCollection[RawBSONDocument],
-                 kms_tls_options: Mapping[str, Mapping[str, Any]] | None) -> KeyVaultIO:
+                 kms_tls_options: Mapping[str, Mapping[str, Any]] | None,
+                 kms_connect_callback: KmsConnectCallback | None = None) -> KeyVaultIO:
     """The I/O of a libmongocrypt handle: ``key_vault`` and KMS requests with
-    ``kms_tls_options``."""
+    ``kms_tls_options`` (over ``kms_connect_callback``'s connections if given)."""
     binding.AsyncMongoCryptCallback.register(KeyVaultIO)
-    kms = KmsSession(kms_ssl_contexts(kms_tls_options))
+    kms = KmsSession(kms_ssl_contexts(kms_tls_options), connect_callback=kms_connect_callback)
     return KeyVaultIO(key_vault, kms, binding.MongoCryptError)
 
 
@@ -125,6 +127,17 @@ class AsyncClientEncryption:
     - ``timeout_ms``: the limit on each operation of this object (key vault reads and writes
       and KMS requests together), as an ``asyncmongo.timeout`` block; None: the key vault
       client's own timeoutMS for its operations, 10 s per KMS request attempt.
+    - ``kms_connect_callback``: opens each connection to a KMS host instead of the driver
+      (client-side encryption spec, "kmsConnectCallback"), e.g. an HTTP CONNECT through a
+      proxy. Called as ``callback(host, port, timeout_s)``, plain or ``async`` (preferred: a
+      plain one blocks the event loop while it runs), it returns a connected
+      ``socket.socket`` or an ``(asyncio.StreamReader, asyncio.StreamWriter)`` pair (the
+      shape for a TLS tunnel such as an HTTPS proxy), without TLS to the KMS: the driver
+      negotiates TLS with the KMS host over it (SNI and certificate verification name the
+      KMS host; ``kms_tls_options`` apply). ``timeout_s`` is what the round trip may take:
+      the rest of timeoutMS if less than 10 s, else 10 s. An ``OSError`` from the callback is
+      a network error and retried like one (the callback is called again); any other error
+      fails the operation. See :mod:`asyncmongo.encryption.kms_connect`.
 
     ``async with AsyncClientEncryption(...) as client_encryption:`` closes it on exit.
     """
@@ -141,6 +154,7 @@ class AsyncClientEncryption:
         key_expiration_ms: int | None = None,
         kms_tls_options: Mapping[str, Mapping[str, Any]] | None = None,
         timeout_ms: int | None = None,
+        kms_connect_callback: KmsConnectCallback | None = None,
     ) -> None:
         from asyncmongo.client import AsyncMongoClient
 
@@ -151,13 +165,16 @@ class AsyncClientEncryption:
         if timeout_ms is not None and (isinstance(timeout_ms, bool)
                                        or not isinstance(timeout_ms, int) or timeout_ms < 0):
             raise InvalidArgument(f"timeout_ms must be a non-negative int, not {timeout_ms!r}")
+        if kms_connect_callback is not None and not callable(kms_connect_callback):
+            raise InvalidArgument("kms_connect_callback must be callable")
         self._timeout_s = None if not timeout_ms else timeout_ms / 1000
         self._binding = load()
         self._codec_options = as_codec_options(codec_options)
         self._namespace = key_vault_namespace
         self._providers = tuple(kms_providers)
         self._key_vault = key_vault_collection(key_vault_client, key_vault_namespace)
-        self._io = key_vault_io(self._binding, self._key_vault, kms_tls_options)
+        self._io = key_vault_io(self._binding, self._key_vault, kms_tls_options,
+                                kms_connect_callback)
         options = mongocrypt_options(self._binding, kms_providers, key_expiration_ms)
         try:
             self._crypt: Any = self._binding.MongoCrypt(options, self._io)
