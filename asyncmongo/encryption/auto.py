@@ -38,6 +38,10 @@ from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.raw import RawBSONDocument
 from asyncmongo.encryption._binding import Binding, load
 from asyncmongo.encryption.client_encryption import wrap_encryption_errors
+from asyncmongo.encryption.credential_providers import (
+    CredentialProviders,
+    validate_credential_providers,
+)
 from asyncmongo.encryption.key_vault import RAW_DOCUMENTS, KeyVaultIO, key_vault_collection
 from asyncmongo.encryption.kms import KmsSession, kms_ssl_contexts
 from asyncmongo.encryption.kms_connect import KmsConnectCallback
@@ -93,7 +97,9 @@ class AutoEncryptionOpts:
     - ``key_expiration_ms``: libmongocrypt's data key cache lifetime (None: 60 s);
     - ``kms_tls_options``: TLS options per KMS provider, as for AsyncClientEncryption;
     - ``kms_connect_callback``: opens the connections to KMS hosts (e.g. through an HTTP
-      proxy), as for AsyncClientEncryption.
+      proxy), as for AsyncClientEncryption;
+    - ``credential_providers``: ``{"aws": provider}`` to fill an empty
+      ``kms_providers["aws"]``, as for AsyncClientEncryption.
 
     If automatic encryption fails on an operation, use a client configured with
     bypass_auto_encryption=True and AsyncClientEncryption.encrypt() to encrypt values.
@@ -115,10 +121,12 @@ class AutoEncryptionOpts:
     key_expiration_ms: int | None = None
     kms_tls_options: Mapping[str, Mapping[str, Any]] | None = None
     kms_connect_callback: KmsConnectCallback | None = field(default=None, compare=False)
+    credential_providers: CredentialProviders | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.kms_connect_callback is not None and not callable(self.kms_connect_callback):
             raise InvalidArgument("kms_connect_callback must be callable")
+        validate_credential_providers(self.credential_providers, self.kms_providers)
         for name in ("schema_map", "encrypted_fields_map"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, Mapping):
@@ -151,7 +159,7 @@ class AutoEncryptionIO(KeyVaultIO):
     def __init__(self, key_vault: Any, kms: KmsSession, mongocrypt_error: type[Exception],
                  metadata: AsyncMongoClient[Any] | None,
                  mongocryptd: AsyncMongoClient[Any] | None, opts: AutoEncryptionOpts) -> None:
-        super().__init__(key_vault, kms, mongocrypt_error)
+        super().__init__(key_vault, kms, mongocrypt_error, opts.credential_providers)
         self._metadata = metadata
         self._mongocryptd = mongocryptd
         self._opts = opts
