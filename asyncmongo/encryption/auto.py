@@ -27,9 +27,12 @@ may have a negative performance impact.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import math
 import subprocess
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +55,7 @@ from asyncmongo.errors import (
     InvalidArgument,
     ServerSelectionTimeoutError,
 )
+from asyncmongo.runtime.timeout import timeout
 
 if TYPE_CHECKING:
     from asyncmongo.client import AsyncMongoClient
@@ -65,6 +69,8 @@ IDLE_SHUTDOWN_ARG = "--idleShutdownTimeoutSecs"
 DEFAULT_SPAWN_ARGS = (f"{IDLE_SHUTDOWN_ARG}=60",)
 #: Spec, "Connecting to mongocryptd".
 MONGOCRYPTD_TIMEOUT_MS = 10000
+#: The block of an operation whose deadline has passed: it expires at once.
+_EXPIRED_S = 1e-6
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +153,17 @@ class AutoEncryptionOpts:
         """The encrypter of ``client``'s commands and decrypter of its replies (the client
         calls it once, and closes it)."""
         return AutoEncrypter(self, client)
+
+
+def bounded_by(deadline: float | None) -> AbstractContextManager[Any]:
+    """CSOT spec, "Client Side Encryption": the operation's timeoutMS bounds the work of
+    encrypting its command or decrypting its reply (listCollections, key vault finds,
+    mongocryptd, KMS requests), as a timeout block ending at the operation's ``deadline``
+    (a loop time; None or inf: no limit, and any enclosing block still applies)."""
+    if deadline is None or deadline == math.inf:
+        return nullcontext()
+    remaining = deadline - asyncio.get_running_loop().time()
+    return timeout(max(remaining, _EXPIRED_S))  # timeout(0) would mean "no limit"
 
 
 class AutoEncryptionIO(KeyVaultIO):
@@ -303,15 +320,17 @@ class AutoEncrypter:
         return None if fields_map is None else fields_map.get(namespace)
 
     async def encrypt(self, database: str, document: Mapping[str, Any],
-                      sequences: Sequence[DocumentSequence]) -> dict[str, Any]:
+                      sequences: Sequence[DocumentSequence],
+                      deadline: float | None = None) -> dict[str, Any]:
         """The command to send in place of ``document`` (with its kind-1 ``sequences``
-        folded in, spec "Size limits for Write Commands"), encrypted by libmongocrypt."""
+        folded in, spec "Size limits for Write Commands"), encrypted by libmongocrypt
+        by the operation's ``deadline``."""
         command = dict(document)
         for sequence in sequences:
             command[sequence.identifier] = [RawBSONDocument(doc) for doc in sequence.documents]
         with wrap_encryption_errors():
             ctx = self._crypt.encryption_context(database, encode(command))
-            with ctx:
+            with ctx, bounded_by(deadline):
                 encrypted = await run_state_machine(self._binding, ctx, self._io)
         self._io.reap()
         if encrypted is None:  # pragma: no cover - an encryption context ends READY
@@ -319,11 +338,13 @@ class AutoEncrypter:
         result: dict[str, Any] = decode(encrypted)
         return result
 
-    async def decrypt(self, reply: Any, codec_options: CodecOptions) -> dict[str, Any]:
-        """``reply`` (a RawBSONDocument) decrypted, decoded with ``codec_options``."""
+    async def decrypt(self, reply: Any, codec_options: CodecOptions,
+                      deadline: float | None = None) -> dict[str, Any]:
+        """``reply`` (a RawBSONDocument) decrypted by the operation's ``deadline``, decoded
+        with ``codec_options``."""
         with wrap_encryption_errors():
             ctx = self._crypt.decryption_context(reply.raw)
-            with ctx:
+            with ctx, bounded_by(deadline):
                 decrypted = await run_state_machine(self._binding, ctx, self._io)
         result: dict[str, Any] = decode(decrypted or reply.raw, codec_options)
         return result

@@ -402,3 +402,43 @@ async def test_closing_the_proxy_ends_open_tunnels(env: Env) -> None:
     finally:
         sock.close()
     assert "0 open" in repr(env.plain)
+
+
+async def test_auto_encryption_kms_requests_are_bounded_by_the_clients_timeout_ms(env: Env) -> None:
+    """An auto-encrypting client's timeoutMS bounds its KMS requests (CSOT spec, "Client
+    Side Encryption"), so the callback is given at most that."""
+    received: list[float] = []
+    proxied = plain_proxy_callback(env.plain)
+
+    async def recording(host: str, port: int, timeout_s: float) -> KmsConnection:
+        received.append(timeout_s)
+        return await proxied(host, port, timeout_s)
+
+    async with env.encryption(proxied) as client_encryption:
+        key_id = await client_encryption.create_data_key("aws", master_key=env.master_key)
+    schema = {"bsonType": "object", "properties": {"s": {"encrypt": {
+        "keyId": [key_id], "bsonType": "string", "algorithm": DETERMINISTIC}}}}
+    async with QueryAnalyzer() as analyzer:
+        opts = AutoEncryptionOpts(AWS, KEY_VAULT, schema_map={"db.coll": schema},
+                                  kms_tls_options=env.tls, kms_connect_callback=recording,
+                                  **analyzer.auto_encryption_options())
+        async with AsyncMongoClient(env.uri, auto_encryption_opts=opts,
+                                    timeoutMS=5000) as client_encrypted:
+            await client_encrypted.db.coll.insert_one({"_id": 1, "s": "x"})
+    assert len(received) == 1
+    assert 0 < received[0] <= 5.0
+    # and the limit holds: a KMS slower than the client's timeoutMS fails the insert
+    env.aws.delay_s = 3.0
+    async with QueryAnalyzer() as analyzer:
+        opts = AutoEncryptionOpts(AWS, KEY_VAULT, schema_map={"db.coll": schema},
+                                  kms_tls_options=env.tls, kms_connect_callback=recording,
+                                  **analyzer.auto_encryption_options())
+        async with AsyncMongoClient(env.uri, auto_encryption_opts=opts,
+                                    timeoutMS=500) as client_encrypted:
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            with pytest.raises(EncryptionError, match="timeoutMS expired") as info:
+                await client_encrypted.db.coll.insert_one({"_id": 2, "s": "y"})
+            assert loop.time() - started < 2.5
+    assert info.value.timeout
+    assert received[-1] <= 0.5
