@@ -442,3 +442,51 @@ async def test_auto_encryption_kms_requests_are_bounded_by_the_clients_timeout_m
             assert loop.time() - started < 2.5
     assert info.value.timeout
     assert received[-1] <= 0.5
+
+
+async def test_a_callback_that_hangs_is_cut_by_timeout_ms(env: Env) -> None:
+    async def hangs(host: str, port: int, timeout_s: float) -> KmsConnection:
+        await asyncio.sleep(60)
+        raise AssertionError("not reached")
+
+    loop = asyncio.get_running_loop()
+    async with env.encryption(hangs, timeout_ms=300) as client_encryption:
+        started = loop.time()
+        with pytest.raises(EncryptionError, match="timeoutMS expired") as info:
+            await client_encryption.create_data_key("aws", master_key=env.master_key)
+    assert loop.time() - started < 2.0
+    assert info.value.timeout
+
+
+@pytest.mark.parametrize("shape", ["socket", "streams"])
+async def test_cancelled_during_the_tls_handshake_closes_the_connection(
+        env: Env, shape: str) -> None:
+    """The callback's connection goes to the proxy without a CONNECT, so the driver's TLS
+    handshake never completes; cancelling the operation then closes that connection."""
+    opened: list[Any] = []
+    called = asyncio.Event()
+
+    async def stalls(host: str, port: int, timeout_s: float) -> KmsConnection:
+        if shape == "socket":
+            sock = socket.create_connection((env.plain.host, env.plain.port))
+            opened.append(sock)
+            called.set()
+            return sock
+        reader, writer = await asyncio.open_connection(env.plain.host, env.plain.port)
+        opened.append(writer)
+        called.set()
+        return reader, writer
+
+    async with env.encryption(stalls) as client_encryption:
+        task = asyncio.ensure_future(
+            client_encryption.create_data_key("aws", master_key=env.master_key))
+        await called.wait()
+        await asyncio.sleep(0.1)  # the driver's ClientHello goes out; no answer comes
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    if shape == "socket":
+        assert opened[0].fileno() == -1
+    else:
+        assert opened[0].transport.is_closing()
+    assert env.plain.connect_count == 0
