@@ -21,6 +21,7 @@ from __future__ import annotations
 from asyncmongo.encryption.algorithm import Algorithm, QueryType
 from asyncmongo.encryption.auto import AutoEncryptionOpts
 from asyncmongo.encryption.client_encryption import AsyncClientEncryption, RewrapManyDataKeyResult
+from asyncmongo.encryption.kms_connect import KmsConnectCallback
 from asyncmongo.encryption.range_opts import RangeOpts
 from asyncmongo.errors import EncryptedCollectionError, EncryptionError
 
@@ -30,6 +31,7 @@ __all__ = [
     "AutoEncryptionOpts",
     "EncryptedCollectionError",
     "EncryptionError",
+    "KmsConnectCallback",
     "QueryType",
     "RangeOpts",
     "RewrapManyDataKeyResult",

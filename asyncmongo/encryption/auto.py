@@ -27,9 +27,12 @@ may have a negative performance impact.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import math
 import subprocess
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -38,8 +41,13 @@ from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.raw import RawBSONDocument
 from asyncmongo.encryption._binding import Binding, load
 from asyncmongo.encryption.client_encryption import wrap_encryption_errors
+from asyncmongo.encryption.credential_providers import (
+    CredentialProviders,
+    validate_credential_providers,
+)
 from asyncmongo.encryption.key_vault import RAW_DOCUMENTS, KeyVaultIO, key_vault_collection
 from asyncmongo.encryption.kms import KmsSession, kms_ssl_contexts
+from asyncmongo.encryption.kms_connect import KmsConnectCallback
 from asyncmongo.encryption.state_machine import run_state_machine
 from asyncmongo.errors import (
     ConfigurationError,
@@ -47,6 +55,7 @@ from asyncmongo.errors import (
     InvalidArgument,
     ServerSelectionTimeoutError,
 )
+from asyncmongo.runtime.timeout import timeout
 
 if TYPE_CHECKING:
     from asyncmongo.client import AsyncMongoClient
@@ -60,6 +69,8 @@ IDLE_SHUTDOWN_ARG = "--idleShutdownTimeoutSecs"
 DEFAULT_SPAWN_ARGS = (f"{IDLE_SHUTDOWN_ARG}=60",)
 #: Spec, "Connecting to mongocryptd".
 MONGOCRYPTD_TIMEOUT_MS = 10000
+#: The block of an operation whose deadline has passed: it expires at once.
+_EXPIRED_S = 1e-6
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +101,11 @@ class AutoEncryptionOpts:
       Supplying an encryptedFieldsMap provides more security than relying on an
       encryptedFields obtained from the server;
     - ``key_expiration_ms``: libmongocrypt's data key cache lifetime (None: 60 s);
-    - ``kms_tls_options``: TLS options per KMS provider, as for AsyncClientEncryption.
+    - ``kms_tls_options``: TLS options per KMS provider, as for AsyncClientEncryption;
+    - ``kms_connect_callback``: opens the connections to KMS hosts (e.g. through an HTTP
+      proxy), as for AsyncClientEncryption;
+    - ``credential_providers``: ``{"aws": provider}`` to fill an empty
+      ``kms_providers["aws"]``, as for AsyncClientEncryption.
 
     If automatic encryption fails on an operation, use a client configured with
     bypass_auto_encryption=True and AsyncClientEncryption.encrypt() to encrypt values.
@@ -111,8 +126,13 @@ class AutoEncryptionOpts:
     encrypted_fields_map: Mapping[str, Any] | None = None
     key_expiration_ms: int | None = None
     kms_tls_options: Mapping[str, Mapping[str, Any]] | None = None
+    kms_connect_callback: KmsConnectCallback | None = field(default=None, compare=False)
+    credential_providers: CredentialProviders | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
+        if self.kms_connect_callback is not None and not callable(self.kms_connect_callback):
+            raise InvalidArgument("kms_connect_callback must be callable")
+        validate_credential_providers(self.credential_providers, self.kms_providers)
         for name in ("schema_map", "encrypted_fields_map"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, Mapping):
@@ -135,6 +155,17 @@ class AutoEncryptionOpts:
         return AutoEncrypter(self, client)
 
 
+def bounded_by(deadline: float | None) -> AbstractContextManager[Any]:
+    """CSOT spec, "Client Side Encryption": the operation's timeoutMS bounds the work of
+    encrypting its command or decrypting its reply (listCollections, key vault finds,
+    mongocryptd, KMS requests), as a timeout block ending at the operation's ``deadline``
+    (a loop time; None or inf: no limit, and any enclosing block still applies)."""
+    if deadline is None or deadline == math.inf:
+        return nullcontext()
+    remaining = deadline - asyncio.get_running_loop().time()
+    return timeout(max(remaining, _EXPIRED_S))  # timeout(0) would mean "no limit"
+
+
 class AutoEncryptionIO(KeyVaultIO):
     """libmongocrypt's I/O for automatic encryption: the key vault (KeyVaultIO), the
     collection infos (listCollections on the metadata client) and the markings (the query
@@ -145,7 +176,7 @@ class AutoEncryptionIO(KeyVaultIO):
     def __init__(self, key_vault: Any, kms: KmsSession, mongocrypt_error: type[Exception],
                  metadata: AsyncMongoClient[Any] | None,
                  mongocryptd: AsyncMongoClient[Any] | None, opts: AutoEncryptionOpts) -> None:
-        super().__init__(key_vault, kms, mongocrypt_error)
+        super().__init__(key_vault, kms, mongocrypt_error, opts.credential_providers)
         self._metadata = metadata
         self._mongocryptd = mongocryptd
         self._opts = opts
@@ -236,7 +267,9 @@ class AutoEncrypter:
         self._binding.AsyncMongoCryptCallback.register(AutoEncryptionIO)
         self._io = AutoEncryptionIO(
             key_vault_collection(key_vault_client, opts.key_vault_namespace),
-            KmsSession(kms_ssl_contexts(opts.kms_tls_options)), self._binding.MongoCryptError,
+            KmsSession(kms_ssl_contexts(opts.kms_tls_options),
+                       connect_callback=opts.kms_connect_callback),
+            self._binding.MongoCryptError,
             metadata, None, opts)
         self._crypt: Any = self._make_crypt(opts)
         version = self._crypt.crypt_shared_lib_version
@@ -287,15 +320,17 @@ class AutoEncrypter:
         return None if fields_map is None else fields_map.get(namespace)
 
     async def encrypt(self, database: str, document: Mapping[str, Any],
-                      sequences: Sequence[DocumentSequence]) -> dict[str, Any]:
+                      sequences: Sequence[DocumentSequence],
+                      deadline: float | None = None) -> dict[str, Any]:
         """The command to send in place of ``document`` (with its kind-1 ``sequences``
-        folded in, spec "Size limits for Write Commands"), encrypted by libmongocrypt."""
+        folded in, spec "Size limits for Write Commands"), encrypted by libmongocrypt
+        by the operation's ``deadline``."""
         command = dict(document)
         for sequence in sequences:
             command[sequence.identifier] = [RawBSONDocument(doc) for doc in sequence.documents]
         with wrap_encryption_errors():
             ctx = self._crypt.encryption_context(database, encode(command))
-            with ctx:
+            with ctx, bounded_by(deadline):
                 encrypted = await run_state_machine(self._binding, ctx, self._io)
         self._io.reap()
         if encrypted is None:  # pragma: no cover - an encryption context ends READY
@@ -303,11 +338,13 @@ class AutoEncrypter:
         result: dict[str, Any] = decode(encrypted)
         return result
 
-    async def decrypt(self, reply: Any, codec_options: CodecOptions) -> dict[str, Any]:
-        """``reply`` (a RawBSONDocument) decrypted, decoded with ``codec_options``."""
+    async def decrypt(self, reply: Any, codec_options: CodecOptions,
+                      deadline: float | None = None) -> dict[str, Any]:
+        """``reply`` (a RawBSONDocument) decrypted by the operation's ``deadline``, decoded
+        with ``codec_options``."""
         with wrap_encryption_errors():
             ctx = self._crypt.decryption_context(reply.raw)
-            with ctx:
+            with ctx, bounded_by(deadline):
                 decrypted = await run_state_machine(self._binding, ctx, self._io)
         result: dict[str, Any] = decode(decrypted or reply.raw, codec_options)
         return result

@@ -10,7 +10,7 @@ collection it is given: reads with read concern majority, writes with write conc
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from asyncmongo.bson import encode
@@ -58,13 +58,17 @@ class KeyVaultIO:
     so subclassing would type as Any).
     """
 
-    __slots__ = ("_key_vault", "_kms", "_mongocrypt_error")
+    __slots__ = ("_key_vault", "_kms", "_mongocrypt_error", "credential_providers")
 
     def __init__(self, key_vault: AsyncCollection[RawBSONDocument], kms: KmsSession,
-                 mongocrypt_error: type[Exception]) -> None:
+                 mongocrypt_error: type[Exception],
+                 credential_providers: Mapping[str, Callable[[], Any]] | None = None) -> None:
         self._key_vault = key_vault
         self._kms = kms
         self._mongocrypt_error = mongocrypt_error
+        #: The user's custom KMS credential providers (``{"aws": provider}``), used when
+        #: libmongocrypt asks for on-demand credentials.
+        self.credential_providers = dict(credential_providers or {})
 
     def bson_encode(self, doc: Mapping[str, Any]) -> bytes:
         """BSON bytes of ``doc`` (KMS providers, master keys, key alt names)."""

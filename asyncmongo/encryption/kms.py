@@ -9,7 +9,9 @@ out again, after ``usleep``); when it gives up, the network error is raised.
 
 Each attempt is limited to :data:`KMS_TIMEOUT_S`, or to what is left of the operation's
 timeoutMS (an ``asyncmongo.timeout`` block, which AsyncClientEncryption's ``timeout_ms``
-opens) if that is less; an attempt cut by timeoutMS is not retried.
+opens) if that is less; an attempt cut by timeoutMS is not retried. With a
+``kms_connect_callback`` the callback opens each attempt's connection (and is given that
+limit); the TLS to the KMS host is still the driver's (:mod:`~asyncmongo.encryption.kms_connect`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from asyncmongo.encryption.kms_connect import KmsConnectCallback, open_kms_stream
 from asyncmongo.errors import AutoReconnect, ConfigurationError, InvalidArgument, NetworkTimeout
 from asyncmongo.runtime.timeout import current_deadline
 
@@ -101,10 +104,12 @@ def kms_ssl_contexts(
 class KmsSession:
     """How KMS requests are sent: a TLS context per provider (the named provider
     ``"kmip:name"`` has its own entry; the default context verifies against the system CAs),
-    and the limit on each round trip."""
+    the limit on each round trip, and the user's ``kms_connect_callback`` if any (which then
+    opens every connection, see :mod:`~asyncmongo.encryption.kms_connect`)."""
 
     contexts: dict[str, ssl.SSLContext]
     timeout_s: float = KMS_TIMEOUT_S
+    connect_callback: KmsConnectCallback | None = None
 
     def context_for(self, provider: str) -> ssl.SSLContext:
         context = self.contexts.get(provider)
@@ -125,7 +130,8 @@ class KmsSession:
         limit, by_timeout_ms = self._attempt_limit()
         try:
             async with asyncio.timeout(limit):
-                await _round_trip(kms_context, host, port, context)
+                await _round_trip(kms_context, host, port, context,
+                                  self.connect_callback, limit)
         except mongocrypt_error:
             raise
         except (OSError, EOFError, TimeoutError) as exc:
@@ -152,9 +158,9 @@ class KmsSession:
         return self.timeout_s, False
 
 
-async def _round_trip(kms_context: Any, host: str, port: int, context: ssl.SSLContext) -> None:
-    reader, writer = await asyncio.open_connection(host, port, ssl=context,
-                                                   server_hostname=host)
+async def _round_trip(kms_context: Any, host: str, port: int, context: ssl.SSLContext,
+                      connect_callback: KmsConnectCallback | None, limit: float) -> None:
+    reader, writer = await open_kms_stream(host, port, context, connect_callback, limit)
     try:
         writer.write(kms_context.message)
         await writer.drain()

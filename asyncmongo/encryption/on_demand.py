@@ -1,7 +1,8 @@
 """On-demand KMS credentials (client-side encryption spec, "Automatic Credentials"): an empty
 ``aws``, ``azure`` or ``gcp`` entry in ``kms_providers`` is filled in when libmongocrypt asks.
 
-- ``aws``: MONGODB-AWS's credential chain (web identity, environment, ECS, EC2 metadata);
+- ``aws``: the ``credential_providers["aws"]`` callable if given, else MONGODB-AWS's
+  credential chain (web identity, environment, ECS, EC2 metadata);
 - ``azure``: an access token from the Azure Instance Metadata Service, cached until a minute
   before it expires ("Obtaining an Access Token for Azure Key Vault");
 - ``gcp``: an access token from the GCP metadata server ("Obtaining GCP Credentials").
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
@@ -35,16 +36,20 @@ _REQUEST_SECONDS = 10.0
 _azure_cache: tuple[str, float] | None = None
 
 
-async def on_demand_credentials(kms_providers: Mapping[str, Any],
-                                environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+async def on_demand_credentials(
+    kms_providers: Mapping[str, Any],
+    environ: Mapping[str, str] | None = None,
+    credential_providers: Mapping[str, Callable[[], Any]] | None = None,
+) -> dict[str, Any]:
     """NEED_KMS_CREDENTIALS: ``kms_providers`` with each empty aws, azure or gcp entry filled
-    in; another empty provider is refused by name."""
+    in (aws by ``credential_providers["aws"]`` when given: spec, "credentialProviders");
+    another empty provider is refused by name."""
     providers = {name: dict(value) for name, value in kms_providers.items()}
     for name, value in providers.items():
         if value:
             continue
         if name == "aws":
-            providers[name] = await _aws(environ)
+            providers[name] = await _aws(environ, (credential_providers or {}).get("aws"))
         elif name == "azure":
             providers[name] = {"accessToken": await azure_access_token()}
         elif name == "gcp":
@@ -56,9 +61,13 @@ async def on_demand_credentials(kms_providers: Mapping[str, Any],
     return providers
 
 
-async def _aws(environ: Mapping[str, str] | None) -> dict[str, Any]:
+async def _aws(environ: Mapping[str, str] | None,
+               provider: Callable[[], Any] | None) -> dict[str, Any]:
+    """The AWS chain MONGODB-AWS uses; a custom provider takes its first step (the
+    mechanism property ``AWS_CREDENTIAL_PROVIDER``), so both accept the same results."""
+    properties = {} if provider is None else {"AWS_CREDENTIAL_PROVIDER": provider}
     try:
-        fetched = await fetch_aws_credentials({}, environ=environ)
+        fetched = await fetch_aws_credentials(properties, environ=environ)
     except (ConfigurationError, OperationFailure) as exc:
         raise ConfigurationError(f"on-demand 'aws' KMS credentials: {exc}") from exc
     aws = fetched.credentials

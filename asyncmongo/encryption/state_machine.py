@@ -43,8 +43,8 @@ async def run_state_machine(binding: Binding, ctx: Any, io: KeyVaultIO) -> bytes
                 await io.mark_command(ctx.database, ctx.mongo_operation()))
             ctx.complete_mongo_operation()
         elif state == lib.MONGOCRYPT_CTX_NEED_KMS_CREDENTIALS:
-            ctx.provide_kms_providers(
-                io.bson_encode(await on_demand_credentials(ctx.kms_providers)))
+            ctx.provide_kms_providers(io.bson_encode(await on_demand_credentials(
+                ctx.kms_providers, credential_providers=io.credential_providers)))
         else:
             raise InvalidOperation(f"unexpected libmongocrypt state {state}")
 

@@ -70,13 +70,15 @@ __all__ = ["CommandEncrypter", "Executor", "Lease", "ReplyDecrypter"]
 
 T = TypeVar("T")
 
-#: Automatic decryption (client-side encryption spec): the raw reply, and the codec options
-#: the operation decodes with, to the decrypted reply decoded with them.
-ReplyDecrypter = Callable[[Any, CodecOptions], Awaitable[dict[str, Any]]]
-#: Automatic encryption (client-side encryption spec): the database, the command document
-#: and its kind-1 sequences, to the encrypted command sent in their place (one document).
+#: Automatic decryption (client-side encryption spec): the raw reply, the codec options
+#: the operation decodes with and the operation's deadline (CSOT), to the decrypted reply
+#: decoded with them.
+ReplyDecrypter = Callable[[Any, CodecOptions, float | None], Awaitable[dict[str, Any]]]
+#: Automatic encryption (client-side encryption spec): the database, the command document,
+#: its kind-1 sequences and the operation's deadline (CSOT), to the encrypted command sent
+#: in their place (one document).
 CommandEncrypter = Callable[
-    [str, dict[str, Any], Sequence[DocumentSequence]], Awaitable[dict[str, Any]]
+    [str, dict[str, Any], Sequence[DocumentSequence], float | None], Awaitable[dict[str, Any]]
 ]
 #: Client-side encryption spec, "Size limits for Write Commands": with automatic encryption
 #: write batches are split at 2 MiB before encryption (a larger single statement goes alone).
@@ -571,7 +573,8 @@ class Executor:
             if encrypt is not None:
                 # Client-side encryption spec: encrypted before command monitoring sees it,
                 # as one document (the sequences folded in).
-                document = await encrypt(command.database, document, command.sequences)
+                document = await encrypt(command.database, document, command.sequences,
+                                         deadline)
                 checked_at = None  # encrypting took time: the connection reads the clock
                 command = Command(command.database, document, (), command.unacknowledged)
         except BaseException:
@@ -643,7 +646,7 @@ class Executor:
         if decrypt_reply is not None and not command.unacknowledged:
             # Client-side encryption spec: decrypt after the connection is back (the key
             # vault's reads may need one) and after command monitoring (events see ciphertext).
-            reply = await decrypt_reply(reply, attempt.codec_options)
+            reply = await decrypt_reply(reply, attempt.codec_options, deadline)
         return attempt.parse(reply)
 
     async def _release_after_error(

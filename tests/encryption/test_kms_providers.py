@@ -1,8 +1,9 @@
 """The aws, azure and gcp KMS providers against the simulated KMS servers
 (asyncmongo.testing.kms) over TLS with a test CA, and the prose tests about them: 2 (data
-key and double encryption, explicit part), 7 (custom endpoints), 11 (KMS TLS options), 15
-(on-demand AWS credentials), 24 (KMS retries); the kmip provider against the simulated KMIP
-server, and the KMIP cases of prose 2, 7 (4, 10-12) and 11 (case 4).
+key and double encryption, explicit part), 7 (custom endpoints), 10 (KMS TLS: expired and
+wrong-host certificates), 11 (KMS TLS options), 15 (on-demand AWS credentials), 24 (KMS
+retries); the kmip provider against the simulated KMIP server, and the KMIP cases of prose 2,
+7 (4, 10-12) and 11 (case 4).
 
 Not run here, with the reason: prose 2 step 4 and the auto-encrypting client of prose 2 need
 automatic encryption (query analysis), which asyncmongo does not have; the decrypting client
@@ -31,6 +32,7 @@ from asyncmongo.testing import Standalone
 from asyncmongo.testing.kms import AwsKms, AzureKms, GcpKms, KmipKms, KmsHttpServer
 from asyncmongo.testing.kms.kmip import Operation
 from tests.encryption.kms_env import (
+    AWS_ARN,
     AWS_KEY_ID,
     AWS_SECRET,
     KmsCerts,
@@ -282,6 +284,27 @@ async def test_prose_7_cases_6_to_8_unresolvable_endpoints(env: Env, provider: s
 async def test_prose_7_cases_7_and_8_custom_endpoints_work(env: Env, provider: str) -> None:
     async with env.encryption() as ce:
         await _round_trip(ce, provider, env.kms.master_key(provider))
+
+
+# -- prose 10: KMS TLS tests -----------------------------------------------------------------
+
+async def test_prose_10_kms_tls(env: Env, kms_certs: KmsCerts) -> None:
+    """The aws provider against the spec's two mock KMS servers (expired certificate, and a
+    certificate for another host), both from the trusted test CA: each handshake fails on
+    that one fault, and no request reaches the server. (Prose 11 repeats these checks per
+    provider with client certificates.)"""
+    files = kms_certs.files
+    async with AwsKms(kms_certs.context(kms_certs.expired)) as expired, \
+            AwsKms(kms_certs.context(files.server_wrong_host)) as wrong_host:
+        async with env.encryption(tls=env.kms.tls_options("aws")) as client_encryption:
+            for server, message in ((expired, "certificate has expired"),
+                                    (wrong_host, "IP address mismatch")):
+                master_key = {"region": "us-east-1", "key": AWS_ARN,
+                              "endpoint": server.endpoint}
+                with pytest.raises(EncryptionError, match=message) as info:
+                    await client_encryption.create_data_key("aws", master_key=master_key)
+                assert isinstance(info.value.cause, AutoReconnect)
+                assert server.requests == []
 
 
 # -- prose 11: KMS TLS options ---------------------------------------------------------------

@@ -16,6 +16,8 @@ keys, with that provider's OAuth token endpoint where there is one::
   (``endpoint`` in the gcp provider settings).
 - :class:`KmipKms`: KMIP 1.x over TLS: Register / Activate / Get of the secret libmongocrypt
   uses as the master key, and Create / Encrypt / Decrypt for delegated master keys.
+- :class:`KmsHttpProxy`: not a KMS but the HTTP(S) CONNECT proxy KMS traffic can be routed
+  through with a ``kms_connect_callback``, with the prose tests' ``/reset`` and ``/metrics``.
 
 A wrapped key is bound to the master key that wrapped it (an unwrap with another master key
 fails as the real services do) and to the server's secret (``secret=`` to share one across
@@ -30,6 +32,7 @@ from asyncmongo.testing.kms.azure import AzureKms
 from asyncmongo.testing.kms.gcp import GcpKms
 from asyncmongo.testing.kms.http import HttpRequest, HttpResponse, KmsHttpServer
 from asyncmongo.testing.kms.kmip import KmipKms
+from asyncmongo.testing.kms.proxy import KmsHttpProxy
 from asyncmongo.testing.kms.wrapping import KeyWrapper, UnwrapError
 
 __all__ = [
@@ -40,6 +43,7 @@ __all__ = [
     "HttpResponse",
     "KeyWrapper",
     "KmipKms",
+    "KmsHttpProxy",
     "KmsHttpServer",
     "UnwrapError",
 ]
