@@ -74,6 +74,8 @@ HELLO_BYTES = 13  # the spec scores run command as 13 bytes per {hello: true}
 
 #: asyncmongo with timeoutMS on the client: the cost of one deadline per operation
 #: (maxTimeMS, the timed read), for find one by _id; the target is within 5% of asyncmongo.
+#: Rows timed apart are noisier than that on a shared machine: benchmarks/csot_cost.py
+#: measures the same cost as paired ratios.
 CSOT_DRIVER = "asyncmongo-timeoutMS"
 CSOT_KINDS = frozenset({"find_one"})
 CSOT_TIMEOUT_MS = 10_000
