@@ -539,8 +539,10 @@ def _multiple_schemas_analysis(request: Mapping[str, Any],
                              "a jsonSchema document")
         schemas[namespace] = schema
     database = str(request.get("$db", ""))
-    name = next(iter(command), "")
-    namespace = f"{database}.{command.get(name)}"
+    analysed = command
+    if isinstance(command.get("explain"), Mapping):  # the explained command's collection
+        analysed = command["explain"]
+    namespace = f"{database}.{analysed.get(next(iter(analysed), ''))}"
     if namespace not in schemas:
         raise QueryAnalysisError(
             _BAD_VALUE, f"csfleEncryptionSchemas carries no schema for the command's "

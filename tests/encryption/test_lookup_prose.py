@@ -367,3 +367,14 @@ def test_query_analyzer_versions() -> None:
     assert QueryAnalyzer().max_wire_version == 25
     with pytest.raises(ValueError, match="version"):
         QueryAnalyzer(version="9.9.9")
+
+
+def test_explain_of_an_aggregate_with_lookup_is_marked() -> None:
+    inner = _request("no_schema", [{"$lookup": {"from": "csfle", "as": "m", "pipeline": [
+        {"$match": {"csfle": "x"}}]}}], SCHEMAS)
+    request = {"explain": {"aggregate": "no_schema", "pipeline": inner["pipeline"],
+                           "cursor": {}}, "verbosity": "queryPlanner", "$db": "db",
+               "csfleEncryptionSchemas": inner["csfleEncryptionSchemas"]}
+    reply = mark_command(request)
+    stage = reply["result"]["explain"]["pipeline"][0]["$lookup"]
+    assert stage["pipeline"][0]["$match"]["csfle"].subtype == 6
