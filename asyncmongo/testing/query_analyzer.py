@@ -28,15 +28,26 @@ What it analyses, as mongocryptd does for CSFLE (``encrypt`` in ``properties``, 
   deterministically encrypted fields;
 - replacement documents and ``$set``/``$setOnInsert`` of update, findAndModify;
 - explain of any of those; ``create``/``collMod`` validators and ``createIndexes``
-  partial filter expressions that compare encrypted fields are refused.
+  partial filter expressions that compare encrypted fields are refused;
+- as mongocryptd 8.1+, an aggregate whose ``$lookup`` joins other collections, sent by
+  libmongocrypt with ``csfleEncryptionSchemas`` (``{"db.coll": {"jsonSchema": ...,
+  "isRemoteSchema": ...}}`` for the aggregated collection and every ``from``) in place of
+  ``jsonSchema``: the ``$lookup`` sub-pipeline is analysed with the joined collection's
+  schema, and the ``as`` field then has that schema. libmongocrypt sends this only to a
+  mongocryptd whose ``maxWireVersion`` is 26 (8.1) or more: ``QueryAnalyzer(version="8.1.0")``
+  (the default, 8.0, makes libmongocrypt refuse with "Upgrade mongocryptd to 8.1").
 
 What it refuses, with mongocryptd's error where there is one: a query on a randomly
 encrypted field or with a JSON-pointer key, other operators on encrypted fields,
 deterministic encryption of a double, decimal, document, array or boolean, aggregation
 stages that name an encrypted field outside ``$match`` or read another collection
-(``$lookup``...) when the schema encrypts anything, pipeline updates of such collections.
-Queryable Encryption (``encryptedFields``) is not analysed: a command carrying
-``encryptionInformation`` is refused.
+(``$lookup`` in a single-schema request, ``$graphLookup``, ``$unionWith``, ``$facet``,
+``$out``, ``$merge``) when the schema encrypts anything, a ``$lookup`` joining
+(``localField``/``foreignField``/``let``) on an encrypted field or from a collection whose
+schema the request lacks, pipeline updates of such collections. Queryable Encryption
+(``encryptedFields``) is not analysed: a command carrying ``encryptionInformation`` is
+refused, with mongocryptd 8.2's error when it also carries ``csfleEncryptionSchemas`` that
+encrypt.
 
 The marking (libmongocrypt's FLE1 placeholder) is BSON binary subtype 6 whose first byte is
 0, followed by the BSON document ``{a: 1 (deterministic) | 2 (random), ki: <key UUID> | ka:
@@ -78,6 +89,15 @@ _LOGICAL = frozenset({"$and", "$or", "$nor"})
 _UNANALYSED = frozenset({"drop", "dropIndexes", "listIndexes", "killCursors", "getMore"})
 _COMPARISON_REFUSED = 51221
 HELLO_NAMES = frozenset({"hello", "isMaster", "ismaster"})
+#: The mongocryptd versions the analyzer can claim, with their ``maxWireVersion``: 8.0 by
+#: default (as the simulated servers), 8.1 and 8.2 for the analysis of several collections'
+#: schemas (``csfleEncryptionSchemas``, a ``$lookup`` between them), 7.0 for older behaviour.
+WIRE_VERSIONS: Mapping[str, int] = {"7.0.0": 21, "8.0.0": 25, "8.1.0": 26, "8.2.0": 27}
+DEFAULT_VERSION = "8.0.0"
+#: A command carrying one of these is a markings request (libmongocrypt adds the schema: one
+#: collection's ``jsonSchema``, several collections' ``csfleEncryptionSchemas``, or Queryable
+#: Encryption's ``encryptionInformation``).
+ANALYSED_FIELDS = ("jsonSchema", "csfleEncryptionSchemas", "encryptionInformation")
 
 
 class QueryAnalysisError(Exception):
@@ -96,17 +116,30 @@ _DETERMINISTIC_TYPE = 31041
 _POINTER_IN_QUERY = 51093
 _UNSUPPORTED = 31011
 _BAD_SCHEMA = 31068
+_BAD_LOOKUP = 40321
+_BAD_VALUE = 2
 
 
 class _Analysis:
-    """One command's analysis: the schema, and whether a marking was made."""
+    """One command's analysis: the schema, and whether a marking was made.
 
-    __slots__ = ("defaults", "marked", "schema")
+    ``foreign`` is set for a ``csfleEncryptionSchemas`` request (mongocryptd 8.1+): the
+    schemas of the collections a ``$lookup`` may read, by namespace, and ``database`` the
+    command's database (a ``from`` is a collection of it). None for a ``jsonSchema`` request:
+    then a stage reading another collection is refused when the schema encrypts anything,
+    as mongocryptd before 8.1 does.
+    """
 
-    def __init__(self, schema: Mapping[str, Any]) -> None:
+    __slots__ = ("database", "defaults", "foreign", "marked", "schema")
+
+    def __init__(self, schema: Mapping[str, Any],
+                 foreign: Mapping[str, Mapping[str, Any]] | None = None,
+                 database: str = "") -> None:
         self.schema = schema
         self.defaults: Mapping[str, Any] = schema.get("encryptMetadata") or {}
         self.marked = False
+        self.foreign = foreign
+        self.database = database
 
     # -- the schema -----------------------------------------------------------------------
 
@@ -300,6 +333,9 @@ class _Analysis:
         return out
 
     def pipeline(self, pipeline: Any) -> Any:
+        """An aggregation pipeline: ``$match`` filters marked, ``$lookup`` analysed with the
+        joined collection's schema when the request carries several collections' schemas,
+        other stages passed when they name no encrypted field."""
         if not isinstance(pipeline, list):
             return pipeline
         out = []
@@ -307,6 +343,8 @@ class _Analysis:
             name = next(iter(stage), "") if isinstance(stage, Mapping) else ""
             if name == "$match":
                 out.append({"$match": self.query(stage["$match"])})
+            elif name == "$lookup" and self.foreign is not None:
+                out.append({"$lookup": self.lookup(stage["$lookup"])})
             elif not self.requires_encryption():
                 out.append(stage)
             elif name in _FOREIGN_STAGES:
@@ -314,15 +352,73 @@ class _Analysis:
                     _UNSUPPORTED, f"Aggregation stage {name} is not supported with automatic "
                                   "encryption by the asyncmongo.testing query analyzer")
             else:
-                for path in _field_paths(stage):
-                    if self.rule(path) is not None:
-                        raise QueryAnalysisError(
-                            _UNSUPPORTED,
-                            f"Aggregation stage {name} refers to the encrypted field "
-                            f"'{path}', which the asyncmongo.testing query analyzer does not "
-                            "support")
+                self._refuse_encrypted_paths(name, stage)
                 out.append(stage)
         return out
+
+    def _refuse_encrypted_paths(self, name: str, node: Any) -> None:
+        for path in _field_paths(node):
+            if self.rule(path) is not None:
+                raise QueryAnalysisError(
+                    _UNSUPPORTED,
+                    f"Aggregation stage {name} refers to the encrypted field '{path}', which "
+                    "the asyncmongo.testing query analyzer does not support")
+
+    def lookup(self, spec: Any) -> dict[str, Any]:
+        """A ``$lookup`` stage of a ``csfleEncryptionSchemas`` request (mongocryptd 8.1+):
+        its ``pipeline`` is analysed with the ``from`` collection's schema (so a ``$match``
+        on the joined collection's encrypted field is marked with its key), and from here on
+        the ``as`` field has the joined collection's schema (its elements are that
+        collection's documents, decrypted by libmongocrypt in the reply).
+
+        Refused, as this analyzer cannot tell whether the server could compare the values:
+        an equality join (``localField``/``foreignField``) or a ``let`` variable on an
+        encrypted field, a dotted ``as`` when a schema encrypts, a ``from`` whose schema the
+        request does not carry.
+        """
+        assert self.foreign is not None
+        if not isinstance(spec, Mapping) or not isinstance(spec.get("from"), str):
+            raise QueryAnalysisError(_BAD_LOOKUP, "$lookup needs a 'from' collection name "
+                                                  "in the same database")
+        namespace = f"{self.database}.{spec['from']}"
+        if namespace not in self.foreign:
+            raise QueryAnalysisError(
+                _BAD_VALUE, f"$lookup from '{namespace}': csfleEncryptionSchemas carries "
+                                 "no schema for this namespace")
+        joined = _Analysis(self.foreign[namespace], self.foreign, self.database)
+        local_field, foreign_field = spec.get("localField"), spec.get("foreignField")
+        if isinstance(local_field, str) and self.rule(local_field) is not None:
+            raise self._join_refused(local_field)
+        if isinstance(foreign_field, str) and joined.rule(foreign_field) is not None:
+            raise self._join_refused(f"{spec['from']}.{foreign_field}")
+        self._refuse_encrypted_paths("$lookup (let)", spec.get("let") or {})
+        out = dict(spec)
+        if "pipeline" in spec:
+            out["pipeline"] = joined.pipeline(spec["pipeline"])
+            self.marked = self.marked or joined.marked
+        self._join_schema(str(spec.get("as", "")), joined.schema)
+        return out
+
+    @staticmethod
+    def _join_refused(path: str) -> QueryAnalysisError:
+        return QueryAnalysisError(
+            _UNSUPPORTED, f"$lookup joining on the encrypted field '{path}' is not supported "
+                          "by the asyncmongo.testing query analyzer")
+
+    def _join_schema(self, as_field: str, joined: Mapping[str, Any]) -> None:
+        """The schema of the documents after a ``$lookup``: ``as_field`` replaced by the
+        joined documents (the joined schema, as an object), so a later stage naming one of
+        their encrypted fields is marked or refused as it would be on that collection."""
+        if "." in as_field or not as_field:
+            if self.requires_encryption() or _has_encrypt(joined):
+                raise QueryAnalysisError(
+                    _UNSUPPORTED, f"$lookup 'as' path '{as_field}' is not supported with "
+                                  "automatic encryption by the asyncmongo.testing query "
+                                  "analyzer")
+            return
+        properties = dict(self.schema.get("properties") or {})
+        properties[as_field] = {**joined, "bsonType": "object"} if _has_encrypt(joined) else {}
+        self.schema = {**self.schema, "properties": properties}
 
 
 def _has_encrypt(node: Any) -> bool:
@@ -372,27 +468,86 @@ def _resolve_pointer(document: Mapping[str, Any], pointer: str) -> Any:
 
 def mark_command(request: Mapping[str, Any]) -> dict[str, Any]:
     """mongocryptd's reply to a markings request: ``request`` is the command as
-    libmongocrypt sends it (with ``jsonSchema`` and ``isRemoteSchema``); the reply has
-    ``result`` (the command with markings, without those fields or ``$db``),
-    ``hasEncryptionPlaceholders`` and ``schemaRequiresEncryption``. Raises
-    QueryAnalysisError for what it refuses."""
-    schema = request.get("jsonSchema") or {}
-    if not isinstance(schema, Mapping):
-        raise QueryAnalysisError(_BAD_SCHEMA, "jsonSchema must be a document")
+    libmongocrypt sends it, with the collection's ``jsonSchema`` and ``isRemoteSchema``, or
+    (a command reading several collections, an aggregate with ``$lookup``; mongocryptd 8.1+)
+    ``csfleEncryptionSchemas``: ``{"db.coll": {"jsonSchema": ..., "isRemoteSchema": ...}}``
+    for the command's collection and each one it joins. The reply has ``result`` (the
+    command with markings, without those fields or ``$db``), ``hasEncryptionPlaceholders``
+    and ``schemaRequiresEncryption``. Raises QueryAnalysisError for what it refuses."""
     if "encryptionInformation" in request:
+        _refuse_csfle_schemas_with_queryable_encryption(request)
         raise QueryAnalysisError(
             _UNSUPPORTED, "Queryable Encryption (encryptionInformation) is not analysed by the "
                           "asyncmongo.testing query analyzer")
-    command = {k: v for k, v in request.items()
-               if k not in ("jsonSchema", "isRemoteSchema", "$db")}
-    analysis = _Analysis(schema)
+    command = {k: v for k, v in request.items() if k not in _REQUEST_ONLY_FIELDS}
+    if "csfleEncryptionSchemas" in request:
+        analysis = _multiple_schemas_analysis(request, command)
+        requires = any(map(_has_encrypt, analysis.foreign.values() if analysis.foreign else ()))
+    else:
+        schema = request.get("jsonSchema") or {}
+        if not isinstance(schema, Mapping):
+            raise QueryAnalysisError(_BAD_SCHEMA, "jsonSchema must be a document")
+        analysis = _Analysis(schema)
+        requires = analysis.requires_encryption()
     result = _mark(analysis, command)
     return {
         "hasEncryptionPlaceholders": analysis.marked,
-        "schemaRequiresEncryption": analysis.requires_encryption(),
+        "schemaRequiresEncryption": requires,
         "result": result,
         "ok": 1,
     }
+
+
+def _refuse_csfle_schemas_with_queryable_encryption(request: Mapping[str, Any]) -> None:
+    """mongocryptd 8.2's refusal of a command joining Queryable Encryption and CSFLE
+    collections (libmongocrypt 1.17+ sends both ``encryptionInformation`` and
+    ``csfleEncryptionSchemas`` to 8.2+; prose test 25 case 8): the JSON schemas may only be
+    validators that encrypt nothing."""
+    entries = request.get("csfleEncryptionSchemas")
+    if not isinstance(entries, Mapping):
+        return
+    for entry in entries.values():
+        if isinstance(entry, Mapping) and _has_encrypt(entry.get("jsonSchema")):
+            raise QueryAnalysisError(
+                _BAD_VALUE, "Cannot specify both encryptionInformation and "
+                            "csfleEncryptionSchemas unless csfleEncryptionSchemas only contains "
+                            "non-encryption JSON schema validators")
+
+
+#: The fields libmongocrypt adds to a markings request, not part of the command analysed.
+_REQUEST_ONLY_FIELDS = frozenset({"jsonSchema", "isRemoteSchema", "csfleEncryptionSchemas",
+                                  "$db"})
+
+
+def _multiple_schemas_analysis(request: Mapping[str, Any],
+                               command: Mapping[str, Any]) -> _Analysis:
+    """The analysis of a ``csfleEncryptionSchemas`` request: the command's collection's
+    schema, with every schema of the request for the collections it joins."""
+    if "jsonSchema" in request:
+        raise QueryAnalysisError(
+            _BAD_SCHEMA, "jsonSchema and csfleEncryptionSchemas cannot both be given")
+    entries = request["csfleEncryptionSchemas"]
+    if not isinstance(entries, Mapping) or not entries:
+        raise QueryAnalysisError(_BAD_SCHEMA, "csfleEncryptionSchemas must be a non-empty "
+                                              "document of namespaces")
+    schemas: dict[str, Mapping[str, Any]] = {}
+    for namespace, entry in entries.items():
+        schema = entry.get("jsonSchema") if isinstance(entry, Mapping) else None
+        if not isinstance(schema, Mapping):
+            raise QueryAnalysisError(
+                _BAD_SCHEMA, f"csfleEncryptionSchemas['{namespace}'] must be a document with "
+                             "a jsonSchema document")
+        schemas[namespace] = schema
+    database = str(request.get("$db", ""))
+    analysed = command
+    if isinstance(command.get("explain"), Mapping):  # the explained command's collection
+        analysed = command["explain"]
+    namespace = f"{database}.{analysed.get(next(iter(analysed), ''))}"
+    if namespace not in schemas:
+        raise QueryAnalysisError(
+            _BAD_VALUE, f"csfleEncryptionSchemas carries no schema for the command's "
+                             f"namespace '{namespace}'")
+    return _Analysis(schemas[namespace], schemas, database)
 
 
 def _mark(analysis: _Analysis, command: dict[str, Any]) -> dict[str, Any]:
@@ -450,11 +605,19 @@ class QueryAnalyzer:
     (for tests).
     """
 
-    __slots__ = ("_network", "last_request_at", "requests")
+    __slots__ = ("_network", "last_request_at", "max_wire_version", "requests", "version")
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, *, version: str = DEFAULT_VERSION) -> None:
         self._network = Network(Faults(), port=port, users=UserDirectory(),
                                 ssl_context=None, host_name="127.0.0.1")
+        if version not in WIRE_VERSIONS:
+            raise ValueError(f"QueryAnalyzer version must be one of {sorted(WIRE_VERSIONS)}, "
+                             f"not {version!r}")
+        #: The mongocryptd version it plays (``buildInfo``) and its ``maxWireVersion``
+        #: (``hello``): libmongocrypt reads the latter to decide whether this mongocryptd
+        #: accepts ``csfleEncryptionSchemas`` (8.1+, wire version 26).
+        self.version = version
+        self.max_wire_version = WIRE_VERSIONS[version]
         self.requests: list[dict[str, Any]] = []
         #: loop.time() of the last request (for ``--idleShutdownTimeoutSecs``).
         self.last_request_at = 0.0
@@ -492,10 +655,11 @@ class QueryAnalyzer:
             reply = {
                 "ismaster": True, "isWritablePrimary": True, "iscryptd": True,
                 "maxBsonObjectSize": 16 * 1024 * 1024, "maxMessageSizeBytes": 48000000,
-                "maxWriteBatchSize": 100000, "minWireVersion": 0, "maxWireVersion": 25,
+                "maxWriteBatchSize": 100000, "minWireVersion": 0,
+                "maxWireVersion": self.max_wire_version,
                 "connectionId": conn.connection_id, "ok": 1,
             }
-        elif "jsonSchema" in command or "encryptionInformation" in command:
+        elif any(field in command for field in ANALYSED_FIELDS):
             self.requests.append(dict(command))
             try:
                 reply = mark_command(command)
@@ -504,7 +668,8 @@ class QueryAnalyzer:
         elif name in ("ping", "endSessions"):
             reply = {"ok": 1}
         elif name == "buildInfo" or name == "buildinfo":
-            reply = {"version": "8.0.0", "versionArray": [8, 0, 0, 0], "ok": 1}
+            reply = {"version": self.version,
+                     "versionArray": [*map(int, self.version.split(".")), 0], "ok": 1}
         else:
             reply = {"ok": 0, "code": 59, "errmsg": f"no such command: '{name}'"}
         with contextlib.suppress(ConnectionError):
