@@ -18,17 +18,15 @@ and the proxy needs none, so a client offering credentials still passes an open 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from asyncmongo.testing.tcp_service import TcpService
+from asyncmongo.testing.tcp_service import TcpService, splice
 
 __all__ = ["Destination", "Socks5Proxy"]
 
 _ATYP_NAMES = {1: "ipv4", 3: "domain", 4: "ipv6"}
-_CHUNK = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +81,7 @@ class Socks5Proxy(TcpService):
                 return
             up_reader, upstream = tunnel
             self.connections += 1
-            await _splice(reader, writer, up_reader, upstream)
+            await splice(reader, writer, up_reader, upstream)
         except (OSError, asyncio.IncompleteReadError):
             pass
         finally:
@@ -159,29 +157,3 @@ async def _read_destination(reader: asyncio.StreamReader, atyp: int) -> Destinat
 def _reply(code: int) -> bytes:
     """A CONNECT reply with REP ``code`` and bound address 0.0.0.0:0."""
     return bytes([5, code, 0, 1, 0, 0, 0, 0, 0, 0])
-
-
-async def _splice(
-    reader: asyncio.StreamReader,
-    writer: asyncio.StreamWriter,
-    up_reader: asyncio.StreamReader,
-    upstream: asyncio.StreamWriter,
-) -> None:
-    """Copy bytes both ways until either side closes."""
-    pumps = [
-        asyncio.ensure_future(_pump(reader, upstream)),
-        asyncio.ensure_future(_pump(up_reader, writer)),
-    ]
-    try:
-        await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for pump in pumps:
-            pump.cancel()
-        await asyncio.gather(*pumps, return_exceptions=True)
-
-
-async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    with contextlib.suppress(OSError):
-        while data := await reader.read(_CHUNK):
-            writer.write(data)
-            await writer.drain()

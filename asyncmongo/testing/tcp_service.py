@@ -11,6 +11,7 @@ handler as a traceback.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 from typing import Self
 
@@ -72,3 +73,29 @@ class TcpService:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
+
+
+#: Bytes a splice copies per read.
+_CHUNK = 64 * 1024
+
+
+async def splice(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 up_reader: asyncio.StreamReader, upstream: asyncio.StreamWriter) -> None:
+    """A tunnel's two directions (client to upstream, upstream to client), copied until
+    either side closes. Cancelled (by the service's close()), it cancels and awaits both
+    pumps, so nothing is left running."""
+    pumps = [asyncio.ensure_future(_pump(reader, upstream)),
+             asyncio.ensure_future(_pump(up_reader, writer))]
+    try:
+        await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for pump in pumps:
+            pump.cancel()
+        await asyncio.gather(*pumps, return_exceptions=True)
+
+
+async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(OSError):
+        while data := await reader.read(_CHUNK):
+            writer.write(data)
+            await writer.drain()

@@ -19,16 +19,14 @@ connection that only fetches ``/metrics`` must not count itself.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ssl
 from collections.abc import Mapping
 
-from asyncmongo.testing.tcp_service import TcpService
+from asyncmongo.testing.tcp_service import TcpService, splice
 
 __all__ = ["KmsHttpProxy"]
 
 _MAX_HEAD = 64 * 1024
-_CHUNK = 64 * 1024
 
 
 class KmsHttpProxy(TcpService):
@@ -90,7 +88,7 @@ class KmsHttpProxy(TcpService):
         try:
             writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
             await writer.drain()
-            await _splice(reader, writer, up_reader, upstream)
+            await splice(reader, writer, up_reader, upstream)
         finally:
             upstream.close()
 
@@ -125,24 +123,3 @@ def _response(status: int, reason: str, body: str) -> bytes:
     data = body.encode()
     return (f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain\r\n"
             f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n").encode() + data
-
-
-async def _splice(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                  up_reader: asyncio.StreamReader, upstream: asyncio.StreamWriter) -> None:
-    """Copy bytes both ways until either side closes. Cancelled (by close()), it cancels and
-    awaits both pumps, so nothing is left running."""
-    pumps = [asyncio.ensure_future(_pump(reader, upstream)),
-             asyncio.ensure_future(_pump(up_reader, writer))]
-    try:
-        await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for pump in pumps:
-            pump.cancel()
-        await asyncio.gather(*pumps, return_exceptions=True)
-
-
-async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    with contextlib.suppress(OSError):
-        while data := await reader.read(_CHUNK):
-            writer.write(data)
-            await writer.drain()
