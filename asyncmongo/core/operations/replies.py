@@ -40,8 +40,6 @@ DUPLICATE_KEY_CODES = frozenset({11000, 11001, 12582})
 
 def is_ok(reply: Mapping[str, Any]) -> bool:
     ok = reply.get("ok")
-    if ok.__class__ is float:  # what servers send, a double: no bool to rule out
-        return ok == 1
     return ok is True or (not isinstance(ok, bool) and ok == 1)
 
 
