@@ -148,7 +148,7 @@ class AsyncMongoClient(Generic[_DocumentType]):
             self._spawn_listener,
             self._tracing,
         )
-        self._server_sessions = ServerSessions(lambda: self.topology_description)
+        self._server_sessions = ServerSessions(self._sessions_description)
         self._scram_cache = ScramCache()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runtime: ClientRuntime | None = None
@@ -182,6 +182,14 @@ class AsyncMongoClient(Generic[_DocumentType]):
         if not self._options.hosts:  # mongodb+srv before resolution
             return TopologyDescription(TopologyType.UNKNOWN, {}, _placeholder_settings())
         return TopologyDescription.initial(TopologySettings.from_options(self._options))
+
+    def _sessions_description(self) -> TopologyDescription:
+        """``topology_description`` for the server session pool, which asks for it twice per
+        operation: a connected client's answer in one call, without the property's frame."""
+        runtime = self._runtime
+        if runtime is not None:
+            return runtime.topology.description
+        return self.topology_description
 
     async def __aenter__(self) -> AsyncMongoClient[_DocumentType]:
         await self.aconnect()

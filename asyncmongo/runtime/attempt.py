@@ -48,6 +48,10 @@ CLUSTER_TIME_WIRE_VERSION = 6
 _TXN_END = frozenset({"commitTransaction", "abortTransaction"})
 #: A cursor's commands: reads for the overload retry policy, whatever their target says.
 _CURSOR_OPS = frozenset({"getMore", "killCursors"})
+#: The commands that may be retryable writes (``is_retryable_write_operation`` decides).
+_WRITE_COMMANDS = frozenset(
+    {"insert", "update", "delete", "findAndModify", "bulkWrite"} | _TXN_END
+)
 #: IllegalOperation: what a server without retryable writes answers to txnNumber.
 ILLEGAL_OPERATION = 20
 
@@ -112,6 +116,8 @@ def is_retryable_write_operation(op: Any) -> bool:
     and delete, findAndModify (bulk batches: when none of their statements is multi), and
     client bulkWrite when none of its (namespace, statement) models is multi."""
     name = op.name
+    if name not in _WRITE_COMMANDS:
+        return False  # a read or any other command: the one test most operations take
     if name == "findAndModify" or name in _TXN_END:
         return True
     if name == "bulkWrite":
@@ -132,6 +138,8 @@ def may_retry_overload(op: Any, retry_reads: bool, retry_writes: bool) -> bool:
     """Client backpressure, "Overload retry policy" 2.4: a write when retryWrites is on, a
     read when retryReads is on, a generic runCommand only when both are; commit and abort
     always (transactions spec: they are retried whatever retryWrites says)."""
+    if retry_reads and retry_writes:
+        return True  # the defaults: every kind of command may be retried, no need to look
     name = op.name
     if name in _TXN_END:
         return True
@@ -185,6 +193,8 @@ class SessionOperation(Generic[T]):
         *,
         retry_writes: bool,
         retry_reads: bool,
+        timed: bool = False,
+        max_time: bool = False,
     ) -> None:
         self.op = op
         self.name: str = op.name
@@ -195,52 +205,58 @@ class SessionOperation(Generic[T]):
         self.sharded = False
         self.max_wire_version: int | None = None
         self.supports_retryable_writes = True
-        self.step: SessionStep | None = None
         self.txn_number: int | None = None
         #: Load-balanced mode: a cursor-opening command's connection, held until the reply
         #: says whether a cursor stays open on it.
         self.held: Any = None
         #: CSOT: timeoutMS is set (retry until the deadline, deprecated timeouts ignored),
         #: and the command carries the remaining budget as maxTimeMS.
-        self.timed = False
-        self.max_time = False
+        self.timed = timed
+        self.max_time = max_time
+        #: Transactions spec: a retried commit uses w: majority once an attempt failed with
+        #: an error other than a retryable overload error (that one did no work).
+        self.commit_majority = False
         # A generic command (``db.command``): the user's document gets no afterClusterTime,
         # and in a transaction an explicitly given read preference is checked rather than
         # replaced by the transaction's.
         self.generic: bool = getattr(op, "generic", False)
+        #: Client backpressure: a retryable overload error may be retried (in a transaction
+        #: too), as the client's retryReads/retryWrites allow for this kind of command.
+        self.overload_retry = may_retry_overload(op, retry_reads, retry_writes)
+        if session is None:
+            # Without a session there is no transaction and no retryable write (it needs a
+            # txnNumber), so the write checks below have nothing to decide: skipped, they
+            # cost nothing on every sessionless operation.
+            self.step = None
+            self._target = op.target
+            self.retry_writes = False
+            self.retry_reads = retry_reads
+            return
         acknowledged = getattr(op, "acknowledged", True) and not getattr(
             op, "unacknowledged", False
         )
         target = op.target
-        in_transaction = False
-        if session is not None:
-            self.step = session._prepare(op.name, acknowledged=acknowledged)
-            in_transaction = self.step.in_transaction
-            acknowledged = acknowledged or in_transaction
-            if in_transaction and op.name not in _TXN_END:
-                own_preference: bool = getattr(op, "own_read_preference", False)
-                target = session._transaction_target(target, own_preference=own_preference)
-                session._check_read_preference(target, own_preference=own_preference)
+        step = self.step = session._prepare(op.name, acknowledged=acknowledged)
+        in_transaction = step.in_transaction
+        ending = op.name in _TXN_END
+        if in_transaction and not ending:
+            own_preference: bool = getattr(op, "own_read_preference", False)
+            target = session._transaction_target(target, own_preference=own_preference)
+            session._check_read_preference(target, own_preference=own_preference)
         self._target = target
-        # Transactions spec: commit and abort are retried once whatever retryWrites says.
-        write = (
-            (retry_writes or op.name in _TXN_END)
-            and acknowledged
+        # Transactions spec: commit and abort are retried once whatever retryWrites says; a
+        # write in a transaction is not retried on its own (acknowledged there even if w:0).
+        self.retry_writes = (
+            (retry_writes or ending)
+            and (not in_transaction or ending)
+            and (acknowledged or in_transaction)
             and is_retryable_write_operation(op)
         )
-        self.retry_writes = (
-            write and session is not None and (not in_transaction or op.name in _TXN_END)
-        )
-        self.retry_reads = retry_reads and not in_transaction and is_retryable_read_operation(op)
-        if self.retry_writes and op.name not in _TXN_END:
-            assert session is not None
+        #: retryReads, outside a transaction; whether the operation is a retryable read at
+        #: all is asked only once an attempt failed (``may_retry``), not on every operation.
+        self.retry_reads = retry_reads and not in_transaction
+        if self.retry_writes and not ending:
             self.txn_number = session._next_txn_number()
-        #: Client backpressure: a retryable overload error may be retried (in a transaction
-        #: too), as the client's retryReads/retryWrites allow for this kind of command.
-        self.overload_retry = may_retry_overload(op, retry_reads, retry_writes)
-        #: Transactions spec: a retried commit uses w: majority once an attempt failed with
-        #: an error other than a retryable overload error (that one did no work).
-        self.commit_majority = False
 
     # -- the Operation interface ----------------------------------------------------------
 
@@ -323,7 +339,7 @@ class SessionOperation(Generic[T]):
             if not self.supports_retryable_writes and self.max_wire_version is not None:
                 return False
             return is_retryable_write_error(exc)
-        if self.retry_reads:
+        if self.retry_reads and is_retryable_read_operation(self.op):
             return is_retryable_read_error(exc)
         return False
 

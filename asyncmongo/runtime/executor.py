@@ -240,9 +240,9 @@ class Executor:
             self.clock,
             retry_writes=self.retry_writes,
             retry_reads=self.retry_reads,
+            timed=timed,
+            max_time=max_time,
         )
-        attempt.timed = timed
-        attempt.max_time = max_time
         keep = False
         try:
             result = await self._attempts(attempt, deadline, operation_id)

@@ -8,7 +8,6 @@ have them, ``_id`` is added before insert) hold everywhere.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -45,14 +44,38 @@ _SEQUENCES = {
 }
 
 
-@dataclass(frozen=True, slots=True)
 class WriteStatement:
-    """One statement of a write command, plus what the results need to know of it."""
+    """One statement of a write command, plus what the results need to know of it.
 
-    kind: StatementKind
-    document: Mapping[str, Any]
-    #: update/replace/delete of at most one document (client bulkWrite's "multi: false").
-    multi: bool = False
+    A plain ``__slots__`` class rather than a frozen dataclass: every insert_one builds one,
+    and a frozen dataclass's ``__init__`` costs an ``object.__setattr__`` call per field.
+    Treat it as immutable all the same (equality, hash and repr are the dataclass's).
+    """
+
+    __slots__ = ("document", "kind", "multi")
+
+    def __init__(
+        self, kind: StatementKind, document: Mapping[str, Any], multi: bool = False
+    ) -> None:
+        self.kind = kind
+        self.document = document
+        #: update/replace/delete of at most one document (client bulkWrite's "multi: false").
+        self.multi = multi
+
+    def __repr__(self) -> str:
+        return (
+            f"WriteStatement(kind={self.kind!r}, document={self.document!r}, "
+            f"multi={self.multi!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, WriteStatement)
+        return (self.kind, self.document, self.multi) == (other.kind, other.document, other.multi)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.document, self.multi))
 
 
 def insert_statement(document: Any, new_id: Callable[[], Any] = ObjectId) -> WriteStatement:

@@ -65,14 +65,41 @@ def write_options(
     return WriteOptions(ordered, bypass_document_validation, comment, let, raw_data)
 
 
-@dataclass(frozen=True, slots=True)
 class BatchReply:
-    """The reply to one batch and which statements it covered (``start`` .. ``start+count``)."""
+    """The reply to one batch and which statements it covered (``start`` .. ``start+count``).
 
-    reply: Mapping[str, Any]
-    start: int
-    count: int
-    acknowledged: bool
+    A plain ``__slots__`` class rather than a frozen dataclass: every write builds one, and a frozen
+    dataclass's ``__init__`` costs an ``object.__setattr__`` call per field. Treat it as
+    immutable all the same (equality, hash and repr are the dataclass's).
+    """
+
+    __slots__ = ("acknowledged", "count", "reply", "start")
+
+    def __init__(
+        self, reply: Mapping[str, Any], start: int, count: int, acknowledged: bool
+    ) -> None:
+        self.reply = reply
+        self.start = start
+        self.count = count
+        self.acknowledged = acknowledged
+
+    def _fields(self) -> tuple[Mapping[str, Any], int, int, bool]:
+        return (self.reply, self.start, self.count, self.acknowledged)
+
+    def __repr__(self) -> str:
+        return (
+            f"BatchReply(reply={self.reply!r}, start={self.start!r}, count={self.count!r}, "
+            f"acknowledged={self.acknowledged!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, BatchReply)
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
 
 
 class WriteCommand:
@@ -107,7 +134,7 @@ class WriteCommand:
     ) -> None:
         self.namespace = namespace
         self.kind = kind
-        self.name = kind.value
+        self.name = kind._value_  # .value is a Python-level property call (enum, 3.11)
         self.statements = statements
         self.write_concern = write_concern
         #: Read on every build, parse and retry decision (a write concern is immutable).

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from asyncmongo.core.wire.crc32c import crc32c
 from asyncmongo.core.wire.opcodes import (
@@ -41,12 +40,31 @@ _FLAGS_KIND_SIZE = struct.Struct("<IBi")
 _SLOW_FLAGS = CHECKSUM_PRESENT | (REQUIRED_FLAGS_MASK & ~KNOWN_REQUIRED_FLAGS)
 
 
-@dataclass(frozen=True, slots=True)
 class DocumentSequence:
-    """An OP_MSG payload type 1 section: ``identifier`` and encoded BSON documents."""
+    """An OP_MSG payload type 1 section: ``identifier`` and encoded BSON documents.
 
-    identifier: str
-    documents: Sequence[bytes]
+    A plain ``__slots__`` class rather than a frozen dataclass: every write command builds
+    one, and a frozen dataclass's ``__init__`` costs an ``object.__setattr__`` call per
+    field. Treat it as immutable all the same (equality, hash and repr are the dataclass's).
+    """
+
+    __slots__ = ("documents", "identifier")
+
+    def __init__(self, identifier: str, documents: Sequence[bytes]) -> None:
+        self.identifier = identifier
+        self.documents = documents
+
+    def __repr__(self) -> str:
+        return f"DocumentSequence(identifier={self.identifier!r}, documents={self.documents!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, DocumentSequence)
+        return (self.identifier, self.documents) == (other.identifier, other.documents)
+
+    def __hash__(self) -> int:
+        return hash((self.identifier, self.documents))
 
     def encoded_size(self) -> int:
         """Bytes on the wire, including the kind byte."""
