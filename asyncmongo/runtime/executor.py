@@ -47,9 +47,12 @@ from asyncmongo.core.error_policy import ApplicationError, is_state_change_error
 from asyncmongo.core.operations.base import Command, Operation, Target
 from asyncmongo.core.operations.command import CommandOperation
 from asyncmongo.core.operations.replies import is_ok
-from asyncmongo.core.sdam.types import ServerType, TopologyType
-from asyncmongo.core.selection import Mode, Selection, write_stage_read_preference
-from asyncmongo.core.selection.suitability import Operation as SelectionKind
+from asyncmongo.core.sdam.types import TopologyType
+from asyncmongo.core.selection import (
+    Selection,
+    read_preference_to_send,
+    write_stage_read_preference,
+)
 from asyncmongo.core.wire.op_msg import DocumentSequence
 from asyncmongo.errors import (
     AutoReconnect,
@@ -107,7 +110,6 @@ _SESSIONLESS = frozenset(
         "getnonce",
     }
 )
-_PRIMARY_PREFERRED = {"mode": "primaryPreferred"}
 #: _CHECKOUT_GOSSIP: a checked-out connection's handshake reply feeds the client's cluster
 #: time (as PyMongo does: it is an application connection's reply, so the first command on
 #: it already gossips). The monitors' hello replies do NOT: the sessions spec takes cluster
@@ -337,22 +339,39 @@ class Executor:
         reported: BaseException | None = None
         retries = 0
         allowed_retries = math.inf if attempt.timed else 1
+        topology = self._topology
         while True:
             overloaded: BaseException | None = None  # the overload error to back off from
-            try:
-                server = await self._server_for(
-                    attempt.target, deadline, attempt.name, deprioritized, operation_id
+            target = attempt.target
+            # the usual case: the topology remembers what this selection resolved to
+            route = (
+                topology.route(target.selection)
+                if not deprioritized and target.address is None and not target.write_stage
+                else None
+            )
+            if route is not None:
+                server, topology_type, read_preference = route
+            else:
+                try:
+                    server = await self._server_for(
+                        target, deadline, attempt.name, deprioritized, operation_id
+                    )
+                except Exception as exc:
+                    if reported is not None:
+                        if deadline is not None and getattr(exc, "timeout", False):
+                            raise exc from reported  # CSOT: out of time, a timeout error
+                        raise reported from exc  # no server for the retry: the previous error
+                    attempt.failed(exc)
+                    raise
+                description = topology.description
+                topology_type = description.topology_type
+                read_preference = (
+                    None
+                    if target.address is not None
+                    else read_preference_to_send(description, target.selection, server.address)
                 )
-            except Exception as exc:
-                if reported is not None:
-                    if deadline is not None and getattr(exc, "timeout", False):
-                        raise exc from reported  # CSOT: out of time, a timeout error
-                    raise reported from exc  # no server for the retry: the previous error
-                attempt.failed(exc)
-                raise
             attempt.attempt += 1
             attempt.address = server.address
-            topology_type = self._topology.description.topology_type
             sharded = topology_type is TopologyType.SHARDED
             attempt.sharded = sharded
             server.operation_count += 1
@@ -364,7 +383,9 @@ class Executor:
                     self.clock.advance(conn.hello)  # see _CHECKOUT_GOSSIP
                     if lease is Lease.TRANSACTION:
                         self._pin_to_session(attempt, server, conn)
-                result = await self._execute(server, conn, lease, attempt, deadline, operation_id)
+                result = await self._execute(
+                    server, conn, lease, attempt, deadline, operation_id, read_preference
+                )
                 if lease is not Lease.POOLED:
                     self._settle(attempt, server, lease, result)
                 return result
@@ -552,8 +573,10 @@ class Executor:
         attempt: SessionOperation[T],
         deadline: float | None,
         operation_id: int | None,
+        read_preference: dict[str, Any] | None,
     ) -> T:
-        """Build, decorate, send and parse on a leased connection; SDAM hears of an error
+        """Build, decorate, send and parse on a leased connection (``read_preference``: the
+        ``$readPreference`` to add, if any); SDAM hears of an error
         before the connection goes back (SDAM: "Pool is cleared before application
         connection is checked in"), so a cleared pool closes it as stale."""
         encrypt = self.encrypt_command
@@ -567,7 +590,6 @@ class Executor:
                     checked_at = conn.time()  # once per attempt
                 document = self._csot_fields(
                     document, server, deadline, attempt.max_time, checked_at)
-            read_preference = self._read_preference(attempt.target, server)
             if read_preference is not None:
                 document = {**document, "$readPreference": read_preference}
             if encrypt is not None:
@@ -707,25 +729,6 @@ class Executor:
                 return {**document, "maxTimeMS": budget}
             return document
         return {**document, "maxTimeMS": budget}
-
-    def _read_preference(self, target: Target, server: Server) -> dict[str, Any] | None:
-        """The ``$readPreference`` to send, if any (server-selection: "Topology type:
-        Single", "Passing read preference to mongos and load balancers", replica sets)."""
-        if target.address is not None or target.selection.operation is SelectionKind.WRITE:
-            return None
-        description = self._topology.description
-        preference = target.selection.read_preference
-        if description.topology_type is TopologyType.SINGLE:
-            known = description.servers.get(server.address)
-            server_type = known.server_type if known is not None else None
-            if server_type is ServerType.STANDALONE:
-                return None  # a standalone MUST NOT be sent a read preference
-            if server_type is not ServerType.MONGOS and preference.mode is Mode.PRIMARY:
-                return _PRIMARY_PREFERRED  # a direct connection to any member may answer
-        if preference.mode is Mode.PRIMARY:
-            return None
-        return preference.document()
-
 
 async def _pinned_server(topology: Topology, address: Address) -> Server:
     """A cursor's server (getMore, killCursors); gone from the topology: AutoReconnect."""

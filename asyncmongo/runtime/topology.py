@@ -24,7 +24,7 @@ import dataclasses
 import logging
 import random
 from collections.abc import Callable, Collection, Coroutine, Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from asyncmongo.bson.objectid import ObjectId
 from asyncmongo.core.address import Address, format_address
@@ -39,14 +39,25 @@ from asyncmongo.core.sdam.events import SdamEvent, ServerClosedEvent, ServerOpen
 from asyncmongo.core.sdam.server_description import ServerDescription
 from asyncmongo.core.sdam.settings import TopologySettings
 from asyncmongo.core.sdam.topology_description import TopologyDescription
-from asyncmongo.core.selection import Selection, select_server
+from asyncmongo.core.sdam.types import TopologyType
+from asyncmongo.core.selection import Selection, read_preference_to_send, select_server
 from asyncmongo.core.selection.explain import describe_selection, selection_timeout_error
 from asyncmongo.errors import ConfigurationError, InvalidOperation, ServerSelectionTimeoutError
 from asyncmongo.monitoring import Listeners, sdam_log
 from asyncmongo.monitoring.selection_log import SELECTION_LOGGER, SelectionLog
 from asyncmongo.runtime.server import Server
 
-__all__ = ["Topology"]
+__all__ = ["Route", "Topology"]
+
+class Route(NamedTuple):
+    """What a selection resolved to under one description: the server, the topology's type
+    and the ``$readPreference`` its commands carry (all three pure functions of the
+    description and the selection, so remembered together)."""
+
+    server: Server
+    topology_type: TopologyType
+    read_preference: dict[str, Any] | None
+
 
 ServerFactory = Callable[[Address, "Topology"], Server]
 Spawn = Callable[[Coroutine[Any, Any, None], str], "asyncio.Task[None]"]
@@ -94,8 +105,8 @@ class Topology:
         self._description = TopologyDescription.initial(settings, self.topology_id)
         self._closed = False
         #: In a one-server topology: the description and, per selection run against it,
-        #: the server found (reads and writes each have theirs).
-        self._last_selection: tuple[TopologyDescription, list[tuple[Selection, Server]]] | None = (
+        #: the route found (reads and writes each have theirs).
+        self._last_selection: tuple[TopologyDescription, list[tuple[Selection, Route]]] | None = (
             None
         )
         self._closing: set[asyncio.Task[None]] = set()
@@ -300,9 +311,9 @@ class Topology:
         InvalidOperation once the topology is closed.
         """
         if not deprioritized:
-            remembered = self._remembered(selection)
-            if remembered is not None:
-                return remembered
+            route = self.route(selection)
+            if route is not None:
+                return route.server
         loop = asyncio.get_running_loop()
         start = loop.time()
         limit = start + self.settings.server_selection_timeout_ms / 1000
@@ -343,33 +354,36 @@ class Topology:
                     raise error from None
                 self.wakeups += 1
 
-    def _remembered(self, selection: Selection) -> Server | None:
+    def route(self, selection: Selection) -> Route | None:
         """The fast path of every operation: the description is the very one a selection
         equal to ``selection`` ran against, and it has one server, so selection (a pure
         function of the two; the choice by operation count has nothing to choose) finds
-        that server again. Not taken while selection logging is on (it logs every step)."""
+        that server again, with the same read preference to send. None otherwise, and while
+        selection logging is on (it logs every step): then ``select_server`` runs."""
         last = self._last_selection
         if last is None or last[0] is not self._description or self._closed:
             return None
         entries = last[1]  # a few entries (selections are not hashable)
         # a collection's operations share its Target, hence its Selection: look for the
         # very object among all entries before comparing any field by field
-        for remembered, server in entries:
+        found = None
+        for remembered, route in entries:
             if remembered is selection:
-                return self._reuse(server)
-        for remembered, server in entries:
-            if remembered == selection:
-                if len(entries) < 8:  # so that the next time identity finds it
-                    entries.append((selection, server))
-                return self._reuse(server)
-        return None
-
-    def _reuse(self, server: Server) -> Server | None:
-        """``_remembered``'s answer: ``server`` again (None while selection logging is on)."""
+                found = route
+                break
+        else:
+            for remembered, route in entries:
+                if remembered == selection:
+                    if len(entries) < 8:  # so that the next time identity finds it
+                        entries.append((selection, route))
+                    found = route
+                    break
+            else:
+                return None
         if SELECTION_LOGGER.isEnabledFor(logging.DEBUG):
             return None
         self.selection_attempts += 1
-        return server
+        return found
 
     def _remember(
         self, description: TopologyDescription, selection: Selection, server: Server
@@ -377,7 +391,8 @@ class Topology:
         last = self._last_selection
         if last is None or last[0] is not description or len(last[1]) >= 8:
             last = self._last_selection = (description, [])
-        last[1].append((selection, server))
+        preference = read_preference_to_send(description, selection, server.address)
+        last[1].append((selection, Route(server, description.topology_type, preference)))
 
     def _try_select(self, selection: Selection, log: SelectionLog) -> Server | None:
         if self._closed:

@@ -4,6 +4,7 @@ two random choices. ``select_server`` is one attempt; the runtime loops and wait
 from asyncmongo.core.selection.read_preference import PRIMARY, Mode, ReadPreference
 from asyncmongo.core.selection.server_selector import (
     Selection,
+    read_preference_to_send,
     select_server,
     suitable_and_in_window,
     write_stage_read_preference,
@@ -16,6 +17,7 @@ __all__ = [
     "Operation",
     "ReadPreference",
     "Selection",
+    "read_preference_to_send",
     "select_server",
     "suitable_and_in_window",
     "write_stage_read_preference",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from asyncmongo.core.address import Address
 from asyncmongo.core.sdam.server_description import ServerDescription
 from asyncmongo.core.sdam.topology_description import TopologyDescription
+from asyncmongo.core.sdam.types import ServerType, TopologyType
 from asyncmongo.core.selection.latency import choose_by_operation_count, in_latency_window
 from asyncmongo.core.selection.read_preference import PRIMARY, Mode, ReadPreference
 from asyncmongo.core.selection.staleness import validate_max_staleness
@@ -104,3 +105,28 @@ def write_stage_read_preference(
     if any((s.max_wire_version or 0) < WRITE_STAGE_ON_SECONDARY_WIRE_VERSION for s in known):
         return PRIMARY
     return read_preference
+
+
+_PRIMARY_PREFERRED = {"mode": "primaryPreferred"}
+
+
+def read_preference_to_send(
+    topology: TopologyDescription, selection: Selection, address: Address
+) -> dict[str, object] | None:
+    """The ``$readPreference`` a command selected for ``selection`` carries to the server at
+    ``address``, if any (server selection: "Topology type: Single", "Passing read preference
+    to mongos and load balancers", replica sets). A pure function of the three, so the
+    runtime may remember it with the selection's answer."""
+    if selection.operation is Operation.WRITE:
+        return None
+    preference = selection.read_preference
+    if topology.topology_type is TopologyType.SINGLE:
+        known = topology.servers.get(address)
+        server_type = known.server_type if known is not None else None
+        if server_type is ServerType.STANDALONE:
+            return None  # a standalone MUST NOT be sent a read preference
+        if server_type is not ServerType.MONGOS and preference.mode is Mode.PRIMARY:
+            return _PRIMARY_PREFERRED  # a direct connection to any member may answer
+    if preference.mode is Mode.PRIMARY:
+        return None
+    return preference.document()
