@@ -160,30 +160,30 @@ def is_retryable_read_operation(op: Any) -> bool:
 
 
 class SessionOperation(Generic[T]):
-    """An operation in its session, one attempt after the other."""
+    """An operation in its session, one attempt after the other.
 
-    __slots__ = (
-        "_target",
-        "address",
-        "attempt",
-        "clock",
-        "commit_majority",
-        "generic",
-        "held",
-        "max_time",
-        "max_wire_version",
-        "name",
-        "op",
-        "overload_retry",
-        "retry_reads",
-        "retry_writes",
-        "session",
-        "sharded",
-        "step",
-        "supports_retryable_writes",
-        "timed",
-        "txn_number",
-    )
+    No ``__slots__``: what an attempt learns (its number, server, connection limits, ...)
+    starts as the class defaults below, so constructing one per operation stores only what
+    the operation and its session decide."""
+
+    #: Attempts made so far, the server of the last one and whether it is a mongos.
+    attempt: int = 0
+    address: Address | None = None
+    sharded: bool = False
+    #: What the last attempt's connection said of its server.
+    max_wire_version: int | None = None
+    supports_retryable_writes: bool = True
+    #: A retryable write's txnNumber, the same on every attempt.
+    txn_number: int | None = None
+    #: Load-balanced mode: a cursor-opening command's connection, held until the reply
+    #: says whether a cursor stays open on it.
+    held: Any = None
+    #: Transactions spec: a retried commit uses w: majority once an attempt failed with
+    #: an error other than a retryable overload error (that one did no work).
+    commit_majority: bool = False
+    #: What the session decided before the first attempt (None: no session).
+    step: SessionStep | None = None
+    in_transaction: bool = False
 
     def __init__(
         self,
@@ -200,50 +200,44 @@ class SessionOperation(Generic[T]):
         self.name: str = op.name
         self.session = session
         self.clock = clock
-        self.attempt = 0
-        self.address: Address | None = None
-        self.sharded = False
-        self.max_wire_version: int | None = None
-        self.supports_retryable_writes = True
-        self.txn_number: int | None = None
-        #: Load-balanced mode: a cursor-opening command's connection, held until the reply
-        #: says whether a cursor stays open on it.
-        self.held: Any = None
         #: CSOT: timeoutMS is set (retry until the deadline, deprecated timeouts ignored),
         #: and the command carries the remaining budget as maxTimeMS.
         self.timed = timed
         self.max_time = max_time
-        #: Transactions spec: a retried commit uses w: majority once an attempt failed with
-        #: an error other than a retryable overload error (that one did no work).
-        self.commit_majority = False
         # A generic command (``db.command``): the user's document gets no afterClusterTime,
         # and in a transaction an explicitly given read preference is checked rather than
         # replaced by the transaction's.
         self.generic: bool = getattr(op, "generic", False)
         #: Client backpressure: a retryable overload error may be retried (in a transaction
-        #: too), as the client's retryReads/retryWrites allow for this kind of command.
-        self.overload_retry = may_retry_overload(op, retry_reads, retry_writes)
+        #: too), as the client's retryReads/retryWrites allow for this kind of command (with
+        #: both on, the defaults, every kind may).
+        self.overload_retry = (retry_reads and retry_writes) or may_retry_overload(
+            op, retry_reads, retry_writes
+        )
+        #: The operation's target as this attempt sees it (``retarget`` before a retry).
+        self.target: Target = op.target
         if session is None:
             # Without a session there is no transaction and no retryable write (it needs a
             # txnNumber), so the write checks below have nothing to decide: skipped, they
             # cost nothing on every sessionless operation.
-            self.step = None
-            self._target = op.target
             self.retry_writes = False
             self.retry_reads = retry_reads
             return
+        name = self.name
         acknowledged = getattr(op, "acknowledged", True) and not getattr(
             op, "unacknowledged", False
         )
-        target = op.target
-        step = self.step = session._prepare(op.name, acknowledged=acknowledged)
-        in_transaction = step.in_transaction
-        ending = op.name in _TXN_END
-        if in_transaction and not ending:
+        step = self.step = session._prepare(name, acknowledged=acknowledged)
+        in_transaction = self.in_transaction = step.in_transaction
+        ending = name in _TXN_END
+        if ending:
+            # Transactions spec: commit/abort go to the pinned mongos
+            self.target = session._transaction_target(op.target)
+        elif in_transaction:
             own_preference: bool = getattr(op, "own_read_preference", False)
-            target = session._transaction_target(target, own_preference=own_preference)
+            target = session._transaction_target(op.target, own_preference=own_preference)
             session._check_read_preference(target, own_preference=own_preference)
-        self._target = target
+            self.target = target
         # Transactions spec: commit and abort are retried once whatever retryWrites says; a
         # write in a transaction is not retried on its own (acknowledged there even if w:0).
         self.retry_writes = (
@@ -258,15 +252,13 @@ class SessionOperation(Generic[T]):
         if self.retry_writes and not ending:
             self.txn_number = session._next_txn_number()
 
-    # -- the Operation interface ----------------------------------------------------------
+    def retarget(self) -> None:
+        """Before a retry: a failed commit or abort unpinned its session, so the retry
+        selects any mongos (transactions spec)."""
+        if self.session is not None and self.name in _TXN_END:
+            self.target = self.session._transaction_target(self.op.target)
 
-    @property
-    def target(self) -> Target:
-        if self.session is not None and self.op.name in _TXN_END:
-            # Transactions spec: commit/abort go to the pinned mongos; a failed commit
-            # unpinned the session, so its retry selects any mongos.
-            return self.session._transaction_target(self.op.target)
-        return self._target
+    # -- the Operation interface ----------------------------------------------------------
 
     @property
     def codec_options(self) -> CodecOptions:
@@ -359,10 +351,6 @@ class SessionOperation(Generic[T]):
                 exc.details,
             )
         return None
-
-    @property
-    def in_transaction(self) -> bool:
-        return self.step is not None and self.step.in_transaction
 
     def failed(self, exc: BaseException) -> None:
         """Label a retryable write's error; tell the session (dirty server session,

@@ -224,13 +224,21 @@ class Executor:
         checkout, connection establishment, every retry and the reply; with ``max_time``
         the command carries what is left of it, less the server's minimum RTT, as maxTimeMS
         (CSOT "Command Execution")."""
-        session, implicit = self._session_for(op, session)
-        if session is not None:
-            # CSOT: inside with_transaction with timeoutMS the whole call shares one
-            # deadline, and commit/abort honour the session's defaultTimeoutMS.
-            cap = session._session_deadline
-            if cap is not None and (deadline is None or cap < deadline):
-                deadline = cap
+        name = op.name
+        if session is None and name not in _CURSOR_OPS:
+            # the usual: the operation's own implicit session (sessions spec), no deadline
+            # of its own
+            implicit = self._implicit_session is not None and name not in _SESSIONLESS
+            if implicit:
+                session = self._implicit_session()
+        else:
+            session, implicit = self._session_for(op, session)
+            if session is not None:
+                # CSOT: inside with_transaction with timeoutMS the whole call shares one
+                # deadline, and commit/abort honour the session's defaultTimeoutMS.
+                cap = session._session_deadline
+                if cap is not None and (deadline is None or cap < deadline):
+                    deadline = cap
         # CSOT: timeoutMS is set (math.inf: to 0, no limit): retry until the deadline, no
         # socketTimeoutMS or wTimeoutMS; a finite deadline also times each step
         timed = deadline is not None
@@ -253,7 +261,7 @@ class Executor:
             if (
                 session is not None
                 and cursor_id is not None
-                and (cursor_id or op.name in _CURSOR_OPS)
+                and (cursor_id or name in _CURSOR_OPS)
             ):
                 keep = self._track_cursor(op, session, cursor_id, attempt.address)
             with_address = getattr(result, "with_address", None)
@@ -377,7 +385,14 @@ class Executor:
             server.operation_count += 1
             lease: Lease | None = None
             try:
-                lease, conn = self._lease_for(attempt, server, topology_type)
+                if (
+                    attempt.in_transaction
+                    or attempt.name in _CURSOR_OPS
+                    or topology_type is TopologyType.LOAD_BALANCED
+                ):
+                    lease, conn = self._lease_for(attempt, server, topology_type)
+                else:  # the usual: a connection from the pool, back to it after the reply
+                    lease, conn = Lease.POOLED, None
                 if conn is None:
                     conn = await server.pool.check_out(deadline)
                     self.clock.advance(conn.hello)  # see _CHECKOUT_GOSSIP
@@ -408,6 +423,7 @@ class Executor:
                         raise replacement from exc
                     raise
                 retries += 1
+                attempt.retarget()
                 if overload:
                     overloaded = exc
                 if sharded or (overload and self.overload_retargeting):
@@ -660,11 +676,14 @@ class Executor:
                 max_wire_version=conn.max_wire_version,
                 service_id=conn.service_id,
             )
-        try:
-            if error is not None:
-                await self._topology.handle_error(server.address, error)
-        finally:
-            self._give_back(server, conn, lease, attempt)
+        if error is None and lease is Lease.POOLED:
+            server.pool.check_in(conn)  # the usual end of an attempt
+        else:
+            try:
+                if error is not None:
+                    await self._topology.handle_error(server.address, error)
+            finally:
+                self._give_back(server, conn, lease, attempt)
         if decrypt_reply is not None and not command.unacknowledged:
             # Client-side encryption spec: decrypt after the connection is back (the key
             # vault's reads may need one) and after command monitoring (events see ciphertext).

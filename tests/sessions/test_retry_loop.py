@@ -63,7 +63,11 @@ class ScriptedExecutor(Executor):
     """Selection and attempts follow a script (an outcome per attempt)."""
 
     def __init__(self, outcomes: list[Any], topology_type: TopologyType, **options: bool) -> None:
-        topology = SimpleNamespace(description=SimpleNamespace(topology_type=topology_type))
+        # route: no remembered selection, so every attempt goes through _server_for
+        topology = SimpleNamespace(
+            description=SimpleNamespace(topology_type=topology_type, servers={}),
+            route=lambda selection: None,
+        )
         session = FakeSession()
         super().__init__(
             topology,  # type: ignore[arg-type]
@@ -91,7 +95,14 @@ class ScriptedExecutor(Executor):
         return SimpleNamespace(address=address, operation_count=0, pool=FakePool())
 
     async def _execute(
-        self, server: Any, conn: Any, lease: Any, op: Any, deadline: Any, operation_id: Any
+        self,
+        server: Any,
+        conn: Any,
+        lease: Any,
+        op: Any,
+        deadline: Any,
+        operation_id: Any,
+        read_preference: Any,
     ) -> Any:
         self.ran_on.append(server.address)
         outcome = self.outcomes.pop(0)
