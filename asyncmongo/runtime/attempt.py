@@ -274,28 +274,30 @@ class SessionOperation(Generic[T]):
         client's ``$clusterTime``): the executor sends the document with the command's
         database, sequences and w:0 flag, so no second Command is built per attempt."""
         command = self.op.build(conn)
-        step = self.step
-        if command.unacknowledged and step is not None and step.in_transaction:
-            command = Command(command.database, command.document, command.sequences, False)
-        self.max_wire_version = conn.max_wire_version
-        supports_sessions = conn.supports_sessions
+        self.max_wire_version = max_wire_version = conn.max_wire_version
         self.supports_retryable_writes = conn.supports_retryable_writes
-        clock_time = self.clock.cluster_time if conn.max_wire_version >= 6 else None
+        clock_time = self.clock.cluster_time if max_wire_version >= 6 else None
         session = self.session
-        if session is not None and not session._implicit and not supports_sessions:
-            raise ConfigurationError("Sessions are not supported by this MongoDB deployment")
-        if (
-            session is not None
-            and supports_sessions
-            and not (command.unacknowledged and session._implicit)
-        ):
-            txn = self.txn_number if self.supports_retryable_writes else None
+        fields = None
+        if session is not None:
+            step = self.step
             assert step is not None
-            fields = session._fields(step, txn, clock_time, generic=self.generic)
-        else:
+            unacknowledged = command.unacknowledged
+            if unacknowledged and step.in_transaction:
+                command = Command(command.database, command.document, command.sequences, False)
+                unacknowledged = False
+            if not conn.supports_sessions:
+                if not session._implicit:
+                    raise ConfigurationError(
+                        "Sessions are not supported by this MongoDB deployment"
+                    )
+            elif not (unacknowledged and session._implicit):
+                txn = self.txn_number if self.supports_retryable_writes else None
+                fields = session._fields(step, txn, clock_time, generic=self.generic)
+        if fields is None:
             fields = _NO_SESSION if clock_time is None else SessionFields(cluster_time=clock_time)
         document = decorate(command.document, fields)
-        if self.op.name == "commitTransaction" and self.commit_majority:
+        if self.commit_majority and self.name == "commitTransaction":
             document = _majority(document)
         return command, document
 

@@ -395,7 +395,8 @@ class Executor:
                     lease, conn = Lease.POOLED, None
                 if conn is None:
                     conn = await server.pool.check_out(deadline)
-                    self.clock.advance(conn.hello)  # see _CHECKOUT_GOSSIP
+                    if "$clusterTime" in conn.hello:  # see _CHECKOUT_GOSSIP
+                        self.clock.advance(conn.hello)
                     if lease is Lease.TRANSACTION:
                         self._pin_to_session(attempt, server, conn)
                 result = await self._execute(
@@ -636,7 +637,12 @@ class Executor:
                 csot=timed,
                 checked_at=checked_at,
             )
-            if reply.get("code") == REAUTHENTICATION_REQUIRED and conn.authenticator is not None:
+            ok = command.unacknowledged or is_ok(reply)
+            if (
+                not ok
+                and reply.get("code") == REAUTHENTICATION_REQUIRED
+                and conn.authenticator is not None
+            ):
                 # Auth spec, "Reauthentication": authenticate this connection again (no
                 # hello) and send the same command once more, retryable or not.
                 if monitored:
@@ -655,6 +661,7 @@ class Executor:
                     codec_options=codec_options,
                     csot=timed,
                 )
+                ok = command.unacknowledged or is_ok(reply)
         except BaseException as exc:
             if monitored:
                 events.failed(started, begin, failure_document(exc), exc)
@@ -662,7 +669,6 @@ class Executor:
             raise
         if command.unacknowledged:
             reply = {"ok": 1}
-        ok = is_ok(reply)
         if monitored:
             if ok:
                 events.succeeded(started, begin, reply)
