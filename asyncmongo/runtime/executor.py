@@ -67,7 +67,7 @@ from asyncmongo.runtime.command_events import CommandEvents
 from asyncmongo.runtime.connection import Connection
 from asyncmongo.runtime.pool import Pinned
 from asyncmongo.runtime.server import Server
-from asyncmongo.runtime.topology import Topology
+from asyncmongo.runtime.topology import Route, Topology
 
 __all__ = ["CommandEncrypter", "Executor", "Lease", "ReplyDecrypter"]
 
@@ -220,6 +220,12 @@ class Executor:
         """Run ``op`` in ``session`` with the retry rules; its parsed result. A cursor page
         whose cursor stays open names the server that owns it (``CursorPage.address``).
 
+        The first attempt and the retries the rules allow: one under the retryable
+        reads/writes specs, as many as the deadline allows with timeoutMS (CSOT
+        "Retryability"), and at most maxAdaptiveRetries once an overload error was seen, with
+        a backoff before each retry of an overload error (client backpressure, "Overload retry
+        policy" and "Interaction with Other Retry Policies").
+
         ``deadline`` (a loop.time()) is the operation's timeoutMS: it bounds selection,
         checkout, connection establishment, every retry and the reply; with ``max_time``
         the command carries what is left of it, less the server's minimum RTT, as maxTimeMS
@@ -255,7 +261,83 @@ class Executor:
         )
         keep = False
         try:
-            result = await self._attempts(attempt, deadline, operation_id)
+            if name == "killCursors" and self._release_broken_cursor_pin(attempt):
+                return op.parse({"ok": 1})
+            deprioritized: list[Address] = []
+            #: The error to raise if no attempt succeeds (retryable writes, "error propagation").
+            reported: BaseException | None = None
+            retries = 0
+            allowed_retries = math.inf if attempt.timed else 1
+            topology = self._topology
+            while True:
+                overloaded: BaseException | None = None  # the overload error to back off from
+                target = attempt.target
+                # the usual case: the topology remembers what this selection resolved to
+                route = (
+                    topology.route(target.selection)
+                    if not deprioritized and target.address is None and not target.write_stage
+                    else None
+                )
+                if route is None:
+                    route = await self._select(
+                        attempt, target, deadline, deprioritized, operation_id, reported
+                    )
+                server, topology_type, read_preference = route
+                attempt.attempt += 1
+                attempt.address = server.address
+                sharded = topology_type is TopologyType.SHARDED
+                attempt.sharded = sharded
+                server.operation_count += 1
+                lease: Lease | None = None
+                try:
+                    if (
+                        attempt.in_transaction
+                        or attempt.name in _CURSOR_OPS
+                        or topology_type is TopologyType.LOAD_BALANCED
+                    ):
+                        lease, conn = self._lease_for(attempt, server, topology_type)
+                    else:  # the usual: a connection from the pool, back to it after the reply
+                        lease, conn = Lease.POOLED, None
+                    if conn is None:
+                        conn = await server.pool.check_out(deadline)
+                        if "$clusterTime" in conn.hello:  # see _CHECKOUT_GOSSIP
+                            self.clock.advance(conn.hello)
+                        if lease is Lease.TRANSACTION:
+                            self._pin_to_session(attempt, server, conn)
+                    result = await self._execute(
+                        server, conn, lease, attempt, deadline, operation_id, read_preference
+                    )
+                    if lease is not Lease.POOLED:
+                        self._settle(attempt, server, lease, result)
+                    break  # the attempt succeeded
+                except Exception as exc:
+                    if lease is not None and lease is not Lease.POOLED:
+                        self._settle(attempt, server, lease, None)
+                    attempt.failed(exc)
+                    reported = _error_to_report(reported, exc)
+                    overload = is_overload_error(exc)
+                    if overload:
+                        allowed_retries = self.max_adaptive_retries
+                    retryable = attempt.may_retry(exc) or (
+                        attempt.overload_retry and is_retryable_overload_error(exc)
+                    )
+                    if not retryable or retries >= allowed_retries or _expired(deadline):
+                        if reported is not exc:
+                            raise reported from exc
+                        replacement = attempt.replacement(exc)
+                        if replacement is not None:
+                            raise replacement from exc
+                        raise
+                    retries += 1
+                    attempt.retarget()
+                    if overload:
+                        overloaded = exc
+                    if sharded or (overload and self.overload_retargeting):
+                        deprioritized.append(server.address)
+                finally:
+                    server.operation_count -= 1
+                if overloaded is not None:  # not counted in flight on the server while it waits
+                    await self._back_off(retries, overloaded, deadline, reported or overloaded)
             cursor_id = getattr(result, "cursor_id", None)
             # a closed cursor of an operation that opens one (find_one...) has nothing to track
             if (
@@ -329,110 +411,38 @@ class Executor:
 
     # -- attempts ----------------------------------------------------------------------------
 
-    async def _attempts(
+    async def _select(
         self,
-        attempt: SessionOperation[T],
+        attempt: SessionOperation[Any],
+        target: Target,
         deadline: float | None,
+        deprioritized: list[Address],
         operation_id: int | None,
-    ) -> T:
-        """The first attempt and the retries the rules allow: one under the retryable
-        reads/writes specs, as many as the deadline allows with timeoutMS (CSOT
-        "Retryability"), and at most maxAdaptiveRetries once an overload error was seen, with
-        a backoff before each retry of an overload error (client backpressure, "Overload retry
-        policy" and "Interaction with Other Retry Policies")."""
-        if attempt.name == "killCursors" and self._release_broken_cursor_pin(attempt):
-            return attempt.op.parse({"ok": 1})
-        deprioritized: list[Address] = []
-        #: The error to raise if no attempt succeeds (retryable writes, "error propagation").
-        reported: BaseException | None = None
-        retries = 0
-        allowed_retries = math.inf if attempt.timed else 1
+        reported: BaseException | None,
+    ) -> Route:
+        """Selection for an attempt the topology has no remembered route for: the server,
+        the topology's type and the ``$readPreference`` to send. When a retry finds no
+        server, the error to raise is the previous attempt's (``reported``) unless the
+        deadline ran out (CSOT: then a timeout error)."""
         topology = self._topology
-        while True:
-            overloaded: BaseException | None = None  # the overload error to back off from
-            target = attempt.target
-            # the usual case: the topology remembers what this selection resolved to
-            route = (
-                topology.route(target.selection)
-                if not deprioritized and target.address is None and not target.write_stage
-                else None
+        try:
+            server = await self._server_for(
+                target, deadline, attempt.name, deprioritized, operation_id
             )
-            if route is not None:
-                server, topology_type, read_preference = route
-            else:
-                try:
-                    server = await self._server_for(
-                        target, deadline, attempt.name, deprioritized, operation_id
-                    )
-                except Exception as exc:
-                    if reported is not None:
-                        if deadline is not None and getattr(exc, "timeout", False):
-                            raise exc from reported  # CSOT: out of time, a timeout error
-                        raise reported from exc  # no server for the retry: the previous error
-                    attempt.failed(exc)
-                    raise
-                description = topology.description
-                topology_type = description.topology_type
-                read_preference = (
-                    None
-                    if target.address is not None
-                    else read_preference_to_send(description, target.selection, server.address)
-                )
-            attempt.attempt += 1
-            attempt.address = server.address
-            sharded = topology_type is TopologyType.SHARDED
-            attempt.sharded = sharded
-            server.operation_count += 1
-            lease: Lease | None = None
-            try:
-                if (
-                    attempt.in_transaction
-                    or attempt.name in _CURSOR_OPS
-                    or topology_type is TopologyType.LOAD_BALANCED
-                ):
-                    lease, conn = self._lease_for(attempt, server, topology_type)
-                else:  # the usual: a connection from the pool, back to it after the reply
-                    lease, conn = Lease.POOLED, None
-                if conn is None:
-                    conn = await server.pool.check_out(deadline)
-                    if "$clusterTime" in conn.hello:  # see _CHECKOUT_GOSSIP
-                        self.clock.advance(conn.hello)
-                    if lease is Lease.TRANSACTION:
-                        self._pin_to_session(attempt, server, conn)
-                result = await self._execute(
-                    server, conn, lease, attempt, deadline, operation_id, read_preference
-                )
-                if lease is not Lease.POOLED:
-                    self._settle(attempt, server, lease, result)
-                return result
-            except Exception as exc:
-                if lease is not None and lease is not Lease.POOLED:
-                    self._settle(attempt, server, lease, None)
-                attempt.failed(exc)
-                reported = _error_to_report(reported, exc)
-                overload = is_overload_error(exc)
-                if overload:
-                    allowed_retries = self.max_adaptive_retries
-                retryable = attempt.may_retry(exc) or (
-                    attempt.overload_retry and is_retryable_overload_error(exc)
-                )
-                if not retryable or retries >= allowed_retries or _expired(deadline):
-                    if reported is not exc:
-                        raise reported from exc
-                    replacement = attempt.replacement(exc)
-                    if replacement is not None:
-                        raise replacement from exc
-                    raise
-                retries += 1
-                attempt.retarget()
-                if overload:
-                    overloaded = exc
-                if sharded or (overload and self.overload_retargeting):
-                    deprioritized.append(server.address)
-            finally:
-                server.operation_count -= 1
-            if overloaded is not None:  # not counted in flight on the server while it waits
-                await self._back_off(retries, overloaded, deadline, reported or overloaded)
+        except Exception as exc:
+            if reported is not None:
+                if deadline is not None and getattr(exc, "timeout", False):
+                    raise exc from reported  # CSOT: out of time, a timeout error
+                raise reported from exc  # no server for the retry: the previous error
+            attempt.failed(exc)
+            raise
+        description = topology.description
+        read_preference = (
+            None
+            if target.address is not None
+            else read_preference_to_send(description, target.selection, server.address)
+        )
+        return Route(server, description.topology_type, read_preference)
 
     async def _back_off(
         self, retry: int, exc: BaseException, deadline: float | None, reported: BaseException
