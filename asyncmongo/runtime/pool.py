@@ -214,8 +214,9 @@ class Pool(Generic[C]):
         waitQueueTimeoutMS. Raises WaitQueueTimeoutError, PoolClearedError (paused or cleared
         while waiting), PoolClosedError, or the establishment error (report it to SDAM).
         """
-        observed = self._observed()
         start = _monotonic()
+        # _observed() inlined (here and in check_in): once per operation each
+        observed = self._listener is not None or _log_enabled(_DEBUG)
         if observed:
             self._emit(ConnectionCheckOutStartedEvent(self.address))
         book = self._book
@@ -416,9 +417,10 @@ class Pool(Generic[C]):
         """
         book = self._book
         now = _monotonic()
-        self._pinned.pop(conn.id, None)
+        if self._pinned:  # load-balanced mode only
+            self._pinned.pop(conn.id, None)
         reason = book.check_in(conn, now)
-        if self._observed():
+        if self._listener is not None or _log_enabled(_DEBUG):
             self._emit(ConnectionCheckedInEvent(self.address, conn.id))
         if reason is not None:
             self._close_connection(conn, reason, None)
