@@ -156,7 +156,13 @@ class Pool(Generic[C]):
         return self._book.generation
 
     def generation_of(self, conn: C) -> int:
-        """The generation of a checked-out connection, to tag its errors for SDAM."""
+        """The generation of a checked-out connection, to tag its errors for SDAM.
+
+        The executor asks on every attempt: the book's lookup is inlined, and the book
+        raises the error for a connection that is not checked out of this pool."""
+        entry = self._book.in_use.get(conn.id)
+        if entry is not None and entry.conn is conn:
+            return entry.generation
         return self._book.generation_of(conn)
 
     def pin(self, conn: C, to: Pinned) -> None:

@@ -57,7 +57,9 @@ class ServerSessions:
         description = self._description()
         if description is not self._described:
             self._describe(description)
-        return self._pool.acquire_within(monotonic() if now is None else now, self._fresh)
+        if now is None:
+            now = monotonic()
+        return self._pool.acquire_within(now, self._fresh)
 
     def release(self, session: ServerSession) -> None:
         description = self._description()

@@ -457,3 +457,43 @@ async def test_the_filler_can_live_in_the_clients_task_set() -> None:
     await pool.close()
     assert len(tasks) == 0  # ended and awaited by close(), not left to the task set
     await tasks.close()
+
+
+async def test_generation_of_a_checked_out_connection_follows_clears() -> None:
+    pool, _, _ = make_pool()
+    pool.ready()
+    old = await pool.check_out()
+    assert pool.generation_of(old) == 0
+    pool.clear()
+    pool.ready()
+    new = await pool.check_out()
+    assert (pool.generation_of(old), pool.generation_of(new)) == (0, 1)
+    with pytest.raises(InvalidOperation):
+        pool.generation_of(FakeConnection(old.id))  # same id, not the checked-out one
+    pool.check_in(old)
+    with pytest.raises(InvalidOperation):
+        pool.generation_of(old)
+    pool.check_in(new)
+    await pool.close()
+
+
+async def test_an_unobserved_pool_logs_once_the_logger_is_at_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """No listener: checkout and check-in build no events until the CMAP logger is at DEBUG,
+    and then log them (the observation is decided on every checkout and check-in)."""
+    server = FakeServer()
+    pool: Pool[FakeConnection] = Pool(ADDRESS, PoolOptions(), server.establish)
+    pool.ready()
+    conn = await pool.check_out()
+    pool.check_in(conn)
+    assert not [r for r in caplog.records if r.name == "asyncmongo.connection"]
+    with caplog.at_level(logging.DEBUG, logger="asyncmongo.connection"):
+        conn = await pool.check_out()
+        pool.check_in(conn)
+    messages = [r.getMessage() for r in caplog.records if r.name == "asyncmongo.connection"]
+    assert len(messages) == 3
+    assert messages[0].startswith("Checkout started for connection")
+    assert "Connection checked out" in messages[1]
+    assert "Connection checked in" in messages[2]
+    await pool.close()
