@@ -497,3 +497,47 @@ async def test_an_unobserved_pool_logs_once_the_logger_is_at_debug(
     assert "Connection checked out" in messages[1]
     assert "Connection checked in" in messages[2]
     await pool.close()
+
+
+async def test_try_check_out_takes_an_idle_connection_only_when_unobserved_and_free(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """try_check_out: check_out's non-waiting, unobserved path; None sends the caller to
+    check_out (which publishes the events)."""
+    server = FakeServer()
+    pool: Pool[FakeConnection] = Pool(ADDRESS, PoolOptions(max_pool_size=1), server.establish)
+    assert pool.try_check_out() is None  # paused
+    pool.ready()
+    assert pool.try_check_out() is None  # nothing idle: check_out opens one
+    conn = await pool.check_out()
+    pool.check_in(conn)
+    assert pool.try_check_out() is conn
+    assert pool.try_check_out() is None  # in use
+    pool.check_in(conn)
+    with caplog.at_level(logging.DEBUG, logger="asyncmongo.connection"):
+        assert pool.try_check_out() is None  # logged: check_out's job
+    events: list[PoolEvent] = []
+    pool.observe(events.append)
+    assert pool.try_check_out() is None and not events
+    pool.observe(None)
+    conn.closed = True  # perished while idle: closed, nothing to hand out
+    assert pool.try_check_out() is None
+    assert pool.statistics().total == 0 and pool.statistics().in_use == 0
+    await pool.close()
+
+
+async def test_try_check_out_does_not_overtake_a_waiter() -> None:
+    """White box: a queued checkout and an idle connection at once only happen between a
+    check-in and the queue being served, so the queue is filled by hand."""
+    server = FakeServer()
+    pool: Pool[FakeConnection] = Pool(ADDRESS, PoolOptions(), server.establish)
+    pool.ready()
+    conn = await pool.check_out()
+    pool.check_in(conn)
+    waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    pool._book.waiters.append(waiter)
+    assert pool.try_check_out() is None
+    pool._book.waiters.clear()
+    assert pool.try_check_out() is conn
+    pool.check_in(conn)
+    await pool.close()

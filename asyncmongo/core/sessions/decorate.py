@@ -163,19 +163,16 @@ def decorate(command: Mapping[str, Any], fields: SessionFields) -> dict[str, Any
     """A copy of ``command`` with the session's fields (see the module docstring)."""
     document = dict(command)
     if fields.plain:  # every operation of an implicit session: the short path
-        lsid = fields.lsid
-        if lsid is not None:
-            document["lsid"] = lsid
-        txn_number = fields.txn_number
-        if txn_number is not None:
-            document["txnNumber"] = txn_number
+        if fields.lsid is not None:
+            document["lsid"] = fields.lsid
+        if fields.txn_number is not None:
+            document["txnNumber"] = fields.txn_number
         # what the general path does when there is neither snapshot nor afterClusterTime:
         # an existing readConcern of a read command is written back as a copy
         if "readConcern" in document and next(iter(document)) in READ_CONCERN_COMMANDS:
             _read_concern(document, fields)
-        cluster_time = fields.cluster_time
-        if cluster_time is not None:
-            document["$clusterTime"] = cluster_time
+        if fields.cluster_time is not None:
+            document["$clusterTime"] = fields.cluster_time
         return document
     name = next(iter(document), "")
     if fields.lsid is not None:
