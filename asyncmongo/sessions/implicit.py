@@ -70,7 +70,12 @@ class ImplicitSession:
         return PlainSessionFields(server_session.lsid, txn_number, client_cluster_time)
 
     def _next_txn_number(self) -> int:
-        return self._take_server_session().next_txn_number()
+        """A retryable write's txnNumber: the server session is taken now (before
+        ``_fields``, which then reuses it)."""
+        server_session = self._server_session
+        if server_session is None:
+            server_session = self._server_session = self._pool.acquire()
+        return server_session.next_txn_number()
 
     def _observe(self, reply: Mapping[str, Any], address: Any, sharded: bool) -> None:
         """Nothing to keep: the client's clock gossips, nothing here reads causally."""
@@ -92,9 +97,3 @@ class ImplicitSession:
         server_session, self._server_session = self._server_session, None
         if server_session is not None:
             self._pool.release(server_session)
-
-    def _take_server_session(self) -> ServerSession:
-        server_session = self._server_session
-        if server_session is None:
-            server_session = self._server_session = self._pool.acquire()
-        return server_session
