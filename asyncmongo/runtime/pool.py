@@ -156,7 +156,13 @@ class Pool(Generic[C]):
         return self._book.generation
 
     def generation_of(self, conn: C) -> int:
-        """The generation of a checked-out connection, to tag its errors for SDAM."""
+        """The generation of a checked-out connection, to tag its errors for SDAM.
+
+        The executor asks on every attempt: the book's lookup is inlined, and the book
+        raises the error for a connection that is not checked out of this pool."""
+        entry = self._book.in_use.get(conn.id)
+        if entry is not None and entry.conn is conn:
+            return entry.generation
         return self._book.generation_of(conn)
 
     def pin(self, conn: C, to: Pinned) -> None:
@@ -207,6 +213,26 @@ class Pool(Generic[C]):
         """
         return _Checkout(self, deadline)
 
+    def try_check_out(self) -> C | None:
+        """``check_out()`` without a coroutine, when it would neither wait nor publish: an
+        idle connection of a ready pool nobody queues for, while nobody observes the pool
+        (no CMAP listener, the logger not at DEBUG). None otherwise: await ``check_out()``,
+        which then emits the events and log messages as usual.
+
+        For the executor's hot path (``pool.try_check_out() or await pool.check_out(...)``):
+        awaiting ``check_out`` costs a coroutine per operation even when it never suspends.
+        Perished idle connections met on the way are closed, as ``check_out`` does.
+        """
+        if self._listener is not None or _log_enabled(_DEBUG):
+            return None
+        book = self._book
+        if book.state is not _READY or book.waiters:
+            return None
+        conn = book.take_idle(_monotonic())
+        if book.closing:
+            self._close_discarded()
+        return conn
+
     async def check_out(self, deadline: float | None = None) -> C:
         """A ready connection (CMAP: Checking Out a Connection).
 
@@ -214,8 +240,9 @@ class Pool(Generic[C]):
         waitQueueTimeoutMS. Raises WaitQueueTimeoutError, PoolClearedError (paused or cleared
         while waiting), PoolClosedError, or the establishment error (report it to SDAM).
         """
-        observed = self._observed()
         start = _monotonic()
+        # _observed() inlined (here and in check_in): once per operation each
+        observed = self._listener is not None or _log_enabled(_DEBUG)
         if observed:
             self._emit(ConnectionCheckOutStartedEvent(self.address))
         book = self._book
@@ -416,9 +443,10 @@ class Pool(Generic[C]):
         """
         book = self._book
         now = _monotonic()
-        self._pinned.pop(conn.id, None)
+        if self._pinned:  # load-balanced mode only
+            self._pinned.pop(conn.id, None)
         reason = book.check_in(conn, now)
-        if self._observed():
+        if self._listener is not None or _log_enabled(_DEBUG):
             self._emit(ConnectionCheckedInEvent(self.address, conn.id))
         if reason is not None:
             self._close_connection(conn, reason, None)

@@ -15,7 +15,7 @@ from typing import Any
 
 from asyncmongo.core.operations.base import Target
 from asyncmongo.core.sessions import ServerSession
-from asyncmongo.core.sessions.decorate import SessionFields
+from asyncmongo.core.sessions.decorate import PlainSessionFields, SessionFields
 from asyncmongo.core.sessions.labels import is_network_error
 from asyncmongo.errors import ConnectionFailure, ServerSelectionTimeoutError
 from asyncmongo.runtime.attempt import SessionStep
@@ -67,21 +67,15 @@ class ImplicitSession:
         if server_session is None:
             server_session = self._server_session = self._pool.acquire(now)
         server_session.last_use = now
-        # positional: cheaper than keywords, on every operation
-        return SessionFields(
-            server_session.lsid,  # lsid
-            txn_number,  # txn_number
-            False,  # in_transaction
-            False,  # starting_transaction
-            None,  # transaction_read_concern
-            None,  # after_cluster_time
-            False,  # snapshot
-            None,  # snapshot_time
-            client_cluster_time,  # cluster_time
-        )
+        return PlainSessionFields(server_session.lsid, txn_number, client_cluster_time)
 
     def _next_txn_number(self) -> int:
-        return self._take_server_session().next_txn_number()
+        """A retryable write's txnNumber: the server session is taken now (before
+        ``_fields``, which then reuses it)."""
+        server_session = self._server_session
+        if server_session is None:
+            server_session = self._server_session = self._pool.acquire()
+        return server_session.next_txn_number()
 
     def _observe(self, reply: Mapping[str, Any], address: Any, sharded: bool) -> None:
         """Nothing to keep: the client's clock gossips, nothing here reads causally."""
@@ -103,9 +97,3 @@ class ImplicitSession:
         server_session, self._server_session = self._server_session, None
         if server_session is not None:
             self._pool.release(server_session)
-
-    def _take_server_session(self) -> ServerSession:
-        server_session = self._server_session
-        if server_session is None:
-            server_session = self._server_session = self._pool.acquire()
-        return server_session

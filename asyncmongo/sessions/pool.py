@@ -21,6 +21,7 @@ from asyncmongo.core.sdam.types import TopologyType
 from asyncmongo.core.selection import ReadPreference
 from asyncmongo.core.selection.read_preference import Mode
 from asyncmongo.core.sessions import ServerSession, ServerSessionPool
+from asyncmongo.core.sessions.server_session import fresh_for
 from asyncmongo.errors import MongoError
 
 __all__ = ["END_SESSIONS_BATCH", "ServerSessions"]
@@ -35,13 +36,17 @@ monotonic: Callable[[], float] = time.monotonic
 class ServerSessions:
     """One client's server session pool, sized by the deployment ``description()`` shows."""
 
-    __slots__ = ("_description", "_pool", "_timeout_of")
+    __slots__ = ("_described", "_description", "_fresh", "_pool")
 
     def __init__(self, description: Callable[[], TopologyDescription]) -> None:
         self._description = description
         self._pool = ServerSessionPool(lambda: uuid.uuid4().bytes)
-        #: (a topology description, its session timeout): see _session_timeout.
-        self._timeout_of: tuple[object, int | None] = (None, None)
+        #: The topology description ``_fresh`` was derived from: the deployment's
+        #: logicalSessionTimeoutMinutes only changes with the description, and the pool
+        #: needs it on every acquire and release, so it is read once per description.
+        self._described: object = None
+        #: ``fresh_for`` of that timeout (None: nothing expires).
+        self._fresh: float | None = None
 
     def __len__(self) -> int:
         return len(self._pool)
@@ -49,24 +54,28 @@ class ServerSessions:
     def acquire(self, now: float | None = None) -> ServerSession:
         """A server session from the pool; ``now`` is the caller's clock reading, when it
         has just taken one (an implicit session stamps its last use with the same value)."""
-        return self._pool.acquire(monotonic() if now is None else now, self._session_timeout())
+        description = self._description()
+        if description is not self._described:
+            self._describe(description)
+        if now is None:
+            now = monotonic()
+        return self._pool.acquire_within(now, self._fresh)
 
     def release(self, session: ServerSession) -> None:
-        self._pool.release(session, monotonic(), self._session_timeout())
-
-    def _session_timeout(self) -> int | None:
-        """The deployment's logicalSessionTimeoutMinutes (None: nothing expires); asked twice
-        per operation, so remembered for the topology description it was read from."""
         description = self._description()
-        remembered = self._timeout_of
-        if remembered[0] is description:
-            return remembered[1]
+        if description is not self._described:
+            self._describe(description)
+        self._pool.release_within(session, monotonic(), self._fresh)
+
+    def _describe(self, description: TopologyDescription) -> None:
+        """Remember the session timeout of a new topology description: its
+        logicalSessionTimeoutMinutes, none in load-balanced mode (nothing expires)."""
         timeout = None
         if description.topology_type is not TopologyType.LOAD_BALANCED:
             minutes = description.logical_session_timeout_minutes
             timeout = minutes if isinstance(minutes, int) else None
-        self._timeout_of = (description, timeout)
-        return timeout
+        self._fresh = fresh_for(timeout)
+        self._described = description
 
     async def end_all(self, run: Callable[[Operation[Any]], Awaitable[Any]]) -> None:
         """Sessions spec: endSessions for every pooled id on close (errors ignored)."""

@@ -457,3 +457,87 @@ async def test_the_filler_can_live_in_the_clients_task_set() -> None:
     await pool.close()
     assert len(tasks) == 0  # ended and awaited by close(), not left to the task set
     await tasks.close()
+
+
+async def test_generation_of_a_checked_out_connection_follows_clears() -> None:
+    pool, _, _ = make_pool()
+    pool.ready()
+    old = await pool.check_out()
+    assert pool.generation_of(old) == 0
+    pool.clear()
+    pool.ready()
+    new = await pool.check_out()
+    assert (pool.generation_of(old), pool.generation_of(new)) == (0, 1)
+    with pytest.raises(InvalidOperation):
+        pool.generation_of(FakeConnection(old.id))  # same id, not the checked-out one
+    pool.check_in(old)
+    with pytest.raises(InvalidOperation):
+        pool.generation_of(old)
+    pool.check_in(new)
+    await pool.close()
+
+
+async def test_an_unobserved_pool_logs_once_the_logger_is_at_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """No listener: checkout and check-in build no events until the CMAP logger is at DEBUG,
+    and then log them (the observation is decided on every checkout and check-in)."""
+    server = FakeServer()
+    pool: Pool[FakeConnection] = Pool(ADDRESS, PoolOptions(), server.establish)
+    pool.ready()
+    conn = await pool.check_out()
+    pool.check_in(conn)
+    assert not [r for r in caplog.records if r.name == "asyncmongo.connection"]
+    with caplog.at_level(logging.DEBUG, logger="asyncmongo.connection"):
+        conn = await pool.check_out()
+        pool.check_in(conn)
+    messages = [r.getMessage() for r in caplog.records if r.name == "asyncmongo.connection"]
+    assert len(messages) == 3
+    assert messages[0].startswith("Checkout started for connection")
+    assert "Connection checked out" in messages[1]
+    assert "Connection checked in" in messages[2]
+    await pool.close()
+
+
+async def test_try_check_out_takes_an_idle_connection_only_when_unobserved_and_free(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """try_check_out: check_out's non-waiting, unobserved path; None sends the caller to
+    check_out (which publishes the events)."""
+    server = FakeServer()
+    pool: Pool[FakeConnection] = Pool(ADDRESS, PoolOptions(max_pool_size=1), server.establish)
+    assert pool.try_check_out() is None  # paused
+    pool.ready()
+    assert pool.try_check_out() is None  # nothing idle: check_out opens one
+    conn = await pool.check_out()
+    pool.check_in(conn)
+    assert pool.try_check_out() is conn
+    assert pool.try_check_out() is None  # in use
+    pool.check_in(conn)
+    with caplog.at_level(logging.DEBUG, logger="asyncmongo.connection"):
+        assert pool.try_check_out() is None  # logged: check_out's job
+    events: list[PoolEvent] = []
+    pool.observe(events.append)
+    assert pool.try_check_out() is None and not events
+    pool.observe(None)
+    conn.closed = True  # perished while idle: closed, nothing to hand out
+    assert pool.try_check_out() is None
+    assert pool.statistics().total == 0 and pool.statistics().in_use == 0
+    await pool.close()
+
+
+async def test_try_check_out_does_not_overtake_a_waiter() -> None:
+    """White box: a queued checkout and an idle connection at once only happen between a
+    check-in and the queue being served, so the queue is filled by hand."""
+    server = FakeServer()
+    pool: Pool[FakeConnection] = Pool(ADDRESS, PoolOptions(), server.establish)
+    pool.ready()
+    conn = await pool.check_out()
+    pool.check_in(conn)
+    waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    pool._book.waiters.append(waiter)
+    assert pool.try_check_out() is None
+    pool._book.waiters.clear()
+    assert pool.try_check_out() is conn
+    pool.check_in(conn)
+    await pool.close()

@@ -253,3 +253,42 @@ def test_load_balanced_generations_are_per_service() -> None:
     book.clear(service_id="A")
     assert book.generation_of(a) == 0 and book.is_stale_generation(0, "A")
     assert not book.is_stale_generation(book.generation_of(b), "B")
+
+
+def test_connections_of_the_generation_after_a_clear_are_reused() -> None:
+    """The hot path's generation check follows clear(): a connection opened after it goes
+    idle and is reused; one from before it is closed as stale on check-in."""
+    book = make_book()
+    before = open_connection(book)
+    book.clear()
+    book.mark_ready()
+    after = open_connection(book)
+    assert book.check_in(before, now=0.0) is ConnectionClosedReason.STALE
+    assert book.check_in(after, now=0.0) is None
+    assert book.take_idle(now=0.0) is after
+    assert book.generation_of(after) == 1
+
+
+def test_load_balanced_checkout_takes_fresh_and_skips_stale_connections() -> None:
+    book = make_book(load_balanced=True)
+    a, b = open_connection(book, "A"), open_connection(book, "B")
+    book.check_in(a, now=0.0)
+    book.check_in(b, now=0.0)
+    assert book.take_idle(now=0.0) is b
+    book.check_in(b, now=0.0)
+    book.clear(service_id="B")
+    assert book.closing == [(b, ConnectionClosedReason.STALE)]
+    assert book.take_idle(now=0.0) is a
+    assert book.check_in(a, now=0.0) is None
+
+
+def test_a_refused_check_in_leaves_the_checked_out_connection_alone() -> None:
+    book = make_book()
+    conn = open_connection(book)
+    with pytest.raises(InvalidOperation):
+        book.check_in(FakeConnection(conn.id), now=0.0)
+    assert book.generation_of(conn) == 0 and book.statistics().in_use == 1
+    with pytest.raises(InvalidOperation):
+        book.discard(FakeConnection(conn.id))
+    book.discard(conn)
+    assert book.statistics().in_use == 0

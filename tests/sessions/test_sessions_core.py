@@ -4,6 +4,7 @@ retryability predicates."""
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,7 @@ from asyncmongo.core.sessions import (
 )
 from asyncmongo.core.sessions.cluster_time import cluster_time_of
 from asyncmongo.core.sessions.decorate import (
+    PlainSessionFields,
     SessionFields,
     abort_command,
     commit_command,
@@ -30,6 +32,7 @@ from asyncmongo.core.sessions.retryability import (
     is_retryable_write_error,
     label_retryable_write_error,
 )
+from asyncmongo.core.sessions.server_session import fresh_for
 from asyncmongo.errors import (
     AutoReconnect,
     InvalidOperation,
@@ -300,3 +303,62 @@ def test_retryable_read_errors() -> None:
     assert not is_retryable_read_error(OperationFailure("x", 2, {}))
     assert not is_retryable_read_error(ServerSelectionTimeoutError("x"))
     assert is_retryable_read_error(PoolClearedError("x"))
+
+
+_PLAIN_COMMANDS: list[dict[str, Any]] = [
+    {"find": "c", "filter": {}},
+    {"find": "c", "readConcern": {"level": "majority"}},
+    {"find": "c", "readConcern": {}},
+    {"aggregate": "c", "pipeline": [], "readConcern": {"level": "local"}},
+    {"insert": "c", "writeConcern": {"w": 1}},
+    {"insert": "c", "readConcern": {"level": "local"}},
+    {"getMore": 5, "collection": "c"},
+    {"ping": 1},
+    {"readConcern": {"level": "local"}, "find": "c"},
+]
+
+
+@pytest.mark.parametrize("command", _PLAIN_COMMANDS)
+@pytest.mark.parametrize("txn_number", [None, 7])
+@pytest.mark.parametrize("cluster_time", [None, _ct(3)])
+@pytest.mark.parametrize("lsid", [None, LSID])
+def test_plain_fields_decorate_as_the_general_fields_do(
+    command: dict[str, Any],
+    txn_number: int | None,
+    cluster_time: dict[str, object] | None,
+    lsid: dict[str, Any] | None,
+) -> None:
+    """PlainSessionFields (an implicit session's) take decorate's short path: the same
+    document, in the same key order, as the equivalent SessionFields."""
+    plain = PlainSessionFields(lsid, txn_number, cluster_time)
+    general = SessionFields(lsid=lsid, txn_number=txn_number, cluster_time=cluster_time)
+    assert plain == general and general == plain
+    assert repr(plain) == repr(general)
+    out, expected = decorate(command, plain), decorate(command, general)
+    assert out == expected and list(out) == list(expected)
+    if "readConcern" in command:  # copied (or not) alike
+        shared = out["readConcern"] is command["readConcern"]
+        assert shared == (expected["readConcern"] is command["readConcern"])
+
+
+def test_plain_fields_are_outside_any_transaction_snapshot_or_causal_read() -> None:
+    plain = PlainSessionFields(LSID, 1, None)
+    assert plain.plain and not SessionFields().plain
+    assert (plain.in_transaction, plain.starting_transaction, plain.snapshot) == (
+        False,
+        False,
+        False,
+    )
+    assert plain.after_cluster_time is plain.snapshot_time is plain.transaction_read_concern
+    assert plain.after_cluster_time is None
+
+
+def test_fresh_for_is_the_timeout_less_the_margin() -> None:
+    assert fresh_for(None) is None
+    assert fresh_for(30) == 29 * 60.0
+    pool = _pool()
+    session = pool.acquire_within(0.0, fresh_for(30))
+    pool.release_within(session, 29 * 60.0, fresh_for(30))
+    assert pool.acquire_within(29 * 60.0, fresh_for(30)) is session  # exactly at the edge
+    pool.release_within(session, 29 * 60.0 + 1, fresh_for(30))
+    assert len(pool) == 0  # about to expire: not taken back

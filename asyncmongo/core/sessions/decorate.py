@@ -25,6 +25,7 @@ from asyncmongo.core.sessions.cluster_time import as_timestamp
 
 __all__ = [
     "READ_CONCERN_COMMANDS",
+    "PlainSessionFields",
     "SessionFields",
     "abort_command",
     "commit_command",
@@ -80,6 +81,9 @@ class SessionFields:
         "txn_number",
     )
 
+    #: True for a :class:`PlainSessionFields`: only lsid, txnNumber and $clusterTime to add.
+    plain: bool = False
+
     def __init__(
         self,
         lsid: Mapping[str, Any] | None = None,
@@ -114,6 +118,34 @@ class SessionFields:
     __hash__ = None  # type: ignore[assignment]  # its documents are dicts
 
 
+class PlainSessionFields(SessionFields):
+    """The fields of a session outside a transaction, neither snapshot nor causally
+    consistent (an implicit session's, every operation): lsid, txnNumber and $clusterTime.
+
+    The other fields are class-level constants, so an instance is three stores, and
+    ``decorate`` takes its short path for it (``plain``)."""
+
+    __slots__ = ()
+
+    plain = True
+    in_transaction = False
+    starting_transaction = False
+    transaction_read_concern = None
+    after_cluster_time = None
+    snapshot = False
+    snapshot_time = None
+
+    def __init__(
+        self,
+        lsid: Mapping[str, Any] | None,
+        txn_number: int | None,
+        cluster_time: Mapping[str, Any] | None,
+    ) -> None:
+        self.lsid = lsid
+        self.txn_number = txn_number
+        self.cluster_time = cluster_time
+
+
 _FIELD_ORDER: Final = (
     "lsid",
     "txn_number",
@@ -130,6 +162,18 @@ _FIELD_ORDER: Final = (
 def decorate(command: Mapping[str, Any], fields: SessionFields) -> dict[str, Any]:
     """A copy of ``command`` with the session's fields (see the module docstring)."""
     document = dict(command)
+    if fields.plain:  # every operation of an implicit session: the short path
+        if fields.lsid is not None:
+            document["lsid"] = fields.lsid
+        if fields.txn_number is not None:
+            document["txnNumber"] = fields.txn_number
+        # what the general path does when there is neither snapshot nor afterClusterTime:
+        # an existing readConcern of a read command is written back as a copy
+        if "readConcern" in document and next(iter(document)) in READ_CONCERN_COMMANDS:
+            _read_concern(document, fields)
+        if fields.cluster_time is not None:
+            document["$clusterTime"] = fields.cluster_time
+        return document
     name = next(iter(document), "")
     if fields.lsid is not None:
         document["lsid"] = fields.lsid

@@ -18,7 +18,7 @@ from typing import Any
 
 from asyncmongo.bson.binary import Binary
 
-__all__ = ["ServerSession", "ServerSessionPool", "is_about_to_expire"]
+__all__ = ["ServerSession", "ServerSessionPool", "fresh_for", "is_about_to_expire"]
 
 #: Sessions spec: a session with less than a minute left is not worth reusing.
 EXPIRY_MARGIN_S = 60.0
@@ -56,6 +56,14 @@ def is_about_to_expire(session: ServerSession, now: float, timeout_minutes: int 
     return session.last_use + timeout_minutes * 60.0 - EXPIRY_MARGIN_S < now
 
 
+def fresh_for(timeout_minutes: int | None) -> float | None:
+    """How long (seconds) after its last use a session is still worth reusing: the timeout
+    less the one-minute margin (``is_about_to_expire``); None: forever."""
+    if timeout_minutes is None:
+        return None
+    return timeout_minutes * 60.0 - EXPIRY_MARGIN_S
+
+
 class ServerSessionPool:
     """LIFO pool of server sessions; every method is a plain synchronous decision."""
 
@@ -75,30 +83,36 @@ class ServerSessionPool:
 
     def acquire(self, now: float, timeout_minutes: int | None) -> ServerSession:
         """The most recently used session still fresh, else a new one (sessions spec:
-        "Algorithm to acquire a ServerSession instance from the server session pool").
-
-        The expiry test is ``is_about_to_expire`` inlined: this runs on every operation."""
-        idle = self._idle
-        if idle:
-            if timeout_minutes is None:
-                return idle.popleft()
-            left = timeout_minutes * 60.0 - EXPIRY_MARGIN_S
-            while idle:
-                session = idle.popleft()
-                if not session.last_use + left < now:
-                    return session
-        return ServerSession(self._new_id(), now)
+        "Algorithm to acquire a ServerSession instance from the server session pool")."""
+        return self.acquire_within(now, fresh_for(timeout_minutes))
 
     def release(self, session: ServerSession, now: float, timeout_minutes: int | None) -> None:
         """Take a session back (sessions spec: "Algorithm to return a ServerSession instance
         to the server session pool"): first drop stale sessions from the old end, then keep
         this one at the front unless it is dirty or about to expire."""
+        self.release_within(session, now, fresh_for(timeout_minutes))
+
+    def acquire_within(self, now: float, fresh: float | None) -> ServerSession:
+        """``acquire`` with the timeout as ``fresh_for`` gives it: the caller remembers it
+        for the deployment, so it is not recomputed on every operation. The expiry test is
+        ``is_about_to_expire`` inlined: this runs on every operation."""
         idle = self._idle
-        if timeout_minutes is not None:
-            left = timeout_minutes * 60.0 - EXPIRY_MARGIN_S
-            while idle and idle[-1].last_use + left < now:
+        if idle:
+            if fresh is None:
+                return idle.popleft()
+            while idle:
+                session = idle.popleft()
+                if not session.last_use + fresh < now:
+                    return session
+        return ServerSession(self._new_id(), now)
+
+    def release_within(self, session: ServerSession, now: float, fresh: float | None) -> None:
+        """``release`` with the timeout as ``fresh_for`` gives it (see ``acquire_within``)."""
+        idle = self._idle
+        if fresh is not None:
+            while idle and idle[-1].last_use + fresh < now:
                 idle.pop()
-            if session.last_use + left < now:
+            if session.last_use + fresh < now:
                 return
         if not session.dirty:
             idle.appendleft(session)
