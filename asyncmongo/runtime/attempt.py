@@ -22,7 +22,12 @@ from asyncmongo.core.backpressure import is_retryable_overload_error
 from asyncmongo.core.operations.base import Command, ConnectionInfo, Operation, Target
 from asyncmongo.core.selection.suitability import Operation as SelectionKind
 from asyncmongo.core.sessions.cluster_time import cluster_time_of, greater_cluster_time
-from asyncmongo.core.sessions.decorate import COMMIT_RETRY_WTIMEOUT_MS, SessionFields, decorate
+from asyncmongo.core.sessions.decorate import (
+    COMMIT_RETRY_WTIMEOUT_MS,
+    PlainSessionFields,
+    SessionFields,
+    decorate,
+)
 from asyncmongo.core.sessions.retryability import (
     RETRYABLE_READ_COMMANDS,
     is_retryable_read_error,
@@ -295,7 +300,9 @@ class SessionOperation(Generic[T]):
                 txn = self.txn_number if self.supports_retryable_writes else None
                 fields = session._fields(step, txn, clock_time, generic=self.generic)
         if fields is None:
-            fields = _NO_SESSION if clock_time is None else SessionFields(cluster_time=clock_time)
+            fields = (
+                _NO_SESSION if clock_time is None else PlainSessionFields(None, None, clock_time)
+            )
         document = decorate(command.document, fields)
         if self.commit_majority and self.name == "commitTransaction":
             document = _majority(document)
@@ -366,7 +373,7 @@ class SessionOperation(Generic[T]):
 
 
 #: The fields of a command without a session or cluster time (a standalone's hello, ...).
-_NO_SESSION = SessionFields()
+_NO_SESSION = PlainSessionFields(None, None, None)
 
 
 def _majority(document: dict[str, Any]) -> dict[str, Any]:

@@ -299,7 +299,10 @@ class Executor:
                     else:  # the usual: a connection from the pool, back to it after the reply
                         lease, conn = Lease.POOLED, None
                     if conn is None:
-                        conn = await server.pool.check_out(deadline)
+                        # an idle connection without a coroutine when nobody waits or
+                        # listens, else the full checkout (events, queue, establishment)
+                        pool = server.pool
+                        conn = pool.try_check_out() or await pool.check_out(deadline)
                         if "$clusterTime" in conn.hello:  # see _CHECKOUT_GOSSIP
                             self.clock.advance(conn.hello)
                         if lease is Lease.TRANSACTION:
@@ -633,7 +636,6 @@ class Executor:
         monitored = events.wanted
         if monitored:
             started, begin = events.started(conn, command, document, operation_id)
-        generation = server.pool.generation_of(conn)  # its own (its service's, if LB)
         decrypt_reply = self.decrypt_reply
         codec_options = attempt.codec_options if decrypt_reply is None else RAW_REPLY
         try:
@@ -675,7 +677,7 @@ class Executor:
         except BaseException as exc:
             if monitored:
                 events.failed(started, begin, failure_document(exc), exc)
-            await self._release_after_error(server, conn, lease, attempt, generation, exc)
+            await self._release_after_error(server, conn, lease, attempt, exc)
             raise
         if command.unacknowledged:
             reply = {"ok": 1}
@@ -688,7 +690,9 @@ class Executor:
         if not ok or "writeConcernError" in reply:  # else from_command_reply: None
             error = ApplicationError.from_command_reply(
                 reply,
-                generation,
+                # the connection's own generation (its service's, if LB), fixed when it was
+                # created: asked only when an error needs it, while it is still checked out
+                server.pool.generation_of(conn),
                 max_wire_version=conn.max_wire_version,
                 service_id=conn.service_id,
             )
@@ -712,7 +716,6 @@ class Executor:
         conn: Connection,
         lease: Lease,
         attempt: SessionOperation[Any],
-        generation: int,
         exc: BaseException,
     ) -> None:
         """Give back the connection an attempt failed on: SDAM hears of the error first; a
@@ -724,7 +727,7 @@ class Executor:
             await self._topology.handle_application_error(
                 server.address,
                 exc,
-                generation,
+                server.pool.generation_of(conn),  # its own, fixed at its creation
                 max_wire_version=conn.max_wire_version,
                 service_id=conn.service_id,
             )

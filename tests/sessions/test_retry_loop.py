@@ -55,6 +55,9 @@ class FakeSession:
 class FakePool:
     """Hands out a connection without a handshake reply to gossip."""
 
+    def try_check_out(self) -> Any:
+        return None  # always the full checkout
+
     async def check_out(self, deadline: float | None = None) -> Any:
         return SimpleNamespace(hello={})
 
