@@ -1,0 +1,151 @@
+"""The command fast path (a plain request, a plain reply in one chunk, handed to the waiter)
+and every way off it: split replies, flagged or compressed replies, large requests, a waiter
+already done when the reply comes, and a peer that closes an idle connection."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+import pytest
+
+from asyncmongo.core.wire.compression import CompressionSettings
+from asyncmongo.core.wire.handshake import HostInfo
+from asyncmongo.errors import AutoReconnect
+from asyncmongo.runtime.connection import ConnectionSettings, _WireProtocol, connect
+from tests.support.scripted_server import Peer, Request, ScriptedServer, op_msg
+
+pytestmark = pytest.mark.timeout(10)
+
+SETTINGS = ConnectionSettings(host=HostInfo("Linux"), connect_timeout=5.0)
+
+
+async def handler(request: Request, peer: Peer) -> None:
+    name = request.name
+    if name == "split":
+        message = op_msg({"ok": 1.0, "pad": "x" * 100}, request.request_id)
+        for cut in (0, 3, 16, 22, 60):
+            nxt = {0: 3, 3: 16, 16: 22, 22: 60, 60: len(message)}[cut]
+            peer.send_raw(message[cut:nxt])
+            await peer.writer.drain()
+            await asyncio.sleep(0.002)
+    elif name == "flagged":
+        await peer.reply(request, {"ok": 1.0, "flagged": True}, flags=1 << 16)
+    elif name == "bye":
+        await peer.reply(request, {"ok": 1.0})
+        peer.abort()
+    else:
+        await peer.default(request)
+
+
+async def test_plain_replies_in_a_row() -> None:
+    async with ScriptedServer(handler) as server:
+        conn = await connect(server.address, SETTINGS, id=1)
+        for _ in range(5):
+            assert await conn.command("db", {"ping": 1}) == {"ok": 1.0}
+        assert conn._protocol.reader.expected_response_to is None
+        conn.close()
+
+
+async def test_a_reply_split_over_chunks() -> None:
+    async with ScriptedServer(handler) as server:
+        conn = await connect(server.address, SETTINGS, id=1)
+        for _ in range(2):
+            reply = await conn.command("db", {"split": 1})
+            assert reply == {"ok": 1.0, "pad": "x" * 100}
+            assert await conn.command("db", {"ping": 1}) == {"ok": 1.0}
+        conn.close()
+
+
+async def test_a_reply_with_an_optional_flag_bit() -> None:
+    async with ScriptedServer(handler) as server:
+        conn = await connect(server.address, SETTINGS, id=1)
+        assert await conn.command("db", {"flagged": 1}) == {"ok": 1.0, "flagged": True}
+        assert await conn.command("db", {"ping": 1}) == {"ok": 1.0}
+        conn.close()
+
+
+@pytest.mark.parametrize("size", [255 * 1024, 256 * 1024 - 40, 300 * 1024])
+async def test_large_requests_around_the_one_write_limit(size: int) -> None:
+    async with ScriptedServer(handler) as server:
+        conn = await connect(server.address, SETTINGS, id=1)
+        reply = await conn.command("db", {"echo": 1, "s": "y" * size})
+        assert reply["command"]["s"] == "y" * size
+        assert await conn.command("db", {"ping": 1}) == {"ok": 1.0}
+        conn.close()
+
+
+async def test_with_compression_every_request_takes_the_general_send() -> None:
+    settings = ConnectionSettings(
+        host=HostInfo("Linux"), compression=CompressionSettings(("zlib",))
+    )
+    async with ScriptedServer(handler, compressors=("zlib",)) as server:
+        conn = await connect(server.address, settings, id=1)
+        assert conn.compressor is not None and conn._plain_limit == -1
+        assert await conn.command("db", {"echo": 1, "s": "z" * 500}) is not None
+        assert server.requests[-1].compressor_id == 2
+        conn.close()
+
+
+async def test_an_idle_connection_closed_by_the_peer_is_closed() -> None:
+    async with ScriptedServer(handler) as server:
+        conn = await connect(server.address, SETTINGS, id=1)
+        assert await conn.command("db", {"bye": 1}) == {"ok": 1.0}
+        for _ in range(100):
+            if conn.is_closed:
+                break
+            await asyncio.sleep(0.01)
+        assert conn.is_closed and "closed" in repr(conn)
+        with pytest.raises(AutoReconnect):
+            await conn.command("db", {"ping": 1})
+
+
+def _plain(response_to: int) -> bytes:
+    return op_msg({"ok": 1.0}, response_to)
+
+
+async def test_protocol_hands_a_plain_reply_to_the_fast_waiter() -> None:
+    protocol = _WireProtocol(("localhost", 1), asyncio.get_running_loop())
+    protocol.reader.expect(5)
+    waiter = protocol._reply_waiter = asyncio.get_running_loop().create_future()
+    protocol.data_received(_plain(5))
+    assert waiter.done() and waiter.result() == _plain(5)[21:]
+    assert not protocol._replies
+
+
+async def test_protocol_queues_a_reply_whose_waiter_is_already_done() -> None:
+    """A cancelled (or timed-out) read not yet resumed: the reply is queued, as for any
+    reply nobody waits for (the read's own handler then drains or closes)."""
+    protocol = _WireProtocol(("localhost", 1), asyncio.get_running_loop())
+    protocol.reader.expect(5)
+    waiter = protocol._reply_waiter = asyncio.get_running_loop().create_future()
+    waiter.cancel()
+    protocol.data_received(_plain(5))
+    assert len(protocol._replies) == 1 and protocol._replies[0].response_to == 5
+
+
+async def test_protocol_wakes_the_fast_waiter_with_none_for_a_split_reply() -> None:
+    protocol = _WireProtocol(("localhost", 1), asyncio.get_running_loop())
+    protocol.reader.expect(5)
+    waiter = protocol._reply_waiter = asyncio.get_running_loop().create_future()
+    data = _plain(5)
+    protocol.data_received(data[:10])
+    assert not waiter.done()
+    protocol.data_received(data[10:])
+    assert waiter.done() and waiter.result() is None and len(protocol._replies) == 1
+
+
+async def test_protocol_general_waiter_gets_none_and_a_queued_reply() -> None:
+    protocol = _WireProtocol(("localhost", 1), asyncio.get_running_loop())
+    protocol.reader.expect(5)
+    waiter = protocol._waiter = asyncio.get_running_loop().create_future()
+    protocol.data_received(_plain(5))
+    assert waiter.result() is None and len(protocol._replies) == 1
+
+
+async def test_protocol_bad_reply_fails_the_fast_waiter_path() -> None:
+    protocol = _WireProtocol(("localhost", 1), asyncio.get_running_loop())
+    protocol.reader.expect(5)
+    waiter = protocol._reply_waiter = asyncio.get_running_loop().create_future()
+    protocol.data_received(struct.pack("<iiii", 16, 1, 6, 2013))
+    assert waiter.result() is None and protocol._lost is not None
