@@ -112,6 +112,8 @@ __all__ = [
 
 _request_ids = itertools.count(1)
 _OP_MSG = int(OpCode.OP_MSG)
+_pack_request_prefix = REQUEST_PREFIX.pack
+_REQUEST_PREFIX_SIZE = REQUEST_PREFIX.size
 T = TypeVar("T")
 
 
@@ -537,7 +539,10 @@ class Connection:
             if exhaust_allowed or unacknowledged or len(body) > self._plain_limit:
                 self._send(request_id, body, sequences or (), exhaust_allowed, unacknowledged,
                            command)
-            elif sequences:
+                return await self._finish(
+                    deadline, codec_options, check, exhaust_allowed, unacknowledged
+                )
+            if sequences:
                 # a write's document sequences, uncompressed (the body is within the limits)
                 protocol.reader.expected_response_to = request_id
                 buffers = encode_op_msg(request_id, body, sequences)
@@ -551,26 +556,17 @@ class Connection:
                 # small enough to go out in one write
                 protocol.reader.expected_response_to = request_id
                 self._transport.write(
-                    REQUEST_PREFIX.pack(
-                        REQUEST_PREFIX.size + len(body), request_id, 0, _OP_MSG, 0, 0
-                    )
-                    + body
+                    _pack_request_prefix(
+                        len(body) + _REQUEST_PREFIX_SIZE, request_id, 0, _OP_MSG, 0, 0
+                    ) + body
                 )
-            if protocol._paused is not None:
-                try:
-                    await self._guard(protocol.wait_writable(), deadline, "write")
-                except asyncio.CancelledError:
-                    protocol._draining = not unacknowledged
-                    raise
-            if unacknowledged:
-                return {}
             if (
-                exhaust_allowed
+                protocol._paused is not None
                 or protocol._replies
                 or protocol._lost is not None
-                or not (csot or settings.socket_timeout is None)
+                or (settings.socket_timeout is not None and not csot)
             ):
-                return await self._read(deadline, codec_options, check, exhaust=exhaust_allowed)
+                return await self._finish(deadline, codec_options, check, False, False)
             # the usual read (``_read`` inlined): the waiter receives a plain reply's body
             # (the protocol's fast path); a deadline is the connection's one timer failing
             # the waiter (as asyncpg times its waiters), not a timeout scope
@@ -606,6 +602,27 @@ class Connection:
         finally:
             self._busy = False
 
+    async def _finish(
+        self,
+        deadline: float | None,
+        codec_options: CodecOptions | None,
+        check: bool,
+        exhaust_allowed: bool,
+        unacknowledged: bool,
+    ) -> dict[str, Any]:
+        """After the write, the general way: wait while the transport's buffer is full, then
+        read the reply (none for an unacknowledged request) with :meth:`_read`."""
+        protocol = self._protocol
+        if protocol._paused is not None:
+            try:
+                await self._guard(protocol.wait_writable(), deadline, "write")
+            except asyncio.CancelledError:
+                protocol._draining = not unacknowledged
+                raise
+        if unacknowledged:
+            return {}
+        return await self._read(deadline, codec_options, check, exhaust=exhaust_allowed)
+
     def _send(
         self,
         request_id: int,
@@ -615,8 +632,9 @@ class Connection:
         unacknowledged: bool,
         command: Mapping[str, Any],
     ) -> None:
-        """Send any request but the usual one (see :meth:`command`): with document
-        sequences, flags, compression, or large; the size limits are checked here."""
+        """Send a request :meth:`command` does not frame itself: with flags (exhaust,
+        unacknowledged), compressed, or with a body over ``_plain_limit``; the size limits
+        are checked here."""
         self._check_body_size(body)
         flags = EXHAUST_ALLOWED if exhaust_allowed else 0
         if unacknowledged:
@@ -700,8 +718,8 @@ class Connection:
             return -1
         return min(
             self.max_bson_object_size + COMMAND_OVERHEAD,
-            self.max_message_size_bytes - REQUEST_PREFIX.size,
-            _LARGE_MESSAGE - 1 - REQUEST_PREFIX.size,
+            self.max_message_size_bytes - _REQUEST_PREFIX_SIZE,
+            _LARGE_MESSAGE - 1 - _REQUEST_PREFIX_SIZE,
         )
 
     def _frame(

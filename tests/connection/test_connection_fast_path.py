@@ -9,10 +9,18 @@ import struct
 
 import pytest
 
+from asyncmongo.bson.codec import encode
 from asyncmongo.core.wire.compression import CompressionSettings
 from asyncmongo.core.wire.handshake import HostInfo
+from asyncmongo.core.wire.op_msg import DocumentSequence, encode_op_msg
+from asyncmongo.core.wire.opcodes import MORE_TO_COME
 from asyncmongo.errors import AutoReconnect
-from asyncmongo.runtime.connection import ConnectionSettings, _WireProtocol, connect
+from asyncmongo.runtime.connection import (
+    Connection,
+    ConnectionSettings,
+    _WireProtocol,
+    connect,
+)
 from tests.support.scripted_server import Peer, Request, ScriptedServer, op_msg
 
 pytestmark = pytest.mark.timeout(10)
@@ -149,3 +157,57 @@ async def test_protocol_bad_reply_fails_the_fast_waiter_path() -> None:
     waiter = protocol._reply_waiter = asyncio.get_running_loop().create_future()
     protocol.data_received(struct.pack("<iiii", 16, 1, 6, 2013))
     assert waiter.result() is None and protocol._lost is not None
+
+
+async def _paused_handler(request: Request, peer: Peer) -> None:
+    if request.name == "hold":
+        await asyncio.sleep(float(request.command["hold"]))  # reads nothing meanwhile
+    elif request.name == "fill":
+        pass  # unacknowledged
+    elif request.name == "insert":
+        await peer.reply(request, {"ok": 1.0, "n": len(request.sequences["documents"])})
+    else:
+        await handler(request, peer)
+
+
+async def _pause_writing(conn: Connection) -> None:
+    """Fill every buffer while the server reads nothing: an unacknowledged 8 MB request,
+    written behind the connection's back, pauses the transport."""
+    conn._transport.set_write_buffer_limits(high=1024)
+    await conn.command("db", {"hold": 0.3}, unacknowledged=True)
+    fill = encode({"fill": 1, "$db": "db", "x": "f" * 8_000_000})
+    conn._transport.write(b"".join(encode_op_msg(999_999, fill, flags=MORE_TO_COME)))
+    assert conn._protocol._paused is not None
+
+
+async def test_a_paused_write_then_the_reply_on_the_plain_path() -> None:
+    """A request the command frames itself (document sequences, or a plain body) while the
+    transport is paused: it waits for the buffer to drain, then reads its reply."""
+    async with ScriptedServer(_paused_handler) as server:
+        conn = await connect(server.address, SETTINGS, id=1)
+        await _pause_writing(conn)
+        docs = [encode({"_id": i, "s": "d" * 500}) for i in range(4)]
+        task = asyncio.ensure_future(
+            conn.command("db", {"insert": "c"}, sequences=[DocumentSequence("documents", docs)])
+        )
+        await asyncio.sleep(0.05)
+        assert not task.done() and conn._protocol._paused is not None
+        assert await task == {"ok": 1.0, "n": 4}
+        await _pause_writing(conn)
+        assert await conn.command("db", {"ping": 1}) == {"ok": 1.0}
+        conn.close()
+
+
+async def test_a_cancelled_paused_write_on_the_plain_path_drains() -> None:
+    async with ScriptedServer(_paused_handler) as server:
+        conn = await connect(server.address, SETTINGS, id=1)
+        await _pause_writing(conn)
+        task = asyncio.ensure_future(conn.command("db", {"echo": 1}))
+        await asyncio.sleep(0.05)
+        assert not task.done() and conn._protocol._paused is not None
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not conn.is_closed and "draining" in repr(conn)
+        assert await conn.command("db", {"ping": 1}) == {"ok": 1.0}  # echo's reply dropped
+        conn.close()
