@@ -448,7 +448,7 @@ class Connection:
         self._streaming = False
         #: True once we closed it or the peer did (or it was broken by a bad reply): the
         #: protocol sets it when the connection is lost, so reading it is one attribute load.
-        self.is_closed = False
+        self.is_closed = protocol._lost is not None
         protocol.connection = self
         self._plain_limits()
 
@@ -582,7 +582,15 @@ class Connection:
                 self.close()
                 raise
             except asyncio.CancelledError:
-                protocol._draining = True  # read and drop the reply when it comes
+                # cancelled while waiting, or after the reply came but before this task
+                # resumed: a body handed over was read whole, so nothing is left to drop
+                if (
+                    not waiter.done()
+                    or waiter.cancelled()
+                    or waiter.exception() is not None
+                    or waiter.result() is None
+                ):
+                    self._abandon_read()
                 raise
             finally:
                 protocol._reply_waiter = None
@@ -781,13 +789,23 @@ class Connection:
                 # OP_MSG: consume every moreToCome reply or close; a stream may never end
                 self.close()
             else:
-                self._protocol._draining = True
+                self._abandon_read()
             raise
         self._streaming = message.more_to_come
         reply = self._decode(message, codec_options)
         if check:
             _check_ok(reply)
         return reply
+
+    def _abandon_read(self) -> None:
+        """A cancelled read of a reply (not an exhaust stream): drop the reply so the
+        connection stays reusable, now if it is already queued (it came after the
+        cancellation but before the reading task resumed), else when it comes (draining)."""
+        replies = self._protocol._replies
+        draining = True
+        while draining and replies:
+            draining = replies.popleft().more_to_come
+        self._protocol._draining = draining
 
     def _arm_timer(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
         """(Re)arm the connection's one read timer to fire at ``deadline``."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from typing import cast
 
 import pytest
 
@@ -210,4 +211,57 @@ async def test_a_cancelled_paused_write_on_the_plain_path_drains() -> None:
             await task
         assert not conn.is_closed and "draining" in repr(conn)
         assert await conn.command("db", {"ping": 1}) == {"ok": 1.0}  # echo's reply dropped
+        conn.close()
+
+
+async def test_a_connection_over_an_already_lost_protocol_is_closed() -> None:
+    protocol = _WireProtocol(("localhost", 1), asyncio.get_running_loop())
+    protocol.connection_lost(None)
+
+    class Transport:
+        def abort(self) -> None:
+            pass
+
+    conn = Connection(1, ("localhost", 1), cast(asyncio.Transport, Transport()), protocol, SETTINGS)
+    assert conn.is_closed
+    with pytest.raises(AutoReconnect):
+        await conn.command("db", {"ping": 1})
+
+
+CANCEL_AFTER_REPLY = {
+    # the body handed to the fast path's waiter
+    "plain reply": ("ping", SETTINGS),
+    # queued by the general delivery, the fast path's waiter woken with None
+    "queued reply": ("flagged", SETTINGS),
+    # the general read (socketTimeoutMS): queued, the waiter woken
+    "guarded read": ("ping", ConnectionSettings(host=HostInfo("Linux"), socket_timeout=5.0)),
+}
+
+
+@pytest.mark.parametrize("name, settings", CANCEL_AFTER_REPLY.values(), ids=CANCEL_AFTER_REPLY)
+async def test_cancelled_after_its_reply_came_stays_reusable(
+    monkeypatch: pytest.MonkeyPatch, name: str, settings: ConnectionSettings
+) -> None:
+    """The reply arrives and the command is cancelled in the same loop iteration, before
+    the command's task resumes: the reply was read (or is queued), so the connection must
+    not wait for it again (it would drain forever)."""
+    tasks: list[asyncio.Future[dict[str, object]]] = []
+    received = _WireProtocol.data_received
+
+    def data_received(self: _WireProtocol, data: bytes) -> None:
+        received(self, data)
+        if tasks and not tasks[0].done():
+            tasks[0].cancel()
+
+    # patched before connecting: uvloop looks the method up once per connection
+    monkeypatch.setattr(_WireProtocol, "data_received", data_received)
+    async with ScriptedServer(handler) as server:
+        conn = await connect(server.address, settings, id=1)
+        tasks.append(asyncio.ensure_future(conn.command("db", {name: 1})))
+        with pytest.raises(asyncio.CancelledError):
+            await tasks[0]
+        tasks.clear()
+        assert not conn.is_closed and "draining" not in repr(conn)
+        deadline = asyncio.get_running_loop().time() + 2
+        assert await conn.command("db", {"ping": 1}, deadline=deadline) == {"ok": 1.0}
         conn.close()
