@@ -271,6 +271,9 @@ class _WireProtocol(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
+        """The fast path's waiter takes a plain reply's body; anything else, and a reply
+        whose waiter is already done (cancelled or failed, its task not yet resumed), goes
+        through the reader's buffer to the queue."""
         waiter = self._reply_waiter
         if waiter is not None and not waiter.done():
             # the usual case: the chunk is the one whole reply the fast path awaits
