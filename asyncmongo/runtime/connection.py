@@ -3,7 +3,7 @@
 Transport design (measured with ``benchmarks/transport_bench.py``): an ``asyncio.Protocol``
 whose ``data_received`` feeds the sans-I/O :class:`~asyncmongo.core.wire.reader.MessageReader`
 and completes the one future of the outstanding request. There is no task per receive and no
-``StreamReader`` layer; requests go out with one ``transport.writelines`` call. Median
+``StreamReader`` layer; requests go out with one ``transport.write`` call. Median
 microseconds per ``ping`` round trip over loopback (7 runs x 10,000, client and server in one
 process, on a shared 2-core machine with load ~4, so differences under ~10% are noise):
 
@@ -23,6 +23,14 @@ must copy each message out of any receive buffer anyway. So: plain Protocol, sim
 fast ones. The Connection's own bookkeeping (busy/drain state, ``$db``, server API, deadline
 handling) costs a few microseconds on top; a profile showed IntFlag arithmetic on the hot path,
 now plain ints.
+
+The usual command is a straight line (:meth:`Connection.command`): one uncompressed OP_MSG
+written at once; its reply, when it arrives whole in one ``data_received`` chunk, is checked
+by :meth:`~asyncmongo.core.wire.reader.MessageReader.plain_reply` and its body handed to the
+command's waiter as the future's result, without the reader's buffer, an ``OpMsg`` or the
+reply queue. Everything else (split or several replies per chunk, compression, document
+sequences over the one-write size, moreToCome/exhaust, socketTimeoutMS, a bad reply) takes
+the general path: the reader's ``feed``/``next_reply``, the queue, ``_read``.
 
 Cancellation (DESIGN: "cancelling any awaiting caller at any point must leave no connection
 checked out"): a command cancelled while its request is out leaves the connection *draining*:
@@ -64,7 +72,7 @@ from asyncmongo.core.wire.handshake import (
     client_metadata,
     handshake_command,
 )
-from asyncmongo.core.wire.op_msg import DocumentSequence, OpMsg, encode_op_msg
+from asyncmongo.core.wire.op_msg import REQUEST_PREFIX, DocumentSequence, OpMsg, encode_op_msg
 from asyncmongo.core.wire.opcodes import (
     DEFAULT_MAX_BSON_OBJECT_SIZE,
     DEFAULT_MAX_MESSAGE_SIZE_BYTES,
@@ -103,6 +111,9 @@ __all__ = [
 ]
 
 _request_ids = itertools.count(1)
+_OP_MSG = int(OpCode.OP_MSG)
+_pack_request_prefix = REQUEST_PREFIX.pack
+_REQUEST_PREFIX_SIZE = REQUEST_PREFIX.size
 T = TypeVar("T")
 
 
@@ -217,7 +228,13 @@ def _seconds(milliseconds: int | None) -> float | None:
 
 
 class _WireProtocol(asyncio.Protocol):
-    """Feeds received bytes to the reader and hands complete replies to the connection."""
+    """Feeds received bytes to the reader and hands complete replies to the connection.
+
+    A read waits on one of two futures: ``_waiter`` is woken (result None) when a reply
+    was queued in ``_replies`` or the connection was lost; ``_reply_waiter`` (the command
+    fast path's) receives the body of a plain reply (:meth:`MessageReader.plain_reply`)
+    as its result, and is woken with None like the other in every other case.
+    """
 
     __slots__ = (
         "_draining",
@@ -225,8 +242,10 @@ class _WireProtocol(asyncio.Protocol):
         "_lost",
         "_paused",
         "_replies",
+        "_reply_waiter",
         "_waiter",
         "address",
+        "connection",
         "reader",
         "transport",
     )
@@ -238,8 +257,11 @@ class _WireProtocol(asyncio.Protocol):
         self._loop = loop
         self.reader = MessageReader()
         self.transport: asyncio.Transport | None = None
+        #: The Connection over this protocol, told (``is_closed``) when it is lost.
+        self.connection: Connection | None = None
         self._replies: deque[OpMsg] = deque()
         self._waiter: asyncio.Future[None] | None = None
+        self._reply_waiter: asyncio.Future[bytes | None] | None = None
         self._lost: MongoError | None = None
         self._draining = False
         self._paused: asyncio.Future[None] | None = None
@@ -249,9 +271,20 @@ class _WireProtocol(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
-        self.reader.feed(data)
+        """The fast path's waiter takes a plain reply's body; anything else, and a reply
+        whose waiter is already done (cancelled or failed, its task not yet resumed), goes
+        through the reader's buffer to the queue."""
+        waiter = self._reply_waiter
+        if waiter is not None and not waiter.done():
+            # the usual case: the chunk is the one whole reply the fast path awaits
+            body = self.reader.plain_reply(data)
+            if body is not None:
+                waiter.set_result(body)
+                return
+        reader = self.reader
+        reader.feed(data)
         try:
-            while (message := self.reader.next_reply()) is not None:
+            while (message := reader.next_reply()) is not None:
                 self._deliver(message)
         except ProtocolError as exc:
             self._fail(exc)
@@ -266,6 +299,8 @@ class _WireProtocol(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._lost is None:
             self._lost = translate_error(exc, self.address, "read")
+        if self.connection is not None:
+            self.connection.is_closed = True
         self._wake()
         if self._paused is not None and not self._paused.done():
             self._paused.set_result(None)
@@ -282,12 +317,15 @@ class _WireProtocol(asyncio.Protocol):
         """A malformed message: remember why, and abort the transport."""
         if self._lost is None:
             self._lost = exc
+        if self.connection is not None:
+            self.connection.is_closed = True
         if self.transport is not None:
             self.transport.abort()
         self._wake()
 
     def _wake(self) -> None:
-        waiter = self._waiter
+        """Wake the read in progress (at most one waits): look at the queue, or ``_lost``."""
+        waiter = self._waiter or self._reply_waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
@@ -339,9 +377,10 @@ class Connection:
 
     __slots__ = (
         "_busy",
-        "_closed",
         "_compressor",
         "_csot",
+        "_plain_limit",
+        "_plain_message_limit",
         "_protocol",
         "_read_deadline",
         "_read_started",
@@ -355,6 +394,7 @@ class Connection:
         "authenticator",
         "hello",
         "id",
+        "is_closed",
         "max_bson_object_size",
         "max_message_size_bytes",
         "max_wire_version",
@@ -409,7 +449,11 @@ class Connection:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0
         self._streaming = False
-        self._closed = False
+        #: True once we closed it or the peer did (or it was broken by a bad reply): the
+        #: protocol sets it when the connection is lost, so reading it is one attribute load.
+        self.is_closed = protocol._lost is not None
+        protocol.connection = self
+        self._plain_limits()
 
     def __repr__(self) -> str:
         state = "closed" if self.is_closed else "busy" if self._busy else "idle"
@@ -418,11 +462,6 @@ class Connection:
         if self._streaming:
             state += ", streaming"
         return f"<Connection {self.id} to {format_address(self.address)}: {state}>"
-
-    @property
-    def is_closed(self) -> bool:
-        """True once we closed it or the peer did (or it was broken by a bad reply)."""
-        return self._closed or self._protocol._lost is not None
 
     @property
     def compressor(self) -> Compressor | None:
@@ -436,13 +475,13 @@ class Connection:
 
     def close(self) -> None:
         """Abort the socket now (no waiting, no goodbye)."""
-        self._closed = True
+        self.is_closed = True
         self._transport.abort()
         self._disarm()
 
     async def aclose(self) -> None:
         """Close the socket and let the loop finish with it."""
-        self._closed = True
+        self.is_closed = True
         self._transport.abort()
         self._disarm()
         await asyncio.sleep(0)
@@ -477,7 +516,8 @@ class Connection:
         ``unacknowledged`` sets moreToCome on the request (w:0) and returns ``{}`` without
         reading; ``exhaust_allowed`` lets the server stream (see :meth:`read_more_to_come`).
         """
-        self._check_usable()
+        if self.is_closed or self._busy or self._streaming:
+            self._check_usable()  # raises
         if deadline is not None:
             if checked_at is None:
                 checked_at = self.time()
@@ -485,34 +525,142 @@ class Connection:
                 # CSOT: expired before anything was sent, so the connection stays usable
                 raise NetworkTimeout(f"{format_address(self.address)}: timed out before sending")
             self._read_started = checked_at
+        protocol = self._protocol
         self._busy = True
         self._csot = csot
         try:
-            if self._protocol._draining:
-                await self._guard(self._protocol.wait_drained(), deadline, "drain")
-            body = self._encode_body(db, command)
+            if protocol._draining:
+                await self._guard(protocol.wait_drained(), deadline, "drain")
+            # the command's BSON and its framing are inline: this runs once per command
+            settings = self._settings
+            doc = dict(command)
+            doc["$db"] = db
+            if settings.server_api is not None:
+                doc.update(settings.server_api.command_fields())
+            body = encode(doc, codec_options=settings.codec_options)
             request_id = next(_request_ids)
-            flags = EXHAUST_ALLOWED if exhaust_allowed else 0
-            if unacknowledged:
-                flags |= MORE_TO_COME
+            if exhaust_allowed or unacknowledged or len(body) > self._plain_limit:
+                self._send(request_id, body, sequences or (), exhaust_allowed, unacknowledged,
+                           command)
+                return await self._finish(
+                    deadline, codec_options, check, exhaust_allowed, unacknowledged
+                )
+            if sequences:
+                # a write's document sequences, uncompressed (the body is within the limits)
+                protocol.reader.expected_response_to = request_id
+                buffers = encode_op_msg(request_id, body, sequences)
+                size = sum(map(len, buffers))
+                if size < self._plain_message_limit:
+                    self._transport.write(b"".join(buffers))
+                else:
+                    self._write(buffers, self._check_message_size(size))
             else:
-                self._protocol.reader.expect(request_id)
-            buffers, size = self._frame(request_id, body, sequences or (), flags, command)
-            if size < _LARGE_MESSAGE:
-                self._transport.writelines(buffers)
-            else:
-                _write_large(self._transport, buffers)
+                # the usual request: one OP_MSG, flagBits 0, one kind-0 section, uncompressed,
+                # small enough to go out in one write
+                protocol.reader.expected_response_to = request_id
+                self._transport.write(
+                    _pack_request_prefix(
+                        len(body) + _REQUEST_PREFIX_SIZE, request_id, 0, _OP_MSG, 0, 0
+                    ) + body
+                )
+            if (
+                protocol._paused is not None
+                or protocol._replies
+                or protocol._lost is not None
+                or (settings.socket_timeout is not None and not csot)
+            ):
+                return await self._finish(deadline, codec_options, check, False, False)
+            # the usual read (``_read`` inlined): the waiter receives a plain reply's body
+            # (the protocol's fast path); a deadline is the connection's one timer failing
+            # the waiter (as asyncpg times its waiters), not a timeout scope
+            loop = protocol._loop or asyncio.get_running_loop()
+            waiter = protocol._reply_waiter = loop.create_future()
+            if deadline is not None:
+                self._read_deadline = deadline
+                if self._timer is None or self._timer_at > deadline:
+                    self._arm_timer(loop, deadline)
             try:
-                if self._protocol._paused is not None:
-                    await self._guard(self._protocol.wait_writable(), deadline, "write")
-            except asyncio.CancelledError:
-                self._protocol._draining = not unacknowledged
+                result = await waiter
+            except (ConnectionFailure, ProtocolError):
+                self.close()
                 raise
-            if unacknowledged:
-                return {}
-            return await self._read(deadline, codec_options, check, exhaust=exhaust_allowed)
+            except asyncio.CancelledError:
+                # cancelled while waiting, or after the reply came but before this task
+                # resumed: a body handed over was read whole, so nothing is left to drop
+                if (
+                    not waiter.done()
+                    or waiter.cancelled()
+                    or waiter.exception() is not None
+                    or waiter.result() is None
+                ):
+                    self._abandon_read()
+                raise
+            finally:
+                protocol._reply_waiter = None
+                self._read_deadline = None
+            if result is None:
+                # woken without a plain reply: one was queued (split, compressed, flagged),
+                # or the connection is lost
+                return await self._read(deadline, codec_options, check, exhaust=False)
+            try:
+                reply: dict[str, Any] = decode(result, codec_options or settings.codec_options)
+            except (BSONError, ValueError) as exc:
+                self.close()
+                raise ProtocolError(f"malformed reply from {format_address(self.address)}") from exc
+            if check:
+                _check_ok(reply)
+            return reply
         finally:
             self._busy = False
+
+    async def _finish(
+        self,
+        deadline: float | None,
+        codec_options: CodecOptions | None,
+        check: bool,
+        exhaust_allowed: bool,
+        unacknowledged: bool,
+    ) -> dict[str, Any]:
+        """After the write, the general way: wait while the transport's buffer is full, then
+        read the reply (none for an unacknowledged request) with :meth:`_read`."""
+        protocol = self._protocol
+        if protocol._paused is not None:
+            try:
+                await self._guard(protocol.wait_writable(), deadline, "write")
+            except asyncio.CancelledError:
+                protocol._draining = not unacknowledged
+                raise
+        if unacknowledged:
+            return {}
+        return await self._read(deadline, codec_options, check, exhaust=exhaust_allowed)
+
+    def _send(
+        self,
+        request_id: int,
+        body: bytes,
+        sequences: Sequence[DocumentSequence],
+        exhaust_allowed: bool,
+        unacknowledged: bool,
+        command: Mapping[str, Any],
+    ) -> None:
+        """Send a request :meth:`command` does not frame itself: with flags (exhaust,
+        unacknowledged), compressed, or with a body over ``_plain_limit``; the size limits
+        are checked here."""
+        self._check_body_size(body)
+        flags = EXHAUST_ALLOWED if exhaust_allowed else 0
+        if unacknowledged:
+            flags |= MORE_TO_COME
+        else:
+            self._protocol.reader.expect(request_id)
+        self._write(*self._frame(request_id, body, sequences, flags, command))
+
+    def _write(self, buffers: list[bytes], size: int) -> None:
+        """Write one framed message: joined (what ``writelines`` does on asyncio's loop),
+        or buffer by buffer when it is large (see :func:`_write_large`)."""
+        if size < _LARGE_MESSAGE:
+            self._transport.write(b"".join(buffers))
+        else:
+            _write_large(self._transport, buffers)
 
     async def read_more_to_come(
         self, deadline: float | None = None, *, codec_options: CodecOptions | None = None
@@ -550,18 +698,40 @@ class Connection:
         if self._streaming:
             raise InvalidOperation("an exhaust stream must be read to its end first")
 
-    def _encode_body(self, db: str, command: Mapping[str, Any]) -> bytes:
-        doc = dict(command)
-        doc["$db"] = db
-        if self._settings.server_api is not None:
-            doc.update(self._settings.server_api.command_fields())
-        body = encode(doc, codec_options=self._settings.codec_options)
+    def _check_body_size(self, body: bytes) -> None:
         if len(body) > self.max_bson_object_size + COMMAND_OVERHEAD:
             raise DocumentTooLarge(
                 f"command document is {len(body)} bytes, the limit is "
                 f"{self.max_bson_object_size + COMMAND_OVERHEAD}"
             )
-        return body
+
+    def _check_message_size(self, size: int) -> int:
+        """``size``, if an OP_MSG that large may be sent (maxMessageSizeBytes)."""
+        if size > self.max_message_size_bytes:
+            raise ProtocolError(
+                f"message of {size} bytes exceeds maxMessageSizeBytes {self.max_message_size_bytes}"
+            )
+        return size
+
+    def _plain_limits(self) -> None:
+        """Derive :meth:`command`'s limits from the handshake's: ``_plain_limit`` for the
+        body, ``_plain_message_limit`` (exclusive) for a message with document sequences
+        written in one piece."""
+        self._plain_limit = self._plain_body_limit()
+        self._plain_message_limit = min(self.max_message_size_bytes + 1, _LARGE_MESSAGE)
+
+    def _plain_body_limit(self) -> int:
+        """The largest command body :meth:`command` sends the usual way (one write of one
+        uncompressed OP_MSG): within maxBsonObjectSize (plus the command overhead) and
+        maxMessageSizeBytes, below the large-message size; -1 when the handshake
+        negotiated compression (every request goes through :meth:`_send`)."""
+        if self._compressor is not None:
+            return -1
+        return min(
+            self.max_bson_object_size + COMMAND_OVERHEAD,
+            self.max_message_size_bytes - _REQUEST_PREFIX_SIZE,
+            _LARGE_MESSAGE - 1 - _REQUEST_PREFIX_SIZE,
+        )
 
     def _frame(
         self,
@@ -574,11 +744,7 @@ class Connection:
         """The message's buffers and the size of the OP_MSG they carry (compressed unless
         the compression spec forbids it for ``command``)."""
         buffers = encode_op_msg(request_id, body, sequences, flags)
-        size = sum(map(len, buffers))
-        if size > self.max_message_size_bytes:
-            raise ProtocolError(
-                f"message of {size} bytes exceeds maxMessageSizeBytes {self.max_message_size_bytes}"
-            )
+        size = self._check_message_size(sum(map(len, buffers)))
         if self._compressor is None or not may_compress(next(iter(command), "")):
             return buffers, size
         level = self._settings.compression.zlib_compression_level
@@ -626,13 +792,23 @@ class Connection:
                 # OP_MSG: consume every moreToCome reply or close; a stream may never end
                 self.close()
             else:
-                self._protocol._draining = True
+                self._abandon_read()
             raise
         self._streaming = message.more_to_come
         reply = self._decode(message, codec_options)
         if check:
             _check_ok(reply)
         return reply
+
+    def _abandon_read(self) -> None:
+        """A cancelled read of a reply (not an exhaust stream): drop the reply so the
+        connection stays reusable, now if it is already queued (it came after the
+        cancellation but before the reading task resumed), else when it comes (draining)."""
+        replies = self._protocol._replies
+        draining = True
+        while draining and replies:
+            draining = replies.popleft().more_to_come
+        self._protocol._draining = draining
 
     def _arm_timer(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
         """(Re)arm the connection's one read timer to fire at ``deadline``."""
@@ -653,7 +829,7 @@ class Connection:
         if loop.time() < deadline:
             self._arm_timer(loop, deadline)
             return
-        waiter = self._protocol._waiter
+        waiter = self._protocol._waiter or self._protocol._reply_waiter
         if waiter is not None and not waiter.done():
             waited = (loop.time() - self._read_started) * 1000
             limit = "timeoutMS" if self._csot else "the deadline"
@@ -711,6 +887,7 @@ class Connection:
         self.max_wire_version = int(reply.get("maxWireVersion", 0))
         self._protocol.reader.max_message_size = self.max_message_size_bytes
         self._compressor = negotiate(self._settings.compression, reply)
+        self._plain_limits()
         if self._settings.load_balanced:
             service_id = reply.get("serviceId")
             if not isinstance(service_id, ObjectId):

@@ -28,12 +28,17 @@ _INT32 = struct.Struct("<i")
 _UINT32 = struct.Struct("<I")
 _MIN_DOCUMENT_SIZE = 5
 _KIND_BODY = b"\x00"
-_KIND_SEQUENCE = b"\x01"
 _OP_MSG = int(OpCode.OP_MSG)
 #: flagBits 0 and the body's kind byte: the payload prefix of almost every request.
 _NO_FLAGS_BODY = b"\x00\x00\x00\x00" + _KIND_BODY
 #: The sequence identifiers of the write commands, as sent (C string).
 _IDENTIFIERS = {name: name.encode() + b"\x00" for name in ("documents", "updates", "deletes")}
+#: The usual request's header, flagBits and kind byte (messageLength, requestID, responseTo,
+#: opCode, flagBits 0, kind 0), packed at once: a command with one kind-0 section and no
+#: flags is this and its body.
+REQUEST_PREFIX = struct.Struct("<iiiiIB")
+#: A kind-1 section's kind byte and size.
+_pack_sequence_prefix = struct.Struct("<Bi").pack
 #: The usual reply: flagBits, kind 0, the body's length.
 _FLAGS_KIND_SIZE = struct.Struct("<IBi")
 #: Flag bits that send a reply down the full decoder (a checksum, or bits it refuses).
@@ -126,15 +131,7 @@ def encode_op_msg_payload(
     body: bytes, sequences: Sequence[DocumentSequence] = (), flags: int = 0
 ) -> list[bytes]:
     """The OP_MSG after its header (flagBits and sections): what OP_COMPRESSED wraps."""
-    if flags & CHECKSUM_PRESENT:
-        raise ProtocolError("asyncmongo never sends OP_MSG checksums")
-    parts = [_UINT32.pack(flags) + _KIND_BODY, body]
-    for seq in sequences:
-        identifier = _IDENTIFIERS.get(seq.identifier) or seq.identifier.encode() + b"\x00"
-        size = 4 + len(identifier) + sum(map(len, seq.documents))
-        parts.append(_KIND_SEQUENCE + _INT32.pack(size) + identifier)
-        parts.extend(seq.documents)
-    return parts
+    return encode_op_msg(0, body, sequences, flags)[1:]
 
 
 def encode_op_msg(
@@ -145,13 +142,24 @@ def encode_op_msg(
     response_to: int = 0,
 ) -> list[bytes]:
     """A complete OP_MSG as buffers for ``writelines``: the header, then the payload's
-    buffers (what OP_COMPRESSED wraps)."""
+    buffers (what OP_COMPRESSED wraps). One pass: each section's size is added up as the
+    section is framed, and the header packed last."""
     if not sequences and not flags:  # every command but bulk writes and exhaust
         header = HEADER.pack(HEADER_SIZE + 5 + len(body), request_id, response_to, _OP_MSG)
         return [header, _NO_FLAGS_BODY, body]
-    payload = encode_op_msg_payload(body, sequences, flags)
-    length = HEADER_SIZE + sum(map(len, payload))
-    return [HEADER.pack(length, request_id, response_to, _OP_MSG), *payload]
+    if flags & CHECKSUM_PRESENT:
+        raise ProtocolError("asyncmongo never sends OP_MSG checksums")
+    buffers = [b"", _UINT32.pack(flags) + _KIND_BODY if flags else _NO_FLAGS_BODY, body]
+    length = HEADER_SIZE + 5 + len(body)
+    for seq in sequences:
+        identifier = _IDENTIFIERS.get(seq.identifier) or seq.identifier.encode() + b"\x00"
+        documents = seq.documents
+        size = 4 + len(identifier) + sum(map(len, documents))
+        buffers.append(_pack_sequence_prefix(1, size) + identifier)
+        buffers += documents
+        length += 1 + size
+    buffers[0] = HEADER.pack(length, request_id, response_to, _OP_MSG)
+    return buffers
 
 
 def decode_op_msg(request_id: int, response_to: int, data: bytes | memoryview) -> OpMsg:

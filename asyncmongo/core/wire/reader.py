@@ -5,9 +5,16 @@ decodes OP_MSG and checks that each reply answers the request it is waiting for:
 names the request id, and after a ``moreToCome`` reply the next one must answer *that reply*
 (OP_MSG spec, "moreToCome On Responses"). Any defect raises ProtocolError, after which the
 reader stays broken: the connection must be closed, never read further.
+
+:meth:`MessageReader.plain_reply` is the usual reply's shortcut: a received chunk that is
+exactly one uncompressed, flag-less, one-section reply to the expected request yields that
+reply's body without buffering, framing or an :class:`OpMsg`; anything else (a partial or
+several messages, compression, flags, a defect) is left to ``feed``/``next_reply``.
 """
 
 from __future__ import annotations
+
+import struct
 
 from asyncmongo.core.wire.compression import decode_op_compressed
 from asyncmongo.core.wire.op_msg import OpMsg, decode_op_msg
@@ -15,9 +22,21 @@ from asyncmongo.core.wire.opcodes import (
     DEFAULT_MAX_MESSAGE_SIZE_BYTES,
     HEADER,
     HEADER_SIZE,
+    MORE_TO_COME,
     OpCode,
 )
 from asyncmongo.errors import ProtocolError
+
+#: What :meth:`MessageReader.plain_reply` checks, in one unpack: a reply's messageLength,
+#: (requestID skipped) responseTo, opCode and flagBits as one 8-byte integer (equal to
+#: OP_MSG's opcode exactly when flagBits is 0), the first section's kind byte and its
+#: document's length.
+_unpack_plain_reply = struct.Struct("<i4xiQBi").unpack_from
+#: The header, flagBits and kind byte before a plain reply's body.
+_PLAIN_PREFIX_SIZE = HEADER_SIZE + 5
+#: The shortest plain reply: the prefix and an empty document.
+_PLAIN_MIN_SIZE = _PLAIN_PREFIX_SIZE + 5
+_OP_MSG = int(OpCode.OP_MSG)
 
 
 class MessageReader:
@@ -26,7 +45,7 @@ class MessageReader:
     With ``check_response_to=False`` it reads requests instead (the test servers use that).
     """
 
-    __slots__ = ("_broken", "_buffer", "_check", "_expected", "max_message_size")
+    __slots__ = ("_broken", "_buffer", "_check", "expected_response_to", "max_message_size")
 
     def __init__(
         self,
@@ -37,19 +56,16 @@ class MessageReader:
         self.max_message_size = max_message_size
         self._buffer = bytearray()
         self._check = check_response_to
-        self._expected: int | None = None
+        #: The request id the next reply must answer (None: no reply is awaited); set it
+        #: with :meth:`expect` (the connection assigns it directly on its hot path).
+        self.expected_response_to: int | None = None
         self._broken: ProtocolError | None = None
 
     def __repr__(self) -> str:
         return (
             f"<MessageReader {len(self._buffer)} bytes buffered, expecting "
-            f"{self._expected}{', broken' if self._broken else ''}>"
+            f"{self.expected_response_to}{', broken' if self._broken else ''}>"
         )
-
-    @property
-    def expected_response_to(self) -> int | None:
-        """The request id the next reply must answer (None: no reply is awaited)."""
-        return self._expected
 
     @property
     def buffered(self) -> int:
@@ -57,7 +73,31 @@ class MessageReader:
 
     def expect(self, request_id: int | None) -> None:
         """Declare the request whose reply comes next (None: nothing may arrive)."""
-        self._expected = request_id
+        self.expected_response_to = request_id
+
+    def plain_reply(self, data: bytes) -> bytes | None:
+        """The body of ``data`` if it is exactly one plain reply, else None (then ``feed`` it).
+
+        Plain: nothing buffered before it, not broken, within ``max_message_size``, an
+        OP_MSG answering the expected request, flagBits 0 (no checksum, no moreToCome) and
+        one kind-0 section filling the message. Every check ``next_reply`` makes, in one
+        unpack and one expression: the usual reply skips the buffer, the copy out of it and
+        the :class:`OpMsg`. Never raises: a defect is ``next_reply``'s to report.
+        """
+        if self._buffer or self._broken is not None or len(data) < _PLAIN_MIN_SIZE:
+            return None
+        length, response_to, opcode_and_flags, kind, size = _unpack_plain_reply(data)
+        if (
+            length == len(data) == size + _PLAIN_PREFIX_SIZE
+            and response_to == self.expected_response_to
+            and opcode_and_flags == _OP_MSG
+            and not kind
+            and not data[-1]
+            and length <= self.max_message_size
+        ):
+            self.expected_response_to = None
+            return data[_PLAIN_PREFIX_SIZE:]
+        return None
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Append bytes received from the peer."""
@@ -94,13 +134,15 @@ class MessageReader:
             raise ProtocolError(f"unexpected opcode {opcode} (only OP_MSG is spoken)")
         message = decode_op_msg(request_id, response_to, data)
         if self._check:
-            self._expected = request_id if message.more_to_come else None
+            self.expected_response_to = request_id if message.flags & MORE_TO_COME else None
         return message
 
     def _check_response_to(self, response_to: int) -> None:
         if not self._check:
             return
-        if self._expected is None:
+        if self.expected_response_to is None:
             raise ProtocolError(f"unsolicited message (responseTo {response_to})")
-        if response_to != self._expected:
-            raise ProtocolError(f"reply answers request {response_to}, expected {self._expected}")
+        if response_to != self.expected_response_to:
+            raise ProtocolError(
+                f"reply answers request {response_to}, expected {self.expected_response_to}"
+            )
