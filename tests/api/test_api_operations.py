@@ -26,7 +26,7 @@ from asyncmongo.core.operations.cursors import GetMore, KillCursors, parse_curso
 from asyncmongo.core.operations.distinct import distinct
 from asyncmongo.core.operations.find import CursorType, Find, FindOptions, first_batch_size
 from asyncmongo.core.operations.find_and_modify import ReturnDocument, find_and_modify
-from asyncmongo.core.operations.replies import check_reply, check_write_reply
+from asyncmongo.core.operations.replies import check_reply, check_write_reply, is_ok
 from asyncmongo.core.operations.run_command import command_document, run_command
 from asyncmongo.core.operations.statements import (
     StatementKind,
@@ -227,6 +227,32 @@ def test_ok_zero_replies_raise_typed_errors(reply: dict[str, Any], error: type) 
         check_reply(reply)
 
 
+@pytest.mark.parametrize(
+    ("ok", "expected"),
+    [
+        (1.0, True),
+        (1, True),
+        (Int64(1), True),
+        (True, True),
+        (0.0, False),
+        (0, False),
+        (False, False),
+        (None, False),
+        ("1", False),
+        (2, False),
+    ],
+)
+def test_ok_is_any_number_equal_to_one_or_true(ok: Any, expected: bool) -> None:
+    """``ok: 1`` in any numeric type, or ``true``, passes; anything else raises."""
+    assert is_ok({"ok": ok}) is expected
+    if expected:
+        check_reply({"ok": ok})
+    else:
+        with pytest.raises(OperationFailure):
+            check_reply({"ok": ok})
+    assert is_ok({}) is False
+
+
 def test_operation_failure_keeps_code_reply_and_labels() -> None:
     reply = {"ok": 0, "code": 2, "codeName": "BadValue", "errmsg": "bad", "errorLabels": ["X"]}
     with pytest.raises(OperationFailure) as info:
@@ -337,10 +363,15 @@ def test_sort_and_hint_forms() -> None:
         sort_document(5)
 
 
-@pytest.mark.parametrize("name", ["", "a.b", "a b", "a$", "a/b", 5])
+@pytest.mark.parametrize("name", ["", "a.b", "a b", "a$", "a/b", "a\\b", 'a"b', "a\x00b", 5])
 def test_bad_database_names(name: Any) -> None:
     with pytest.raises((InvalidName, InvalidArgument)):
         check_database_name(name)
+
+
+@pytest.mark.parametrize("name", ["admin", "a", "db-1_x", "é"])
+def test_good_database_names(name: str) -> None:
+    assert check_database_name(name) == name
 
 
 @pytest.mark.parametrize("name", ["", "a..b", ".a", "a.", "a$b", "a\x00b", None])
