@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from asyncmongo.bson import CodecOptions, Int64, ObjectId, decode
+from asyncmongo.bson import CodecOptions, Int64, ObjectId, Timestamp, decode
+from asyncmongo.change_stream import _OpenedPage
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations import aggregate as aggregate_ops
 from asyncmongo.core.operations import count as count_ops
@@ -22,7 +23,12 @@ from asyncmongo.core.operations.common import (
     index_name,
     sort_document,
 )
-from asyncmongo.core.operations.cursors import GetMore, KillCursors, parse_cursor_page
+from asyncmongo.core.operations.cursors import (
+    CursorPage,
+    GetMore,
+    KillCursors,
+    parse_cursor_page,
+)
 from asyncmongo.core.operations.distinct import distinct
 from asyncmongo.core.operations.find import CursorType, Find, FindOptions, first_batch_size
 from asyncmongo.core.operations.find_and_modify import ReturnDocument, find_and_modify
@@ -189,6 +195,35 @@ def test_find_parses_the_first_page() -> None:
 def test_malformed_cursor_replies_are_protocol_errors(reply: dict[str, Any]) -> None:
     with pytest.raises(ProtocolError):
         parse_cursor_page(reply, NS)
+
+
+def test_cursor_page_is_a_value() -> None:
+    """A slots class with the dataclass's equality, repr and replace (``with_changes``)."""
+    page = CursorPage(5, NS, [{"_id": 1}], {"t": 1})
+    assert page == CursorPage(5, NS, [{"_id": 1}], {"t": 1})
+    assert page != CursorPage(0, NS, [{"_id": 1}], {"t": 1})
+    assert repr(page) == (
+        "CursorPage(cursor_id=5, namespace=Namespace(database='db', collection='coll'), "
+        "documents=[{'_id': 1}], post_batch_resume_token={'t': 1}, address=None)"
+    )
+    named = page.with_address(("h", 1))
+    assert named == CursorPage(5, NS, [{"_id": 1}], {"t": 1}, ("h", 1))
+    assert named.with_address(("other", 2)) is named  # named once
+    closed = CursorPage(0, NS, [])
+    assert closed.with_address(("h", 1)) is closed  # no cursor: no home
+    assert page.with_changes(documents=[]) == CursorPage(5, NS, [], {"t": 1})
+    assert page.documents == [{"_id": 1}]  # the original is left as it was
+
+
+def test_change_streams_first_page_keeps_its_operation_time() -> None:
+    page = _OpenedPage(0, NS, [], None, None, Timestamp(1, 2))
+    named = page.with_address(("h", 1))  # always named, even with its cursor closed
+    assert isinstance(named, _OpenedPage)
+    assert (named.address, named.operation_time) == (("h", 1), Timestamp(1, 2))
+    assert named == _OpenedPage(0, NS, [], None, ("h", 1), Timestamp(1, 2))
+    assert named != CursorPage(0, NS, [], None, ("h", 1))
+    assert repr(named).startswith("_OpenedPage(cursor_id=0,")
+    assert repr(named).endswith(f"operation_time={Timestamp(1, 2)!r})")
 
 
 def test_get_more_and_kill_cursors_are_pinned() -> None:
