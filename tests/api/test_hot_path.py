@@ -1,28 +1,30 @@
 """The per-operation fast paths send what the general paths send.
 
-``find_one(filter)`` without options runs ``Find.one`` with options shared by every such call
-instead of building a whole options object; single writes share one default WriteOptions;
-the executor returns selection's awaitable instead of awaiting it in one more coroutine. The
-commands on the wire, the results and the errors must not change.
+``find_one(filter)`` without options runs ``FindOne`` (the collection's parts made once, the
+batch of the closed cursor as its result) instead of a whole ``Find``; single writes share
+one default WriteOptions; the executor returns selection's awaitable instead of awaiting it
+in one more coroutine. The commands on the wire, the results and the errors must not change.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from asyncmongo import AsyncMongoClient
-from asyncmongo.bson import CodecOptions
+from asyncmongo.bson import CodecOptions, Int64
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.base import Target
 from asyncmongo.core.operations.common import Namespace
-from asyncmongo.core.operations.find import Find, FindOptions
+from asyncmongo.core.operations.cursors import CursorPage
+from asyncmongo.core.operations.find import Find, FindOne, FindOneContext, FindOptions
 from asyncmongo.core.operations.statements import StatementKind, insert_statement
 from asyncmongo.core.operations.write import WriteCommand, WriteOptions, write_options
-from asyncmongo.core.selection import PRIMARY
-from asyncmongo.errors import AutoReconnect, InvalidArgument
+from asyncmongo.core.selection import PRIMARY, Mode, ReadPreference
+from asyncmongo.errors import AutoReconnect, OperationFailure, ProtocolError
 from asyncmongo.monitoring import CommandStartedEvent
 from asyncmongo.runtime.executor import Executor
 from asyncmongo.testing import Standalone
@@ -46,21 +48,78 @@ def test_find_one_builds_what_find_builds(
 ) -> None:
     options = FindOptions(filter, limit=1, single_batch=True)
     general = Find(NS, options, PRIMARY, read_concern, CodecOptions()).build(Conn())
-    fast = Find.one(NS, filter, PRIMARY, read_concern, CodecOptions()).build(Conn())
+    context = FindOneContext(NS, PRIMARY, read_concern, CodecOptions())
+    fast = FindOne(context, filter).build(Conn())
     assert fast == general
     assert list(fast.document) == list(general.document)  # key order too
 
 
-def test_find_one_refuses_a_non_mapping_filter() -> None:
-    with pytest.raises(InvalidArgument):
-        Find.one(NS, [("a", 1)], PRIMARY, ReadConcern(), CodecOptions())  # type: ignore[arg-type]
+def test_find_one_runs_where_find_runs() -> None:
+    codec = CodecOptions(tz_aware=True)
+    op = FindOne(FindOneContext(NS, ReadPreference(Mode.SECONDARY), ReadConcern(), codec), {})
+    general = Find(NS, FindOptions(), ReadPreference(Mode.SECONDARY), ReadConcern(), codec)
+    assert (op.name, op.target, op.codec_options) == (general.name, general.target, codec)
 
 
-def test_find_one_parses_as_find() -> None:
-    reply = {"ok": 1, "cursor": {"id": 0, "ns": "db.coll", "firstBatch": [{"_id": 1}]}}
-    op = Find.one(NS, None, PRIMARY, ReadConcern(), CodecOptions())
+def _reply(cursor_id: Any, batch_key: str = "firstBatch", **cursor: Any) -> dict[str, Any]:
+    return {"ok": 1.0, "cursor": {batch_key: [{"_id": 1}], "id": cursor_id, **cursor}}
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        _reply(0, ns="db.coll"),
+        _reply(Int64(0), ns="db.coll"),
+        _reply(0),
+        _reply(0, "nextBatch"),
+        _reply(False),
+        {"ok": True, "cursor": {"firstBatch": [], "id": 0}},
+        {"ok": 1, "cursor": OrderedDict([("firstBatch", [{"_id": 2}]), ("id", 0)])},
+    ],
+)
+def test_find_one_parses_a_closed_cursor_as_its_batch(reply: dict[str, Any]) -> None:
+    """The usual reply gives FindOne the first batch, the documents of Find's page."""
+    op = FindOne(FindOneContext(NS, PRIMARY, ReadConcern(), CodecOptions()), None)
     general = Find(NS, FindOptions(), PRIMARY, ReadConcern(), CodecOptions())
-    assert op.parse(reply) == general.parse(reply)
+    assert op.parse(reply) == general.parse(reply).documents
+    assert type(op.parse(reply)) is list
+
+
+@pytest.mark.parametrize("cursor_id", [5, Int64(5)])
+def test_find_one_parses_an_open_cursor_as_finds_page(cursor_id: int) -> None:
+    """A server that keeps a cursor open: the whole page (find_one closes its cursor)."""
+    op = FindOne(FindOneContext(NS, PRIMARY, ReadConcern(), CodecOptions()), None)
+    general = Find(NS, FindOptions(), PRIMARY, ReadConcern(), CodecOptions())
+    reply = _reply(cursor_id, ns="db.other")
+    page = op.parse(reply)
+    assert isinstance(page, CursorPage)
+    assert page == general.parse(reply)
+    assert page.cursor_id == 5 and page.namespace == Namespace("db", "other")
+
+
+@pytest.mark.parametrize(
+    ("reply", "error"),
+    [
+        ({"ok": 0, "code": 2, "errmsg": "bad"}, OperationFailure),
+        ({"ok": False, "code": 2, "errmsg": "bad"}, OperationFailure),
+        ({"ok": 1}, ProtocolError),
+        ({"ok": 1, "cursor": []}, ProtocolError),
+        ({"ok": 1, "cursor": {"firstBatch": {}, "id": 0}}, ProtocolError),
+        ({"ok": 1, "cursor": {"firstBatch": [], "id": 0.0}}, ProtocolError),
+        ({"ok": 1, "cursor": {"firstBatch": [], "id": None}}, ProtocolError),
+        ({"ok": 1, "cursor": {"id": 0}}, ProtocolError),
+    ],
+)
+def test_find_one_refuses_what_find_refuses(
+    reply: dict[str, Any], error: type[Exception]
+) -> None:
+    op = FindOne(FindOneContext(NS, PRIMARY, ReadConcern(), CodecOptions()), None)
+    general = Find(NS, FindOptions(), PRIMARY, ReadConcern(), CodecOptions())
+    with pytest.raises(error) as fast:
+        op.parse(reply)
+    with pytest.raises(error) as slow:
+        general.parse(reply)
+    assert str(fast.value) == str(slow.value)
 
 
 async def test_find_one_sends_the_same_command_with_and_without_options() -> None:
