@@ -1,9 +1,11 @@
 """The per-operation fast paths send what the general paths send.
 
 ``find_one(filter)`` without options runs ``FindOne`` (the collection's parts made once, the
-batch of the closed cursor as its result) instead of a whole ``Find``; single writes share
-one default WriteOptions; the executor returns selection's awaitable instead of awaiting it
-in one more coroutine. The commands on the wire, the results and the errors must not change.
+batch of the closed cursor as its result) instead of a whole ``Find``; ``insert_one``
+without options runs ``InsertOne`` instead of a batching ``WriteCommand``; single writes
+share one default WriteOptions; the executor returns selection's awaitable instead of
+awaiting it in one more coroutine. The commands on the wire, the results and the errors must
+not change.
 """
 
 from __future__ import annotations
@@ -15,16 +17,28 @@ from typing import Any
 import pytest
 
 from asyncmongo import AsyncMongoClient
-from asyncmongo.bson import CodecOptions, Int64
+from asyncmongo.bson import CodecOptions, Int64, ObjectId
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.base import Target
 from asyncmongo.core.operations.common import Namespace
 from asyncmongo.core.operations.cursors import CursorPage
 from asyncmongo.core.operations.find import Find, FindOne, FindOneContext, FindOptions
 from asyncmongo.core.operations.statements import StatementKind, insert_statement
-from asyncmongo.core.operations.write import WriteCommand, WriteOptions, write_options
+from asyncmongo.core.operations.write import (
+    InsertContext,
+    InsertOne,
+    WriteCommand,
+    WriteOptions,
+    write_options,
+)
 from asyncmongo.core.selection import PRIMARY, Mode, ReadPreference
-from asyncmongo.errors import AutoReconnect, OperationFailure, ProtocolError
+from asyncmongo.errors import (
+    AutoReconnect,
+    DocumentTooLarge,
+    DuplicateKeyError,
+    OperationFailure,
+    ProtocolError,
+)
 from asyncmongo.monitoring import CommandStartedEvent
 from asyncmongo.runtime.executor import Executor
 from asyncmongo.testing import Standalone
@@ -193,6 +207,101 @@ def test_write_command_acknowledged_follows_the_write_concern() -> None:
     w1 = WriteCommand(NS, StatementKind.INSERT, statements, WriteConcern(w=1), CodecOptions())
     assert (w0.acknowledged, w1.acknowledged) == (False, True)
     assert w0.build(Conn()).unacknowledged and not w1.build(Conn()).unacknowledged
+
+
+@pytest.mark.parametrize(
+    "concern", [WriteConcern(), WriteConcern(w="majority"), WriteConcern(w=1, journal=True)]
+)
+def test_insert_one_builds_what_the_write_command_builds(concern: WriteConcern) -> None:
+    document = {"_id": 1, "x": "y"}
+    codec = CodecOptions()
+    general = WriteCommand(
+        NS, StatementKind.INSERT, [insert_statement(document)], concern, codec
+    ).build(Conn())
+    context = InsertContext(NS, concern, codec, ObjectId)
+    fast = InsertOne(context, document).build(Conn())
+    assert fast == general
+    assert list(fast.document) == list(general.document)  # key order too
+    assert [s.identifier for s in fast.sequences] == ["documents"]
+    op = InsertOne(context, document)
+    assert (op.name, op.target, op.codec_options, op.acknowledged) == ("insert", Target.write(),
+                                                                       codec, True)
+    assert op.statements == (document,)
+
+
+def test_insert_one_of_a_document_too_large_raises_what_the_write_command_raises() -> None:
+    class Small(Conn):
+        max_bson_object_size = 1024
+
+    document = {"_id": 1, "x": "y" * 2048}
+    context = InsertContext(NS, WriteConcern(), CodecOptions(), ObjectId)
+    with pytest.raises(DocumentTooLarge) as fast:
+        InsertOne(context, document).build(Small())
+    general = WriteCommand(
+        NS, StatementKind.INSERT, [insert_statement(document)], WriteConcern(), CodecOptions()
+    )
+    with pytest.raises(DocumentTooLarge) as slow:
+        general.build(Small())
+    assert str(fast.value) == str(slow.value)
+
+
+def test_insert_one_near_the_message_limit_is_built_exactly() -> None:
+    class Tight(Conn):
+        max_message_size_bytes = 4096  # below the fast path's allowance: the exact way
+
+    document = {"_id": 1, "x": "y" * 100}
+    context = InsertContext(NS, WriteConcern(), CodecOptions(), ObjectId)
+    general = WriteCommand(
+        NS, StatementKind.INSERT, [insert_statement(document)], WriteConcern(), CodecOptions()
+    )
+    assert InsertOne(context, document).build(Tight()) == general.build(Tight())
+
+
+def test_insert_one_parse_raises_the_command_error_and_returns_the_reply() -> None:
+    op = InsertOne(InsertContext(NS, WriteConcern(), CodecOptions(), ObjectId), {"_id": 1})
+    reply = {"ok": 1.0, "n": 0, "writeErrors": [{"index": 0, "code": 11000, "errmsg": "dup"}]}
+    assert op.parse(reply) is reply  # its write errors are insert_one's to raise
+    with pytest.raises(OperationFailure):
+        op.parse({"ok": 0.0, "code": 2, "errmsg": "bad"})
+
+
+def test_insert_context_says_what_the_write_concern_sends() -> None:
+    default = InsertContext(NS, WriteConcern(), CodecOptions(), ObjectId)
+    assert (default.acknowledged, default.write_concern_sent) == (True, False)
+    w0 = InsertContext(NS, WriteConcern(w=0), CodecOptions(), ObjectId)
+    assert (w0.acknowledged, w0.write_concern_sent) == (False, True)
+
+
+async def test_insert_one_sends_the_same_command_with_and_without_options() -> None:
+    events: list[Any] = []
+    async with Standalone() as server:
+        async with AsyncMongoClient(server.uri, event_listeners=[events.append]) as client:
+            coll = client.db.coll
+            first = await coll.insert_one({"_id": 1})
+            second = await coll.insert_one({"_id": 2}, bypass_document_validation=False)
+            third = await coll.insert_one({"x": 3})
+            assert (first.inserted_id, second.inserted_id) == (1, 2)
+            assert isinstance(third.inserted_id, ObjectId) and third.acknowledged
+            with pytest.raises(DuplicateKeyError):
+                await coll.insert_one({"_id": 1})
+            with pytest.raises(DuplicateKeyError):
+                await coll.insert_one({"_id": 1}, comment="c")
+            unacknowledged = await coll.with_options(
+                write_concern=WriteConcern(w=0)
+            ).insert_one({"_id": 4})
+            assert not unacknowledged.acknowledged
+            assert await coll.count_documents({}) == 4
+    started = [
+        e.command
+        for e in events
+        if isinstance(e, CommandStartedEvent) and e.command_name == "insert"
+    ]
+    shown = [{k: v for k, v in c.items() if k not in ("lsid", "$clusterTime")} for c in started]
+    assert [list(c)[:2] for c in shown] == [["insert", "ordered"]] * 6
+    assert shown[0] == {"insert": "coll", "ordered": True, "$db": "db", "documents": [{"_id": 1}]}
+    assert shown[1] == {**shown[0], "bypassDocumentValidation": False,
+                        "documents": [{"_id": 2}]}
+    assert shown[5]["writeConcern"] == {"w": 0}
 
 
 # -- the executor's selection seam -------------------------------------------------------
