@@ -2,10 +2,10 @@
 
 ``find_one(filter)`` without options runs ``FindOne`` (the collection's parts made once, the
 batch of the closed cursor as its result) instead of a whole ``Find``; ``insert_one``
-without options runs ``InsertOne`` instead of a batching ``WriteCommand``; single writes
-share one default WriteOptions; the executor returns selection's awaitable instead of
-awaiting it in one more coroutine. The commands on the wire, the results and the errors must
-not change.
+without options runs ``InsertOne`` instead of a batching ``WriteCommand``; ``db.command``
+runs a ``RunCommand``; single writes share one default WriteOptions; the executor returns
+selection's awaitable instead of awaiting it in one more coroutine. The commands on the
+wire, the results and the errors must not change.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from asyncmongo.core.operations.base import Target
 from asyncmongo.core.operations.common import Namespace
 from asyncmongo.core.operations.cursors import CursorPage
 from asyncmongo.core.operations.find import Find, FindOne, FindOneContext, FindOptions
+from asyncmongo.core.operations.run_command import run_command
 from asyncmongo.core.operations.statements import StatementKind, insert_statement
 from asyncmongo.core.operations.write import (
     InsertContext,
@@ -302,6 +303,51 @@ async def test_insert_one_sends_the_same_command_with_and_without_options() -> N
     assert shown[1] == {**shown[0], "bypassDocumentValidation": False,
                         "documents": [{"_id": 2}]}
     assert shown[5]["writeConcern"] == {"w": 0}
+
+
+# -- commands -----------------------------------------------------------------------------
+
+
+def test_run_command_sends_the_document_as_written() -> None:
+    document = {"ping": 1, "comment": "c"}
+    op = run_command("admin", document, PRIMARY, CodecOptions())
+    command = op.build(Conn())
+    assert (command.database, command.document, command.sequences) == ("admin", document, ())
+    assert not command.unacknowledged
+    assert (op.name, op.generic, op.own_read_preference) == ("ping", True, False)
+    assert op.target == Target.read(PRIMARY)
+
+
+def test_run_command_parse() -> None:
+    op = run_command("admin", {"ping": 1}, PRIMARY, CodecOptions())
+    reply = {"ok": 1.0}
+    assert op.parse(reply) is reply
+    assert op.parse({}) == {"ok": 1}
+    with pytest.raises(OperationFailure):
+        op.parse({"ok": 0.0, "errmsg": "no", "code": 59})
+    unchecked = run_command("admin", {"ping": 1}, PRIMARY, CodecOptions(), check=False)
+    assert unchecked.parse({"ok": 0.0, "code": 59}) == {"ok": 0.0, "code": 59}
+
+
+async def test_command_sends_each_form_of_the_command() -> None:
+    events: list[Any] = []
+    async with Standalone() as server:
+        async with AsyncMongoClient(server.uri, event_listeners=[events.append]) as client:
+            assert (await client.admin.command("ping"))["ok"] == 1
+            await client.admin.command("ping", comment="c")
+            await client.admin.command({"ping": 1})
+            await client.admin.command("ping", 2, maxTimeMS=500)
+            await client.admin.command("ping", read_preference=PRIMARY)
+    started = [e.command for e in events if isinstance(e, CommandStartedEvent)]
+    shown = [{k: v for k, v in c.items() if k not in ("lsid", "$clusterTime", "$db")}
+             for c in started if "ping" in c]
+    assert shown == [
+        {"ping": 1},
+        {"ping": 1, "comment": "c"},
+        {"ping": 1},
+        {"ping": 2, "maxTimeMS": 500},
+        {"ping": 1},
+    ]
 
 
 # -- the executor's selection seam -------------------------------------------------------
