@@ -20,7 +20,6 @@ read :attr:`resume_token` between empty batches). ``await stream.close()`` or le
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -81,15 +80,28 @@ def is_resumable(exc: MongoError, max_wire_version: int | None) -> bool:
     return code in RESUMABLE_CODES
 
 
-@dataclass(frozen=True, slots=True)
 class _OpenedPage(CursorPage):
     """The aggregate's first page, with the reply's ``operationTime``."""
 
-    operation_time: Any = None
+    __slots__ = ("operation_time",)
+
+    _FIELDS = (*CursorPage._FIELDS, "operation_time")
+
+    def __init__(
+        self,
+        cursor_id: int,
+        namespace: Namespace,
+        documents: list[Any],
+        post_batch_resume_token: Any = None,
+        address: Address | None = None,
+        operation_time: Any = None,
+    ) -> None:
+        super().__init__(cursor_id, namespace, documents, post_batch_resume_token, address)
+        self.operation_time = operation_time
 
     def with_address(self, address: Address | None) -> _OpenedPage:
         """Always named: the stream asks its server's wire version even for a closed cursor."""
-        return dataclasses.replace(self, address=address)
+        return self.with_changes(address=address)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,14 +17,15 @@ from asyncmongo.collection import AsyncCollection
 from asyncmongo.collection.aggregate import aggregate_cursor
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations import management
+from asyncmongo.core.operations.base import Target
 from asyncmongo.core.operations.common import Namespace, check_database_name
 from asyncmongo.core.operations.encrypted_fields import (
     STATE_COLLECTION_OPTIONS,
     state_collection_names,
 )
 from asyncmongo.core.operations.run_command import (
+    RunCommand,
     command_document,
-    run_command,
     run_cursor_command,
 )
 from asyncmongo.core.selection import PRIMARY, ReadPreference
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
 __all__ = ["AsyncDatabase"]
 
 NAMESPACE_EXISTS = 48
+#: Where ``command`` runs without a read preference given (PyMongo's primary).
+_PRIMARY_TARGET = Target.read(PRIMARY)
 
 
 class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
@@ -173,16 +176,22 @@ class AsyncDatabase(NamedScope[ClientScope], Generic[_DocumentType]):
         """
         if comment is not None:
             kwargs["comment"] = comment
-        document = command_document(command, value, **kwargs)
-        op = run_command(
+        document: dict[str, Any]
+        if command.__class__ is str and not kwargs:  # db.command("ping"): command_document's
+            document = {command: value}  # first form, inline
+        else:
+            document = command_document(command, value, **kwargs)
+        op = RunCommand(
             self._name,
             document,
-            read_preference or PRIMARY,
-            self._reply_codec_options(codec_options),
-            check=check and not allowable_errors,
-            own_read_preference=read_preference is not None,
+            _PRIMARY_TARGET if read_preference is None else Target.read(read_preference),
+            self._codec_options if codec_options is None else self._reply_codec_options(
+                codec_options
+            ),
+            check and not allowable_errors,
+            read_preference is not None,
         )
-        reply: Mapping[str, Any] = await self._client._run(op, session, timeout_ms=self._timeout_ms)
+        reply: Mapping[str, Any] = await self._parent._run(op, session, timeout_ms=self._timeout_ms)
         return reply
 
     def _reply_codec_options(self, given: Any) -> CodecOptions:

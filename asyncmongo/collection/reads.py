@@ -20,7 +20,7 @@ from asyncmongo.core.operations.common import (
 )
 from asyncmongo.core.operations.cursors import CursorPage
 from asyncmongo.core.operations.distinct import distinct as distinct_op
-from asyncmongo.core.operations.find import Find
+from asyncmongo.core.operations.find import Find, FindOne, FindOneContext
 from asyncmongo.cursor import AsyncCommandCursor, AsyncCursor, find_options
 from asyncmongo.errors import InvalidOperation
 
@@ -58,8 +58,10 @@ class CollectionReads(CollectionBase[_DocumentType]):
         """The first matching document or None; a non-mapping filter means ``{_id: filter}``."""
         if filter is not None and type(filter) is not dict and not isinstance(filter, Mapping):
             filter = {"_id": filter}
-        op: Find
-        session = kwargs.pop("session", None)
+        session = None
+        if kwargs:
+            session = kwargs.pop("session", None)
+        op: Find | FindOne
         if args or kwargs:
             kwargs["limit"] = 1  # CRUD findOne: limit 1 and singleBatch, no batchSize
             kwargs["single_batch"] = True
@@ -71,20 +73,28 @@ class CollectionReads(CollectionBase[_DocumentType]):
                 self._read_concern,
                 self._codec_options,
             )
-        else:  # the usual call: options shared by every such call
-            op = Find.one(
-                self._namespace,
-                filter,
-                self._read_preference,
-                self._read_concern,
-                self._codec_options,
-            )
-        page: CursorPage = await self._client._run(op, session, timeout_ms=self._timeout_ms)
+        else:  # the usual call: the collection's parts made once, only the filter differs
+            context = self._find_one_context
+            if context is None:
+                context = self._find_one_context = FindOneContext(
+                    self._namespace,
+                    self._read_preference,
+                    self._read_concern,
+                    self._codec_options,
+                )
+            op = FindOne(context, filter)
+        # FindOne's result: the batch (a list) of the closed cursor; else a CursorPage
+        result: Any = await self._client._run(op, session, timeout_ms=self._timeout_ms)
+        document: _DocumentType | None
+        if result.__class__ is list:
+            document = result[0] if result else None
+            return document
+        page: CursorPage = result
         if page.cursor_id:  # a server that kept it open anyway
             await AsyncCommandCursor(
                 self._client, page, self._codec_options, session=session
             ).close()
-        document: _DocumentType | None = page.documents[0] if page.documents else None
+        document = page.documents[0] if page.documents else None
         return document
 
     async def find_raw_batches(self, *args: Any, **kwargs: Any) -> Any:

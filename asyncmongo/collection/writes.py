@@ -25,7 +25,13 @@ from asyncmongo.core.operations.statements import (
     insert_statement,
     update_statement,
 )
-from asyncmongo.core.operations.write import WriteCommand, WriteOptions, write_options
+from asyncmongo.core.operations.write import (
+    InsertContext,
+    InsertOne,
+    WriteCommand,
+    WriteOptions,
+    write_options,
+)
 from asyncmongo.errors import InvalidArgument
 from asyncmongo.operations import WriteModel, _WriteOp
 from asyncmongo.results import (
@@ -80,7 +86,37 @@ class CollectionWrites(CollectionBase[_DocumentType]):
         raw_data: bool | None = None,
     ) -> InsertOneResult:
         """Insert one document (an ``_id`` is added to it when missing)."""
-        statement = insert_statement(document, new_id_class(self._codec_options))
+        context = self._insert_context
+        if context is None:
+            codec_options = self._codec_options
+            context = self._insert_context = InsertContext(
+                self._namespace,
+                self._write_concern,
+                codec_options,
+                new_id_class(codec_options),
+            )
+        client = self._client
+        if (
+            context.acknowledged
+            and bypass_document_validation is None
+            and comment is None
+            and raw_data is None
+        ):  # the usual call: the collection's parts made once (insert_statement's checks)
+            if type(document) is dict:
+                if "_id" not in document:
+                    document["_id"] = context.new_id()
+            else:
+                insert_statement(document, context.new_id)
+            reply = await client._run(
+                InsertOne(context, document),
+                session,
+                client._next_operation_id(),
+                timeout_ms=self._timeout_ms,
+            )
+            if "writeErrors" in reply or "writeConcernError" in reply:
+                check_write_reply(reply)  # (the ok: 0 error was InsertOne.parse's)
+            return InsertOneResult(document.get("_id"), True)
+        statement = insert_statement(document, context.new_id)
         concern = self._write_concern_for(session)
         options = write_options(True, bypass_document_validation, comment, raw_data=raw_data)
         # run_writes' loop, unrolled: one statement always goes in one command (or raises
@@ -93,7 +129,6 @@ class CollectionWrites(CollectionBase[_DocumentType]):
             self._codec_options,
             options,
         )
-        client = self._client
         batch = await client._run(
             command, session, client._next_operation_id(), timeout_ms=self._timeout_ms
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -82,7 +81,7 @@ class AsyncGridOutCursor(AsyncCursor):  # type: ignore[valid-type,misc]
             compatible(_AsyncGridOut(chunks, document, self._session))
             for document in page.documents
         ]
-        super()._take(dataclasses.replace(page, documents=grid_outs))
+        super()._take(page.with_changes(documents=grid_outs))
 
 
 def _find_grid_outs(self: _AsyncGridFSBucket, *args: Any, **kwargs: Any) -> Any:

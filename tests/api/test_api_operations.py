@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from asyncmongo.bson import CodecOptions, Int64, ObjectId, decode
+from asyncmongo.bson import CodecOptions, Int64, ObjectId, Timestamp, decode
+from asyncmongo.change_stream import _OpenedPage
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations import aggregate as aggregate_ops
 from asyncmongo.core.operations import count as count_ops
@@ -22,11 +23,16 @@ from asyncmongo.core.operations.common import (
     index_name,
     sort_document,
 )
-from asyncmongo.core.operations.cursors import GetMore, KillCursors, parse_cursor_page
+from asyncmongo.core.operations.cursors import (
+    CursorPage,
+    GetMore,
+    KillCursors,
+    parse_cursor_page,
+)
 from asyncmongo.core.operations.distinct import distinct
 from asyncmongo.core.operations.find import CursorType, Find, FindOptions, first_batch_size
 from asyncmongo.core.operations.find_and_modify import ReturnDocument, find_and_modify
-from asyncmongo.core.operations.replies import check_reply, check_write_reply
+from asyncmongo.core.operations.replies import check_reply, check_write_reply, is_ok
 from asyncmongo.core.operations.run_command import command_document, run_command
 from asyncmongo.core.operations.statements import (
     StatementKind,
@@ -191,6 +197,35 @@ def test_malformed_cursor_replies_are_protocol_errors(reply: dict[str, Any]) -> 
         parse_cursor_page(reply, NS)
 
 
+def test_cursor_page_is_a_value() -> None:
+    """A slots class with the dataclass's equality, repr and replace (``with_changes``)."""
+    page = CursorPage(5, NS, [{"_id": 1}], {"t": 1})
+    assert page == CursorPage(5, NS, [{"_id": 1}], {"t": 1})
+    assert page != CursorPage(0, NS, [{"_id": 1}], {"t": 1})
+    assert repr(page) == (
+        "CursorPage(cursor_id=5, namespace=Namespace(database='db', collection='coll'), "
+        "documents=[{'_id': 1}], post_batch_resume_token={'t': 1}, address=None)"
+    )
+    named = page.with_address(("h", 1))
+    assert named == CursorPage(5, NS, [{"_id": 1}], {"t": 1}, ("h", 1))
+    assert named.with_address(("other", 2)) is named  # named once
+    closed = CursorPage(0, NS, [])
+    assert closed.with_address(("h", 1)) is closed  # no cursor: no home
+    assert page.with_changes(documents=[]) == CursorPage(5, NS, [], {"t": 1})
+    assert page.documents == [{"_id": 1}]  # the original is left as it was
+
+
+def test_change_streams_first_page_keeps_its_operation_time() -> None:
+    page = _OpenedPage(0, NS, [], None, None, Timestamp(1, 2))
+    named = page.with_address(("h", 1))  # always named, even with its cursor closed
+    assert isinstance(named, _OpenedPage)
+    assert (named.address, named.operation_time) == (("h", 1), Timestamp(1, 2))
+    assert named == _OpenedPage(0, NS, [], None, ("h", 1), Timestamp(1, 2))
+    assert named != CursorPage(0, NS, [], None, ("h", 1))
+    assert repr(named).startswith("_OpenedPage(cursor_id=0,")
+    assert repr(named).endswith(f"operation_time={Timestamp(1, 2)!r})")
+
+
 def test_get_more_and_kill_cursors_are_pinned() -> None:
     address = ("h", 1)
     get_more = GetMore(5, NS, address, CODEC, batch_size=3, max_time_ms=100, comment="c")
@@ -225,6 +260,32 @@ def test_get_more_and_kill_cursors_are_pinned() -> None:
 def test_ok_zero_replies_raise_typed_errors(reply: dict[str, Any], error: type) -> None:
     with pytest.raises(error):
         check_reply(reply)
+
+
+@pytest.mark.parametrize(
+    ("ok", "expected"),
+    [
+        (1.0, True),
+        (1, True),
+        (Int64(1), True),
+        (True, True),
+        (0.0, False),
+        (0, False),
+        (False, False),
+        (None, False),
+        ("1", False),
+        (2, False),
+    ],
+)
+def test_ok_is_any_number_equal_to_one_or_true(ok: Any, expected: bool) -> None:
+    """``ok: 1`` in any numeric type, or ``true``, passes; anything else raises."""
+    assert is_ok({"ok": ok}) is expected
+    if expected:
+        check_reply({"ok": ok})
+    else:
+        with pytest.raises(OperationFailure):
+            check_reply({"ok": ok})
+    assert is_ok({}) is False
 
 
 def test_operation_failure_keeps_code_reply_and_labels() -> None:
@@ -337,10 +398,15 @@ def test_sort_and_hint_forms() -> None:
         sort_document(5)
 
 
-@pytest.mark.parametrize("name", ["", "a.b", "a b", "a$", "a/b", 5])
+@pytest.mark.parametrize("name", ["", "a.b", "a b", "a$", "a/b", "a\\b", 'a"b', "a\x00b", 5])
 def test_bad_database_names(name: Any) -> None:
     with pytest.raises((InvalidName, InvalidArgument)):
         check_database_name(name)
+
+
+@pytest.mark.parametrize("name", ["admin", "a", "db-1_x", "é"])
+def test_good_database_names(name: str) -> None:
+    assert check_database_name(name) == name
 
 
 @pytest.mark.parametrize("name", ["", "a..b", ".a", "a.", "a$b", "a\x00b", None])

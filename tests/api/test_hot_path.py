@@ -1,28 +1,45 @@
 """The per-operation fast paths send what the general paths send.
 
-``find_one(filter)`` without options runs ``Find.one`` with options shared by every such call
-instead of building a whole options object; single writes share one default WriteOptions;
-the executor returns selection's awaitable instead of awaiting it in one more coroutine. The
-commands on the wire, the results and the errors must not change.
+``find_one(filter)`` without options runs ``FindOne`` (the collection's parts made once, the
+batch of the closed cursor as its result) instead of a whole ``Find``; ``insert_one``
+without options runs ``InsertOne`` instead of a batching ``WriteCommand``; ``db.command``
+runs a ``RunCommand``; single writes share one default WriteOptions; the executor returns
+selection's awaitable instead of awaiting it in one more coroutine. The commands on the
+wire, the results and the errors must not change.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from asyncmongo import AsyncMongoClient
-from asyncmongo.bson import CodecOptions
+from asyncmongo.bson import CodecOptions, Int64, ObjectId
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.base import Target
 from asyncmongo.core.operations.common import Namespace
-from asyncmongo.core.operations.find import Find, FindOptions
+from asyncmongo.core.operations.cursors import CursorPage
+from asyncmongo.core.operations.find import Find, FindOne, FindOneContext, FindOptions
+from asyncmongo.core.operations.run_command import run_command
 from asyncmongo.core.operations.statements import StatementKind, insert_statement
-from asyncmongo.core.operations.write import WriteCommand, WriteOptions, write_options
-from asyncmongo.core.selection import PRIMARY
-from asyncmongo.errors import AutoReconnect, InvalidArgument
+from asyncmongo.core.operations.write import (
+    InsertContext,
+    InsertOne,
+    WriteCommand,
+    WriteOptions,
+    write_options,
+)
+from asyncmongo.core.selection import PRIMARY, Mode, ReadPreference
+from asyncmongo.errors import (
+    AutoReconnect,
+    DocumentTooLarge,
+    DuplicateKeyError,
+    OperationFailure,
+    ProtocolError,
+)
 from asyncmongo.monitoring import CommandStartedEvent
 from asyncmongo.runtime.executor import Executor
 from asyncmongo.testing import Standalone
@@ -46,21 +63,78 @@ def test_find_one_builds_what_find_builds(
 ) -> None:
     options = FindOptions(filter, limit=1, single_batch=True)
     general = Find(NS, options, PRIMARY, read_concern, CodecOptions()).build(Conn())
-    fast = Find.one(NS, filter, PRIMARY, read_concern, CodecOptions()).build(Conn())
+    context = FindOneContext(NS, PRIMARY, read_concern, CodecOptions())
+    fast = FindOne(context, filter).build(Conn())
     assert fast == general
     assert list(fast.document) == list(general.document)  # key order too
 
 
-def test_find_one_refuses_a_non_mapping_filter() -> None:
-    with pytest.raises(InvalidArgument):
-        Find.one(NS, [("a", 1)], PRIMARY, ReadConcern(), CodecOptions())  # type: ignore[arg-type]
+def test_find_one_runs_where_find_runs() -> None:
+    codec = CodecOptions(tz_aware=True)
+    op = FindOne(FindOneContext(NS, ReadPreference(Mode.SECONDARY), ReadConcern(), codec), {})
+    general = Find(NS, FindOptions(), ReadPreference(Mode.SECONDARY), ReadConcern(), codec)
+    assert (op.name, op.target, op.codec_options) == (general.name, general.target, codec)
 
 
-def test_find_one_parses_as_find() -> None:
-    reply = {"ok": 1, "cursor": {"id": 0, "ns": "db.coll", "firstBatch": [{"_id": 1}]}}
-    op = Find.one(NS, None, PRIMARY, ReadConcern(), CodecOptions())
+def _reply(cursor_id: Any, batch_key: str = "firstBatch", **cursor: Any) -> dict[str, Any]:
+    return {"ok": 1.0, "cursor": {batch_key: [{"_id": 1}], "id": cursor_id, **cursor}}
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        _reply(0, ns="db.coll"),
+        _reply(Int64(0), ns="db.coll"),
+        _reply(0),
+        _reply(0, "nextBatch"),
+        _reply(False),
+        {"ok": True, "cursor": {"firstBatch": [], "id": 0}},
+        {"ok": 1, "cursor": OrderedDict([("firstBatch", [{"_id": 2}]), ("id", 0)])},
+    ],
+)
+def test_find_one_parses_a_closed_cursor_as_its_batch(reply: dict[str, Any]) -> None:
+    """The usual reply gives FindOne the first batch, the documents of Find's page."""
+    op = FindOne(FindOneContext(NS, PRIMARY, ReadConcern(), CodecOptions()), None)
     general = Find(NS, FindOptions(), PRIMARY, ReadConcern(), CodecOptions())
-    assert op.parse(reply) == general.parse(reply)
+    assert op.parse(reply) == general.parse(reply).documents
+    assert type(op.parse(reply)) is list
+
+
+@pytest.mark.parametrize("cursor_id", [5, Int64(5)])
+def test_find_one_parses_an_open_cursor_as_finds_page(cursor_id: int) -> None:
+    """A server that keeps a cursor open: the whole page (find_one closes its cursor)."""
+    op = FindOne(FindOneContext(NS, PRIMARY, ReadConcern(), CodecOptions()), None)
+    general = Find(NS, FindOptions(), PRIMARY, ReadConcern(), CodecOptions())
+    reply = _reply(cursor_id, ns="db.other")
+    page = op.parse(reply)
+    assert isinstance(page, CursorPage)
+    assert page == general.parse(reply)
+    assert page.cursor_id == 5 and page.namespace == Namespace("db", "other")
+
+
+@pytest.mark.parametrize(
+    ("reply", "error"),
+    [
+        ({"ok": 0, "code": 2, "errmsg": "bad"}, OperationFailure),
+        ({"ok": False, "code": 2, "errmsg": "bad"}, OperationFailure),
+        ({"ok": 1}, ProtocolError),
+        ({"ok": 1, "cursor": []}, ProtocolError),
+        ({"ok": 1, "cursor": {"firstBatch": {}, "id": 0}}, ProtocolError),
+        ({"ok": 1, "cursor": {"firstBatch": [], "id": 0.0}}, ProtocolError),
+        ({"ok": 1, "cursor": {"firstBatch": [], "id": None}}, ProtocolError),
+        ({"ok": 1, "cursor": {"id": 0}}, ProtocolError),
+    ],
+)
+def test_find_one_refuses_what_find_refuses(
+    reply: dict[str, Any], error: type[Exception]
+) -> None:
+    op = FindOne(FindOneContext(NS, PRIMARY, ReadConcern(), CodecOptions()), None)
+    general = Find(NS, FindOptions(), PRIMARY, ReadConcern(), CodecOptions())
+    with pytest.raises(error) as fast:
+        op.parse(reply)
+    with pytest.raises(error) as slow:
+        general.parse(reply)
+    assert str(fast.value) == str(slow.value)
 
 
 async def test_find_one_sends_the_same_command_with_and_without_options() -> None:
@@ -134,6 +208,146 @@ def test_write_command_acknowledged_follows_the_write_concern() -> None:
     w1 = WriteCommand(NS, StatementKind.INSERT, statements, WriteConcern(w=1), CodecOptions())
     assert (w0.acknowledged, w1.acknowledged) == (False, True)
     assert w0.build(Conn()).unacknowledged and not w1.build(Conn()).unacknowledged
+
+
+@pytest.mark.parametrize(
+    "concern", [WriteConcern(), WriteConcern(w="majority"), WriteConcern(w=1, journal=True)]
+)
+def test_insert_one_builds_what_the_write_command_builds(concern: WriteConcern) -> None:
+    document = {"_id": 1, "x": "y"}
+    codec = CodecOptions()
+    general = WriteCommand(
+        NS, StatementKind.INSERT, [insert_statement(document)], concern, codec
+    ).build(Conn())
+    context = InsertContext(NS, concern, codec, ObjectId)
+    fast = InsertOne(context, document).build(Conn())
+    assert fast == general
+    assert list(fast.document) == list(general.document)  # key order too
+    assert [s.identifier for s in fast.sequences] == ["documents"]
+    op = InsertOne(context, document)
+    assert (op.name, op.target, op.codec_options, op.acknowledged) == ("insert", Target.write(),
+                                                                       codec, True)
+    assert op.statements == (document,)
+
+
+def test_insert_one_of_a_document_too_large_raises_what_the_write_command_raises() -> None:
+    class Small(Conn):
+        max_bson_object_size = 1024
+
+    document = {"_id": 1, "x": "y" * 2048}
+    context = InsertContext(NS, WriteConcern(), CodecOptions(), ObjectId)
+    with pytest.raises(DocumentTooLarge) as fast:
+        InsertOne(context, document).build(Small())
+    general = WriteCommand(
+        NS, StatementKind.INSERT, [insert_statement(document)], WriteConcern(), CodecOptions()
+    )
+    with pytest.raises(DocumentTooLarge) as slow:
+        general.build(Small())
+    assert str(fast.value) == str(slow.value)
+
+
+def test_insert_one_near_the_message_limit_is_built_exactly() -> None:
+    class Tight(Conn):
+        max_message_size_bytes = 4096  # below the fast path's allowance: the exact way
+
+    document = {"_id": 1, "x": "y" * 100}
+    context = InsertContext(NS, WriteConcern(), CodecOptions(), ObjectId)
+    general = WriteCommand(
+        NS, StatementKind.INSERT, [insert_statement(document)], WriteConcern(), CodecOptions()
+    )
+    assert InsertOne(context, document).build(Tight()) == general.build(Tight())
+
+
+def test_insert_one_parse_raises_the_command_error_and_returns_the_reply() -> None:
+    op = InsertOne(InsertContext(NS, WriteConcern(), CodecOptions(), ObjectId), {"_id": 1})
+    reply = {"ok": 1.0, "n": 0, "writeErrors": [{"index": 0, "code": 11000, "errmsg": "dup"}]}
+    assert op.parse(reply) is reply  # its write errors are insert_one's to raise
+    with pytest.raises(OperationFailure):
+        op.parse({"ok": 0.0, "code": 2, "errmsg": "bad"})
+
+
+def test_insert_context_says_what_the_write_concern_sends() -> None:
+    default = InsertContext(NS, WriteConcern(), CodecOptions(), ObjectId)
+    assert (default.acknowledged, default.write_concern_sent) == (True, False)
+    w0 = InsertContext(NS, WriteConcern(w=0), CodecOptions(), ObjectId)
+    assert (w0.acknowledged, w0.write_concern_sent) == (False, True)
+
+
+async def test_insert_one_sends_the_same_command_with_and_without_options() -> None:
+    events: list[Any] = []
+    async with Standalone() as server:
+        async with AsyncMongoClient(server.uri, event_listeners=[events.append]) as client:
+            coll = client.db.coll
+            first = await coll.insert_one({"_id": 1})
+            second = await coll.insert_one({"_id": 2}, bypass_document_validation=False)
+            third = await coll.insert_one({"x": 3})
+            assert (first.inserted_id, second.inserted_id) == (1, 2)
+            assert isinstance(third.inserted_id, ObjectId) and third.acknowledged
+            with pytest.raises(DuplicateKeyError):
+                await coll.insert_one({"_id": 1})
+            with pytest.raises(DuplicateKeyError):
+                await coll.insert_one({"_id": 1}, comment="c")
+            unacknowledged = await coll.with_options(
+                write_concern=WriteConcern(w=0)
+            ).insert_one({"_id": 4})
+            assert not unacknowledged.acknowledged
+            assert await coll.count_documents({}) == 4
+    started = [
+        e.command
+        for e in events
+        if isinstance(e, CommandStartedEvent) and e.command_name == "insert"
+    ]
+    shown = [{k: v for k, v in c.items() if k not in ("lsid", "$clusterTime")} for c in started]
+    assert [list(c)[:2] for c in shown] == [["insert", "ordered"]] * 6
+    assert shown[0] == {"insert": "coll", "ordered": True, "$db": "db", "documents": [{"_id": 1}]}
+    assert shown[1] == {**shown[0], "bypassDocumentValidation": False,
+                        "documents": [{"_id": 2}]}
+    assert shown[5]["writeConcern"] == {"w": 0}
+
+
+# -- commands -----------------------------------------------------------------------------
+
+
+def test_run_command_sends_the_document_as_written() -> None:
+    document = {"ping": 1, "comment": "c"}
+    op = run_command("admin", document, PRIMARY, CodecOptions())
+    command = op.build(Conn())
+    assert (command.database, command.document, command.sequences) == ("admin", document, ())
+    assert not command.unacknowledged
+    assert (op.name, op.generic, op.own_read_preference) == ("ping", True, False)
+    assert op.target == Target.read(PRIMARY)
+
+
+def test_run_command_parse() -> None:
+    op = run_command("admin", {"ping": 1}, PRIMARY, CodecOptions())
+    reply = {"ok": 1.0}
+    assert op.parse(reply) is reply
+    assert op.parse({}) == {"ok": 1}
+    with pytest.raises(OperationFailure):
+        op.parse({"ok": 0.0, "errmsg": "no", "code": 59})
+    unchecked = run_command("admin", {"ping": 1}, PRIMARY, CodecOptions(), check=False)
+    assert unchecked.parse({"ok": 0.0, "code": 59}) == {"ok": 0.0, "code": 59}
+
+
+async def test_command_sends_each_form_of_the_command() -> None:
+    events: list[Any] = []
+    async with Standalone() as server:
+        async with AsyncMongoClient(server.uri, event_listeners=[events.append]) as client:
+            assert (await client.admin.command("ping"))["ok"] == 1
+            await client.admin.command("ping", comment="c")
+            await client.admin.command({"ping": 1})
+            await client.admin.command("ping", 2, maxTimeMS=500)
+            await client.admin.command("ping", read_preference=PRIMARY)
+    started = [e.command for e in events if isinstance(e, CommandStartedEvent)]
+    shown = [{k: v for k, v in c.items() if k not in ("lsid", "$clusterTime", "$db")}
+             for c in started if "ping" in c]
+    assert shown == [
+        {"ping": 1},
+        {"ping": 1, "comment": "c"},
+        {"ping": 1},
+        {"ping": 2, "maxTimeMS": 500},
+        {"ping": 1},
+    ]
 
 
 # -- the executor's selection seam -------------------------------------------------------

@@ -40,10 +40,13 @@ _DB_FORBIDDEN = frozenset('/\\. "$\x00')
 
 
 def check_database_name(name: object) -> str:
-    """A database name the server accepts (no ``/\\. "$`` or NUL, not empty)."""
+    """A database name the server accepts (no ``/\\. "$`` or NUL, not empty).
+
+    ``isdisjoint`` walks the name in C: every ``client.db`` builds a database and checks its
+    name, and a generator over the characters cost several bytecodes per character."""
     if not isinstance(name, str):
         raise InvalidArgument(f"a database name must be a str, not {type(name).__name__}")
-    if not name or any(ch in _DB_FORBIDDEN for ch in name):
+    if not name or not _DB_FORBIDDEN.isdisjoint(name):
         raise InvalidName(f"invalid database name {name!r}")
     return name
 

@@ -8,8 +8,7 @@ reply, parsed. getMore and killCursors are pinned to the server that owns the cu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Self
 
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.types import Int64
@@ -22,27 +21,74 @@ from asyncmongo.errors import ProtocolError
 __all__ = ["CursorPage", "GetMore", "KillCursors", "parse_cursor_page"]
 
 
-@dataclass(frozen=True, slots=True)
 class CursorPage:
-    """One batch of a server cursor; ``cursor_id`` 0 means the server closed it."""
+    """One batch of a server cursor; ``cursor_id`` 0 means the server closed it.
 
-    cursor_id: int
-    namespace: Namespace
-    documents: list[Any]
-    post_batch_resume_token: Any = None
-    address: Address | None = None
+    A plain ``__slots__`` class rather than a frozen dataclass: every cursor-producing
+    command builds one, and a frozen dataclass's ``__init__`` costs an ``object.__setattr__``
+    call per field. Equality, hash and repr are the dataclass's (over ``_FIELDS``, which a
+    subclass extends), and ``with_changes`` is ``dataclasses.replace``; treat it as immutable.
+    """
+
+    __slots__ = ("address", "cursor_id", "documents", "namespace", "post_batch_resume_token")
+
+    #: The fields, in constructor order (a subclass with more fields appends its own).
+    _FIELDS: tuple[str, ...] = (
+        "cursor_id",
+        "namespace",
+        "documents",
+        "post_batch_resume_token",
+        "address",
+    )
+
+    def __init__(
+        self,
+        cursor_id: int,
+        namespace: Namespace,
+        documents: list[Any],
+        post_batch_resume_token: Any = None,
+        address: Address | None = None,
+    ) -> None:
+        self.cursor_id = cursor_id
+        self.namespace = namespace
+        self.documents = documents
+        self.post_batch_resume_token = post_batch_resume_token
+        self.address = address
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self._FIELDS)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._FIELDS)
+        return f"{type(self).__qualname__}({fields})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, CursorPage)
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def with_changes(self, **changes: Any) -> Self:
+        """A copy with some fields replaced (what ``dataclasses.replace`` did)."""
+        values = {name: getattr(self, name) for name in self._FIELDS}
+        values.update(changes)
+        return type(self)(**values)
 
     def with_address(self, address: Address | None) -> CursorPage:
         """This page naming the server that owns its cursor, when the cursor stays open
         (getMore and killCursors go there)."""
         if not self.cursor_id or self.address is not None:
             return self
-        return replace(self, address=address)
+        return self.with_changes(address=address)
 
 
 def parse_cursor_page(reply: Mapping[str, Any], default_namespace: Namespace) -> CursorPage:
     """Read ``cursor.{id, ns, firstBatch|nextBatch}`` (a malformed cursor is a ProtocolError)."""
-    check_reply(reply)
+    if not reply.get("ok") == 1:  # is_ok, inline (check_reply raises the reply's error)
+        check_reply(reply)
     cursor = reply.get("cursor")
     if type(cursor) is not dict and not isinstance(cursor, Mapping):  # dict: no ABC check
         raise ProtocolError(f"the reply has no cursor document: {dict(reply)!r}")

@@ -28,6 +28,8 @@ from asyncmongo.errors import InvalidArgument
 __all__ = [
     "CursorType",
     "Find",
+    "FindOne",
+    "FindOneContext",
     "FindOptions",
     "first_batch_size",
     "projection_document",
@@ -162,27 +164,8 @@ class Find:
         self.codec_options = codec_options
         self.target = Target.read(read_preference)
 
-    @classmethod
-    def one(
-        cls,
-        namespace: Namespace,
-        filter: Mapping[str, Any] | None,
-        read_preference: ReadPreference,
-        read_concern: ReadConcern,
-        codec_options: CodecOptions,
-    ) -> Find:
-        """``find_one(filter)``: CRUD findOne's limit 1 and singleBatch, no batchSize, with
-        options shared by every such call (only the filter differs)."""
-        if filter is not None:
-            check_document(filter, "filter")
-        op = cls(namespace, FIND_ONE_OPTIONS, read_preference, read_concern, codec_options)
-        op.filter = filter
-        return op
-
     def build(self, conn: ConnectionInfo) -> Command:
         o = self.options
-        if o is FIND_ONE_OPTIONS:
-            return self._build_one()
         command: dict[str, Any] = {"find": self.namespace.collection}
         command["filter"] = self.filter if self.filter is not None else {}
         # plain ifs rather than put(): this runs for every find and find_one
@@ -233,24 +216,76 @@ class Find:
             command = with_raw_data(command, o.raw_data, conn)
         return Command(self.namespace.database, command)
 
-    def _build_one(self) -> Command:
-        """``build`` for ``Find.one``'s options (limit 1, singleBatch, nothing else): the
-        same command, in the same key order, without testing every option that is unset."""
-        namespace = self.namespace
-        command: dict[str, Any] = {
-            "find": namespace.collection,
-            "filter": self.filter if self.filter is not None else {},
-            "limit": 1,
-            "singleBatch": True,
-        }
-        read_concern = self.read_concern
-        if read_concern is not None and not read_concern.is_server_default:
-            command["readConcern"] = read_concern.document
-        return Command(namespace.database, command)
-
     def parse(self, reply: Mapping[str, Any]) -> CursorPage:
         return parse_cursor_page(reply, self.namespace)
 
 
-#: The options of ``find_one(filter)`` without other arguments.
-FIND_ONE_OPTIONS = FindOptions(limit=1, single_batch=True)
+class FindOneContext:
+    """What every ``find_one(filter)`` through one collection object shares: its namespace,
+    where it may run, its read concern and codec options, computed once per collection
+    (its settings never change) instead of once per call."""
+
+    __slots__ = ("codec_options", "collection", "database", "namespace", "read_concern", "target")
+
+    def __init__(
+        self,
+        namespace: Namespace,
+        read_preference: ReadPreference,
+        read_concern: ReadConcern | None,
+        codec_options: CodecOptions,
+    ) -> None:
+        self.namespace = namespace
+        self.database = namespace.database
+        self.collection = namespace.collection
+        self.target = Target.read(read_preference)
+        #: None when it is the server's default (not sent).
+        self.read_concern = (
+            None if read_concern is None or read_concern.is_server_default else read_concern
+        )
+        self.codec_options = codec_options
+
+
+class FindOne:
+    """``find_one(filter)`` without other options: CRUD findOne's ``find`` (limit 1 and
+    singleBatch, no batchSize), the command ``Find`` builds for those options.
+
+    ``filter`` must be a mapping or None (``find_one`` has turned anything else into
+    ``{_id: filter}``). ``parse`` returns the first batch itself, a list, when the server
+    closed the cursor (always, with limit 1 and singleBatch): all ``find_one`` needs, and no
+    page for the executor to track or name a server in. A server that kept a cursor open
+    anyway gets the whole :class:`CursorPage`, which ``find_one`` closes.
+    """
+
+    __slots__ = ("codec_options", "context", "filter", "target")
+
+    name = "find"
+
+    def __init__(self, context: FindOneContext, filter: Mapping[str, Any] | None) -> None:
+        self.context = context
+        self.filter = filter
+        self.target = context.target
+        self.codec_options = context.codec_options
+
+    def build(self, conn: ConnectionInfo) -> Command:
+        context = self.context
+        filter = self.filter
+        command: dict[str, Any] = {
+            "find": context.collection,
+            "filter": filter if filter is not None else {},
+            "limit": 1,
+            "singleBatch": True,
+        }
+        if context.read_concern is not None:
+            command["readConcern"] = context.read_concern.document
+        return Command(context.database, command)
+
+    def parse(self, reply: Mapping[str, Any]) -> list[Any] | CursorPage:
+        cursor = reply.get("cursor")
+        if reply.get("ok") == 1 and cursor.__class__ is dict:  # (is_ok, inline)
+            batch = cursor.get("firstBatch")
+            cursor_id = cursor.get("id", 0)
+            if batch.__class__ is list and not cursor_id and isinstance(cursor_id, int):
+                return batch  # the usual reply: a closed cursor's first batch
+        # anything else: its error, a cursor left open or an odd but valid reply
+        page = parse_cursor_page(reply, self.context.namespace)
+        return page if page.cursor_id else page.documents

@@ -9,7 +9,7 @@ becomes several commands, each of them selected, sent and (later) retried on its
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,14 @@ from asyncmongo.core.operations.statements import StatementKind, WriteStatement
 from asyncmongo.core.wire.batching import BatchLimits, split_batches
 from asyncmongo.core.wire.op_msg import DocumentSequence
 
-__all__ = ["BatchReply", "WriteCommand", "WriteOptions", "write_options"]
+__all__ = [
+    "BatchReply",
+    "InsertContext",
+    "InsertOne",
+    "WriteCommand",
+    "WriteOptions",
+    "write_options",
+]
 
 #: Room kept for the command document and its generic fields on the fast path (bytes).
 FAST_PATH_ALLOWANCE = 16 * 1024
@@ -237,3 +244,94 @@ class WriteCommand:
             start=start,
             encoded=self.encoded(),
         )
+
+
+class InsertContext:
+    """What every ``insert_one`` through one collection object shares: its namespace, codec
+    options, ``_id`` class and write concern (with what the command sends of it), computed
+    once per collection (its settings never change) instead of once per call."""
+
+    __slots__ = (
+        "acknowledged",
+        "codec_options",
+        "collection",
+        "database",
+        "namespace",
+        "new_id",
+        "write_concern",
+        "write_concern_sent",
+    )
+
+    def __init__(
+        self,
+        namespace: Namespace,
+        write_concern: WriteConcern,
+        codec_options: CodecOptions,
+        new_id: Callable[[], Any],
+    ) -> None:
+        self.namespace = namespace
+        self.database = namespace.database
+        self.collection = namespace.collection
+        self.write_concern = write_concern
+        self.acknowledged = write_concern.acknowledged
+        #: False when it is the server's default (no ``writeConcern`` is sent).
+        self.write_concern_sent = not write_concern.is_server_default
+        self.codec_options = codec_options
+        #: What makes a missing ``_id`` (the ObjectId class documents decode to).
+        self.new_id = new_id
+
+
+class InsertOne:
+    """``insert_one(document)`` without options, acknowledged: the ``insert`` command that
+    :class:`WriteCommand` builds for one statement and the default options, without its
+    batching (one document always goes whole, or raises DocumentTooLarge).
+
+    ``statements`` holds the document (an insert statement is the document itself; the
+    executor's retryable-write check asks for them). ``parse`` raises the error of an
+    ``ok: 0`` reply and returns the reply, whose write errors ``insert_one`` raises.
+    """
+
+    __slots__ = ("codec_options", "context", "statements")
+
+    name = "insert"
+    #: Only acknowledged writes take this path (``insert_one`` sends w:0 by WriteCommand).
+    acknowledged = True
+    target = Target.write()
+
+    def __init__(self, context: InsertContext, document: Mapping[str, Any]) -> None:
+        self.context = context
+        self.statements = (document,)
+        self.codec_options = context.codec_options
+
+    def build(self, conn: ConnectionInfo) -> Command:
+        context = self.context
+        command: dict[str, Any] = {"insert": context.collection, "ordered": True}
+        if context.write_concern_sent:
+            command["writeConcern"] = context.write_concern.document
+        encoded = encode(self.statements[0], codec_options=self.codec_options)
+        size = len(encoded)
+        if size > conn.max_bson_object_size or (
+            size + FAST_PATH_ALLOWANCE > conn.max_message_size_bytes
+        ):  # WriteCommand's exact computation (and its DocumentTooLarge)
+            return self._exact(conn)
+        return Command(
+            context.database, command, (DocumentSequence("documents", [encoded]),)
+        )
+
+    def _exact(self, conn: ConnectionInfo) -> Command:
+        """``build`` for a document near the size limits, by the general write command."""
+        context = self.context
+        statement = WriteStatement(StatementKind.INSERT, self.statements[0])
+        command = WriteCommand(
+            context.namespace,
+            StatementKind.INSERT,
+            [statement],
+            context.write_concern,
+            context.codec_options,
+        )
+        return command.build(conn)
+
+    def parse(self, reply: Mapping[str, Any]) -> Mapping[str, Any]:
+        if not reply.get("ok") == 1:  # is_ok, inline (check_reply raises the reply's error)
+            check_reply(reply)
+        return reply
