@@ -234,9 +234,10 @@ class Executor:
         if session is None and name not in _CURSOR_OPS:
             # the usual: the operation's own implicit session (sessions spec), no deadline
             # of its own
-            implicit = self._implicit_session is not None and name not in _SESSIONLESS
-            if implicit:
-                session = self._implicit_session()
+            new_session = self._implicit_session
+            implicit = False
+            if new_session is not None and name not in _SESSIONLESS:
+                session, implicit = new_session(), True
         else:
             session, implicit = self._session_for(op, session)
             if session is not None:

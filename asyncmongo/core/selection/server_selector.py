@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from asyncmongo.core.address import Address
 from asyncmongo.core.sdam.server_description import ServerDescription
@@ -107,12 +108,12 @@ def write_stage_read_preference(
     return read_preference
 
 
-_PRIMARY_PREFERRED = {"mode": "primaryPreferred"}
+_PRIMARY_PREFERRED: dict[str, Any] = {"mode": "primaryPreferred"}
 
 
 def read_preference_to_send(
     topology: TopologyDescription, selection: Selection, address: Address
-) -> dict[str, object] | None:
+) -> dict[str, Any] | None:
     """The ``$readPreference`` a command selected for ``selection`` carries to the server at
     ``address``, if any (server selection: "Topology type: Single", "Passing read preference
     to mongos and load balancers", replica sets). A pure function of the three, so the
