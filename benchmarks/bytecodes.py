@@ -32,9 +32,10 @@ WARMUP = 300
 OPS = 100
 
 
-async def count(op: Op) -> collections.Counter[str]:
-    """Bytecodes per function (``file:function:line``) over OPS calls of ``op``."""
-    for _ in range(WARMUP):
+async def count(op: Op, ops: int = OPS, warmup: int = WARMUP) -> collections.Counter[str]:
+    """Bytecodes per function (``file:function:line``) over ``ops`` calls of ``op``, after
+    ``warmup`` calls (connected, pooled, caches filled)."""
+    for _ in range(warmup):
         await op()
     counts: collections.Counter[str] = collections.Counter()
 
@@ -50,7 +51,7 @@ async def count(op: Op) -> collections.Counter[str]:
 
     sys.settrace(on_call)
     try:
-        for _ in range(OPS):
+        for _ in range(ops):
             await op()
     finally:
         sys.settrace(None)

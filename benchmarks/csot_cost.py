@@ -24,12 +24,12 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_support import ReplayServer
+from bytecodes import count
 from floor_client import FloorClient
 
 import asyncmongo
@@ -50,26 +50,9 @@ async def cpu_per_op(find_one: FindOne, ops: int) -> float:
 
 async def bytecodes_per_op(find_one: FindOne, ops: int = 100) -> int:
     """Python bytecodes executed per find_one (all frames entered while it runs, the event
-    loop's callbacks included)."""
-    count = 0
-
-    def on_opcode(frame: FrameType, event: str, arg: Any) -> Any:
-        nonlocal count
-        if event == "opcode":
-            count += 1
-        return on_opcode
-
-    def on_call(frame: FrameType, event: str, arg: Any) -> Any:
-        frame.f_trace_opcodes = True
-        return on_opcode
-
-    sys.settrace(on_call)
-    try:
-        for _ in range(ops):
-            await find_one()
-    finally:
-        sys.settrace(None)
-    return count // ops
+    loop's callbacks included; ``find_one`` is already warm)."""
+    counts = await count(find_one, ops=ops, warmup=0)
+    return sum(counts.values()) // ops
 
 
 async def measure(uri: str, pairs: int, batch: int) -> None:
