@@ -622,7 +622,7 @@ class Executor:
                 document = self._csot_fields(
                     document, server, deadline, attempt.max_time, checked_at)
             if read_preference is not None:
-                document = {**document, "$readPreference": read_preference}
+                document["$readPreference"] = read_preference  # the attempt's own copy
             if encrypt is not None:
                 # Client-side encryption spec: encrypted before command monitoring sees it,
                 # as one document (the sequences folded in).
@@ -752,11 +752,12 @@ class Executor:
             document = _without_wtimeout(document)
         if deadline is None or now is None:
             return document
-        known = self._topology.description.servers.get(server.address)
+        address = server.address
+        known = self._topology.description.servers.get(address)
         rtt_ms = (known.min_round_trip_time_ms if known is not None else None) or 0.0
         remaining_ms = (deadline - now) * 1000
         if remaining_ms <= rtt_ms:
-            raise timeout_before_send(server.address, remaining_ms, rtt_ms)
+            raise timeout_before_send(address, remaining_ms, rtt_ms)
         budget = int(remaining_ms - rtt_ms) or 1
         if known is not None and known.iscryptd:
             # CSOT "Client Side Encryption": never to mongocryptd, so that the marked-up
@@ -765,9 +766,11 @@ class Executor:
         if not max_time:
             wait = document.get("maxTimeMS")  # an awaitData getMore's maxAwaitTimeMS
             if isinstance(wait, int) and wait > budget:
-                return {**document, "maxTimeMS": budget}
+                document["maxTimeMS"] = budget
             return document
-        return {**document, "maxTimeMS": budget}
+        document["maxTimeMS"] = budget  # the attempt's own copy of the command
+        return document
+
 
 async def _pinned_server(topology: Topology, address: Address) -> Server:
     """A cursor's server (getMore, killCursors); gone from the topology: AutoReconnect."""
