@@ -9,6 +9,7 @@ loop. ``ASYNCMONGO_TEST_LOOP=uvloop`` runs every async test on uvloop only (tox 
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -63,3 +64,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         raise pytest.UsageError(
             "ASYNCMONGO_REQUIRE_EXTENSIONS is set but the BSON C accelerators are not built"
         )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Move what collection built (about 400,000 objects: every parametrized spec case) out of
+    the garbage collector's reach.
+
+    Without this each full collection walks them all and stops the event loop for 250-450 ms
+    on the CI machine, longer than the 250 ms connectTimeoutMS some spec tests set (the SDAM
+    test "Driver extends timeout while streaming" failed a CI run that way). A test's own
+    objects are collected as before.
+    """
+    gc.collect()
+    gc.freeze()
