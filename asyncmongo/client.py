@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
+from asyncio import _get_running_loop
 from collections.abc import AsyncIterator, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
@@ -372,7 +373,7 @@ class AsyncMongoClient(Generic[_DocumentType]):
 
     # -- running operations -----------------------------------------------------------------
 
-    async def _run(
+    def _run(
         self,
         op: Operation[T],
         session: Any = None,
@@ -381,12 +382,51 @@ class AsyncMongoClient(Generic[_DocumentType]):
         timeout_ms: int | None = None,
         deadline: float | None = None,
         max_time: bool = True,
-    ) -> T:
+    ) -> Coroutine[Any, Any, T]:
         """Run one operation in ``session`` (None: an implicit one), connecting first if
         needed, within its deadline: ``deadline`` when given (a loop.time(), math.inf for
         timeoutMS without limit: a cursor's), else from ``timeout_ms`` (the caller's scope's
         timeoutMS, None for the client's) or an enclosing ``asyncmongo.timeout()`` block.
-        ``max_time``: send the remaining budget as maxTimeMS (CSOT; False for a getMore)."""
+        ``max_time``: send the remaining budget as maxTimeMS (CSOT; False for a getMore).
+
+        Not a coroutine function itself: for the usual operation (no explicit session, a
+        client connected on the running loop, no tracing) it returns the executor's own
+        coroutine, so an operation is one coroutine fewer deep; nothing here raises, every
+        check that can fail is ``_run_checked``'s, which runs everything else."""
+        runtime = self._runtime
+        if (
+            session is None
+            and runtime is not None
+            and self._tracing is None
+            and not self._closed
+            and self._loop is _get_running_loop()
+        ):
+            if deadline is None:
+                deadline = self._deadline_for(timeout_ms, self._loop)
+            return runtime.executor.run(
+                op, None, deadline=deadline, operation_id=operation_id, max_time=max_time
+            )
+        return self._run_checked(
+            op,
+            session,
+            operation_id,
+            timeout_ms=timeout_ms,
+            deadline=deadline,
+            max_time=max_time,
+        )
+
+    async def _run_checked(
+        self,
+        op: Operation[T],
+        session: Any,
+        operation_id: int | None,
+        *,
+        timeout_ms: int | None,
+        deadline: float | None,
+        max_time: bool,
+    ) -> T:
+        """``_run`` with an explicit session, before the client is connected on this loop,
+        or with tracing."""
         if session is not None:
             check_session(session)
             if session._client is not self:

@@ -213,12 +213,6 @@ class SessionOperation(Generic[T]):
         # and in a transaction an explicitly given read preference is checked rather than
         # replaced by the transaction's.
         self.generic: bool = getattr(op, "generic", False)
-        #: Client backpressure: a retryable overload error may be retried (in a transaction
-        #: too), as the client's retryReads/retryWrites allow for this kind of command (with
-        #: both on, the defaults, every kind may).
-        self.overload_retry = (retry_reads and retry_writes) or may_retry_overload(
-            op, retry_reads, retry_writes
-        )
         #: The operation's target as this attempt sees it (``retarget`` before a retry).
         self.target: Target = op.target
         if session is None:
@@ -233,12 +227,21 @@ class SessionOperation(Generic[T]):
             op, "unacknowledged", False
         )
         step = self.step = session._prepare(name, acknowledged=acknowledged)
+        if not step.in_transaction and name not in _TXN_END:
+            # the usual: outside a transaction, retryWrites and retryReads as configured
+            self.retry_reads = retry_reads
+            if retry_writes and acknowledged and is_retryable_write_operation(op):
+                self.retry_writes = True
+                self.txn_number = session._next_txn_number()
+            else:
+                self.retry_writes = False
+            return
         in_transaction = self.in_transaction = step.in_transaction
         ending = name in _TXN_END
         if ending:
             # Transactions spec: commit/abort go to the pinned mongos
             self.target = session._transaction_target(op.target)
-        elif in_transaction:
+        else:
             own_preference: bool = getattr(op, "own_read_preference", False)
             target = session._transaction_target(op.target, own_preference=own_preference)
             session._check_read_preference(target, own_preference=own_preference)
@@ -246,16 +249,11 @@ class SessionOperation(Generic[T]):
         # Transactions spec: commit and abort are retried once whatever retryWrites says; a
         # write in a transaction is not retried on its own (acknowledged there even if w:0).
         self.retry_writes = (
-            (retry_writes or ending)
-            and (not in_transaction or ending)
-            and (acknowledged or in_transaction)
-            and is_retryable_write_operation(op)
+            ending and (acknowledged or in_transaction) and is_retryable_write_operation(op)
         )
         #: retryReads, outside a transaction; whether the operation is a retryable read at
         #: all is asked only once an attempt failed (``may_retry``), not on every operation.
         self.retry_reads = retry_reads and not in_transaction
-        if self.retry_writes and not ending:
-            self.txn_number = session._next_txn_number()
 
     def retarget(self) -> None:
         """Before a retry: a failed commit or abort unpinned its session, so the retry

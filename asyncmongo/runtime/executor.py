@@ -62,7 +62,12 @@ from asyncmongo.errors import (
     OperationFailure,
 )
 from asyncmongo.monitoring.command import failure_document
-from asyncmongo.runtime.attempt import ClusterTimeKeeper, OperationSession, SessionOperation
+from asyncmongo.runtime.attempt import (
+    ClusterTimeKeeper,
+    OperationSession,
+    SessionOperation,
+    may_retry_overload,
+)
 from asyncmongo.runtime.command_events import CommandEvents
 from asyncmongo.runtime.connection import Connection
 from asyncmongo.runtime.pool import Pinned
@@ -322,8 +327,11 @@ class Executor:
                     overload = is_overload_error(exc)
                     if overload:
                         allowed_retries = self.max_adaptive_retries
+                    # client backpressure: a retryable overload error may be retried (in a
+                    # transaction too) as retryReads/retryWrites allow for this kind of command
                     retryable = attempt.may_retry(exc) or (
-                        attempt.overload_retry and is_retryable_overload_error(exc)
+                        is_retryable_overload_error(exc)
+                        and may_retry_overload(attempt.op, self.retry_reads, self.retry_writes)
                     )
                     if not retryable or retries >= allowed_retries or _expired(deadline):
                         if reported is not exc:
