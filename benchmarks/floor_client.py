@@ -23,6 +23,7 @@ from typing import Any, cast
 from urllib.parse import urlsplit
 
 from asyncmongo.bson import UUID_SUBTYPE, Binary, ObjectId, decode, encode
+from asyncmongo.runtime.network import READ_SIZE
 
 OP_MSG = 2013
 _HEADER = struct.Struct("<iiii")
@@ -43,6 +44,11 @@ class FloorProtocol(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is duck-typed
+        # as asyncmongo does (runtime/network.py, READ_SIZE): asyncio's 256 KiB reads cost
+        # an mmap/munmap pair per reply in many processes, which would make the floor's
+        # cost depend on the allocator's history, not on the work it does
+        if isinstance(getattr(type(transport), "max_size", None), int):
+            transport.max_size = READ_SIZE  # type: ignore[attr-defined]
 
     def data_received(self, data: bytes) -> None:
         buffer = self._buffer

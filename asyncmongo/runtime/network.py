@@ -23,7 +23,7 @@ import socket
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from asyncmongo.core.address import Address, format_address
 from asyncmongo.core.socks5 import Socks5Error, Socks5Handshake
@@ -128,6 +128,7 @@ async def open_transport(
     except (OSError, TimeoutError, EOFError) as exc:
         raise translate_error(exc, address, "connect") from exc
     _tune_socket(transport)
+    _limit_read_size(transport)
     return transport, protocol
 
 
@@ -238,6 +239,25 @@ def _tune_socket(transport: asyncio.BaseTransport) -> None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
     except OSError:
         pass  # best effort: a socket that refuses options still works
+
+
+#: The most bytes one read takes from the socket, on asyncio's own (selector) loop.
+#: asyncio reads with ``recv(256 KiB)``: a fresh 256 KiB bytes object per reply, which glibc
+#: serves with mmap() (it is over the 128 KiB mmap threshold) and, once shrunk to the
+#: reply's size, frees with munmap(). Unless the allocator has happened to raise its
+#: threshold, that is two system calls and page faults per reply, which measured a third of
+#: a find_one's client CPU. Below the threshold the buffer comes from the heap; a large reply
+#: only takes more reads. uvloop reads into its own buffer and is left alone.
+READ_SIZE: Final = 64 * 1024
+
+
+def _limit_read_size(transport: asyncio.BaseTransport) -> None:
+    """Read at most READ_SIZE bytes at a time wherever asyncio's ``max_size`` is: on its
+    plain socket transports and, with TLS, on the SSL protocol that reads the decrypted
+    bytes (the same 256 KiB, twice per reply). uvloop's have none."""
+    for reader in (transport, getattr(transport, "_ssl_protocol", None)):
+        if isinstance(getattr(type(reader), "max_size", None), int):
+            reader.max_size = READ_SIZE  # type: ignore[union-attr]
 
 
 #: TLS failures that are I/O (the peer hung up mid-handshake): possibly an overloaded server.
