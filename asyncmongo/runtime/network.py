@@ -128,7 +128,7 @@ async def open_transport(
     except (OSError, TimeoutError, EOFError) as exc:
         raise translate_error(exc, address, "connect") from exc
     _tune_socket(transport)
-    _limit_read_size(transport)
+    limit_read_size(transport)
     return transport, protocol
 
 
@@ -251,7 +251,7 @@ def _tune_socket(transport: asyncio.BaseTransport) -> None:
 READ_SIZE: Final = 64 * 1024
 
 
-def _limit_read_size(transport: asyncio.BaseTransport) -> None:
+def limit_read_size(transport: asyncio.BaseTransport) -> None:
     """Read at most READ_SIZE bytes at a time wherever asyncio's ``max_size`` is: on its
     plain socket transports and, with TLS, on the SSL protocol that reads the decrypted
     bytes (the same 256 KiB, twice per reply). uvloop's have none."""

@@ -18,6 +18,7 @@ from typing import Any
 
 from asyncmongo.core.wire.opcodes import HEADER_SIZE
 from asyncmongo.errors import ProtocolError
+from asyncmongo.runtime.network import limit_read_size
 from asyncmongo.testing.protocol import Request, decode_request, encode_reply, read_header
 from asyncmongo.testing.scram import SaslServer, UserDirectory
 from asyncmongo.testing.server.faults import Faults, ReplyFault, garbage_reply
@@ -124,6 +125,7 @@ class Network:
                      writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
+        limit_read_size(writer.transport)  # as the driver's connections (runtime/network.py)
         self._next_connection_id += 1
         conn = Connection(reader, writer, self._next_connection_id, self.users)
         self._connections[conn] = task
