@@ -123,18 +123,18 @@ def is_retryable_write_operation(op: Any) -> bool:
     name = op.name
     if name not in _WRITE_COMMANDS:
         return False  # a read or any other command: the one test most operations take
+    if name == "insert":  # an insert statement is never multi
+        return getattr(op, "statements", None) is not None
     if name == "findAndModify" or name in _TXN_END:
         return True
     if name == "bulkWrite":
         models = getattr(op, "models", ())
         return not any(statement.multi for _, statement in models[getattr(op, "start", 0):])
-    if name not in ("insert", "update", "delete"):
+    if name not in ("update", "delete"):
         return False
     statements = getattr(op, "statements", None)
     if statements is None:
         return False
-    if name == "insert":  # an insert statement is never multi
-        return True
     start = getattr(op, "start", 0)
     return not any(getattr(s, "multi", False) for s in statements[start:])
 
