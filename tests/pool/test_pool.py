@@ -600,7 +600,7 @@ async def test_try_check_out_perishes_a_connection_idle_too_long(
     past it is closed (reason idle) and none is handed out."""
     now = [100.0]
     monkeypatch.setattr("asyncmongo.runtime.pool._monotonic", lambda: now[0])
-    pool, events, server = make_pool(max_idle_time_ms=1000, maintenance_interval=None)
+    pool, events, _ = make_pool(max_idle_time_ms=1000, maintenance_interval=None)
     pool.ready()
     conn = await pool.check_out()
     pool.check_in(conn)
