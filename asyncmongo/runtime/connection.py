@@ -74,7 +74,12 @@ from asyncmongo.core.wire.handshake import (
     client_metadata,
     handshake_command,
 )
-from asyncmongo.core.wire.op_msg import REQUEST_PREFIX, DocumentSequence, OpMsg, encode_op_msg
+from asyncmongo.core.wire.op_msg import (
+    REQUEST_PREFIX,
+    DocumentSequence,
+    OpMsg,
+    encode_op_msg_sized,
+)
 from asyncmongo.core.wire.opcodes import (
     DEFAULT_MAX_BSON_OBJECT_SIZE,
     DEFAULT_MAX_MESSAGE_SIZE_BYTES,
@@ -556,8 +561,7 @@ class Connection:
             if sequences:
                 # a write's document sequences, uncompressed (the body is within the limits)
                 protocol.reader.expected_response_to = request_id
-                buffers = encode_op_msg(request_id, body, sequences)
-                size = sum(map(len, buffers))
+                buffers, size = encode_op_msg_sized(request_id, body, sequences)
                 if size < self._plain_message_limit:
                     self._transport.write(b"".join(buffers))
                 else:
@@ -754,8 +758,8 @@ class Connection:
     ) -> tuple[list[bytes], int]:
         """The message's buffers and the size of the OP_MSG they carry (compressed unless
         the compression spec forbids it for ``command``)."""
-        buffers = encode_op_msg(request_id, body, sequences, flags)
-        size = self._check_message_size(sum(map(len, buffers)))
+        buffers, size = encode_op_msg_sized(request_id, body, sequences, flags)
+        size = self._check_message_size(size)
         if self._compressor is None or not may_compress(next(iter(command), "")):
             return buffers, size
         level = self._settings.compression.zlib_compression_level
