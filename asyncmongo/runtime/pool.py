@@ -472,11 +472,11 @@ class Pool(Generic[C]):
         is closed; otherwise it becomes idle, or goes straight to the first waiter.
 
         ``PoolBook.check_in``'s usual case is inline (once per operation): a connection of
-        the reusable generation, still open, goes on the idle stack here; anything else (not
+        the reusable generation, still open, goes on the idle stack here (the clock is read
+        only when maxIdleTimeMS is set, the one reader of ``idle_since``); anything else (not
         checked out, stale, closed, pool closed) is the book's ``check_in_entry``.
         """
         book = self._book
-        now = _monotonic()
         if self._pinned:  # load-balanced mode only
             self._pinned.pop(conn.id, None)
         entry = book.in_use.pop(conn.id, None)
@@ -486,13 +486,15 @@ class Pool(Generic[C]):
             and entry.generation == book.reusable_generation
             and not conn.is_closed
         ):
-            entry.idle_since = now
+            if book.max_idle is not None:  # idle_since is read only for maxIdleTimeMS
+                entry.idle_since = _monotonic()
             book.idle.append(entry)
             if self._listener is not None or (_debug_maybe() and _log_enabled(_DEBUG)):
                 self._emit(ConnectionCheckedInEvent(self.address, conn.id))
             if book.waiters:
-                self._assign(now)
+                self._assign(_monotonic())
             return
+        now = _monotonic()
         reason = book.check_in_entry(conn, entry, now)
         if self._listener is not None or (_debug_maybe() and _log_enabled(_DEBUG)):
             self._emit(ConnectionCheckedInEvent(self.address, conn.id))

@@ -608,6 +608,9 @@ async def test_try_check_out_perishes_a_connection_idle_too_long(
     now[0] += 0.9
     assert pool.try_check_out() is conn
     pool.check_in(conn)
+    now[0] += 0.9  # 1.8 s since the first check-in, 0.9 s since the last one
+    assert pool.try_check_out() is conn
+    pool.check_in(conn)
     now[0] += 1.1
     assert pool.try_check_out() is None
     assert conn.closed and pool.statistics().total == 0

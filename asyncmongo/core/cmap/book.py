@@ -74,6 +74,7 @@ class _Entry(Generic[C]):
         self.conn = conn
         self.generation = generation
         self.service_id = service_id
+        #: When it last went idle; kept up to date (and read) only with maxIdleTimeMS.
         self.idle_since = 0.0
 
 
