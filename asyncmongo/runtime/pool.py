@@ -58,14 +58,14 @@ _monotonic = time.monotonic
 _READY = PoolState.READY
 _DEBUG = logging.DEBUG
 _log_enabled = LOGGER.isEnabledFor
-#: The logger's own cache of ``isEnabledFor`` answers (level -> bool), which logging clears in
-#: place whenever a level changes (``setLevel``, ``logging.disable``): a cached False is
-#: final (``isEnabledFor`` returns False for it too), anything else (True, or nothing cached
-#: yet: the default True) asks ``isEnabledFor``, which also honours ``Logger.disabled``. So
-#: ``_debug_maybe() and _log_enabled(_DEBUG)`` equals ``_log_enabled(_DEBUG)``
-#: and, in the usual case (DEBUG off), costs one C call instead of a Python one. Without
-#: such a cache (another logging implementation) it always asks ``isEnabledFor``.
-#: ``_log_cached(_DEBUG, True)`` as a call without arguments (a C call, no Python frame).
+#: The logger's own cache of ``isEnabledFor`` answers (level -> bool) read for DEBUG, default
+#: True, as one C call without arguments. Logging clears that cache in place whenever a
+#: level changes (``setLevel``, ``logging.disable``), so a cached False is final
+#: (``isEnabledFor`` returns False for it too); anything else (True, or nothing cached yet)
+#: asks ``isEnabledFor``, which also honours ``Logger.disabled``. So
+#: ``_debug_maybe() and _log_enabled(_DEBUG)`` equals ``_log_enabled(_DEBUG)`` and, in the
+#: usual case (DEBUG off), costs a C call instead of a Python frame. Without such a cache
+#: (another logging implementation) it always asks ``isEnabledFor``.
 _debug_maybe: Callable[[], bool] = functools.partial(
     getattr(LOGGER, "_cache", {}).get, _DEBUG, True
 )
