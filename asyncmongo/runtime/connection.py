@@ -45,13 +45,15 @@ import asyncio
 import functools
 import itertools
 import os
+import struct
 from collections import deque
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar, cast
 
 from asyncmongo.bson import CodecOptions, ObjectId
-from asyncmongo.bson.codec import decode, encode
+from asyncmongo.bson import codec as _codec
+from asyncmongo.bson.codec import decode
 from asyncmongo.bson.errors import BSONError
 from asyncmongo.core.address import Address, format_address
 from asyncmongo.core.uri.client_options import ClientOptions
@@ -72,7 +74,12 @@ from asyncmongo.core.wire.handshake import (
     client_metadata,
     handshake_command,
 )
-from asyncmongo.core.wire.op_msg import REQUEST_PREFIX, DocumentSequence, OpMsg, encode_op_msg
+from asyncmongo.core.wire.op_msg import (
+    REQUEST_PREFIX,
+    DocumentSequence,
+    OpMsg,
+    encode_op_msg_sized,
+)
 from asyncmongo.core.wire.opcodes import (
     DEFAULT_MAX_BSON_OBJECT_SIZE,
     DEFAULT_MAX_MESSAGE_SIZE_BYTES,
@@ -112,8 +119,12 @@ __all__ = [
 
 _request_ids = itertools.count(1)
 _OP_MSG = int(OpCode.OP_MSG)
-_pack_request_prefix = REQUEST_PREFIX.pack
 _REQUEST_PREFIX_SIZE = REQUEST_PREFIX.size
+#: The usual request's prefix (REQUEST_PREFIX: messageLength, requestID, then responseTo 0,
+#: opCode OP_MSG, flagBits 0, kind 0: ``_PLAIN_PREFIX_TAIL``, packed once here), the same
+#: bytes as ``REQUEST_PREFIX.pack(length, request_id, 0, OP_MSG, 0, 0)``.
+_pack_plain_prefix = struct.Struct(f"<ii{_REQUEST_PREFIX_SIZE - 8}s").pack
+_PLAIN_PREFIX_TAIL = REQUEST_PREFIX.pack(0, 0, 0, _OP_MSG, 0, 0)[8:]
 T = TypeVar("T")
 
 
@@ -537,7 +548,9 @@ class Connection:
             doc["$db"] = db
             if settings.server_api is not None:
                 doc.update(settings.server_api.command_fields())
-            body = encode(doc, codec_options=settings.codec_options)
+            # the selected BSON implementation's encoder itself (looked up per call, so
+            # use_implementation still applies): ``codec.encode`` would add a Python frame
+            body = _codec._encode(doc, False, settings.codec_options)
             request_id = next(_request_ids)
             if exhaust_allowed or unacknowledged or len(body) > self._plain_limit:
                 self._send(request_id, body, sequences or (), exhaust_allowed, unacknowledged,
@@ -548,8 +561,7 @@ class Connection:
             if sequences:
                 # a write's document sequences, uncompressed (the body is within the limits)
                 protocol.reader.expected_response_to = request_id
-                buffers = encode_op_msg(request_id, body, sequences)
-                size = sum(map(len, buffers))
+                buffers, size = encode_op_msg_sized(request_id, body, sequences)
                 if size < self._plain_message_limit:
                     self._transport.write(b"".join(buffers))
                 else:
@@ -559,8 +571,8 @@ class Connection:
                 # small enough to go out in one write
                 protocol.reader.expected_response_to = request_id
                 self._transport.write(
-                    _pack_request_prefix(
-                        len(body) + _REQUEST_PREFIX_SIZE, request_id, 0, _OP_MSG, 0, 0
+                    _pack_plain_prefix(
+                        len(body) + _REQUEST_PREFIX_SIZE, request_id, _PLAIN_PREFIX_TAIL
                     ) + body
                 )
             if (
@@ -603,7 +615,10 @@ class Connection:
                 # or the connection is lost
                 return await self._read(deadline, codec_options, check, exhaust=False)
             try:
-                reply: dict[str, Any] = decode(result, codec_options or settings.codec_options)
+                # ``codec.decode`` without its Python frame, as for the encoder above
+                reply: dict[str, Any] = _codec._decode(
+                    result, codec_options or settings.codec_options
+                )
             except (BSONError, ValueError) as exc:
                 self.close()
                 raise ProtocolError(f"malformed reply from {format_address(self.address)}") from exc
@@ -743,8 +758,8 @@ class Connection:
     ) -> tuple[list[bytes], int]:
         """The message's buffers and the size of the OP_MSG they carry (compressed unless
         the compression spec forbids it for ``command``)."""
-        buffers = encode_op_msg(request_id, body, sequences, flags)
-        size = self._check_message_size(sum(map(len, buffers)))
+        buffers, size = encode_op_msg_sized(request_id, body, sequences, flags)
+        size = self._check_message_size(size)
         if self._compressor is None or not may_compress(next(iter(command), "")):
             return buffers, size
         level = self._settings.compression.zlib_compression_level

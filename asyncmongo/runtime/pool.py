@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import logging
 import time
 from collections.abc import Callable, Coroutine, Hashable
@@ -57,6 +58,17 @@ _monotonic = time.monotonic
 _READY = PoolState.READY
 _DEBUG = logging.DEBUG
 _log_enabled = LOGGER.isEnabledFor
+#: The logger's own cache of ``isEnabledFor`` answers (level -> bool) read for DEBUG, default
+#: True, as one C call without arguments. Logging clears that cache in place whenever a
+#: level changes (``setLevel``, ``logging.disable``), so a cached False is final
+#: (``isEnabledFor`` returns False for it too); anything else (True, or nothing cached yet)
+#: asks ``isEnabledFor``, which also honours ``Logger.disabled``. So
+#: ``_debug_maybe() and _log_enabled(_DEBUG)`` equals ``_log_enabled(_DEBUG)`` and, in the
+#: usual case (DEBUG off), costs a C call instead of a Python frame. Without such a cache
+#: (another logging implementation) it always asks ``isEnabledFor``.
+_debug_maybe: Callable[[], bool] = functools.partial(
+    getattr(LOGGER, "_cache", {}).get, _DEBUG, True
+)
 
 
 class Pinned(enum.Enum):
@@ -222,16 +234,34 @@ class Pool(Generic[C]):
         For the executor's hot path (``pool.try_check_out() or await pool.check_out(...)``):
         awaiting ``check_out`` costs a coroutine per operation even when it never suspends.
         Perished idle connections met on the way are closed, as ``check_out`` does.
+
+        ``PoolBook.take_idle``'s usual case is inline (once per operation): the top of the
+        idle stack, of the reusable generation, open and (with maxIdleTimeMS) not idle too
+        long, moves to ``in_use`` here; the clock is read only when maxIdleTimeMS is set.
+        Anything else is the book's to decide.
         """
-        if self._listener is not None or _log_enabled(_DEBUG):
+        if self._listener is not None or (_debug_maybe() and _log_enabled(_DEBUG)):
             return None
         book = self._book
-        if book.state is not _READY or book.waiters:
+        idle = book.idle
+        if not idle or book.waiters:
             return None
-        conn = book.take_idle(_monotonic())
+        entry = idle[-1]
+        conn = entry.conn
+        if (
+            entry.generation == book.checkout_generation  # -1 unless ready
+            and not conn.is_closed
+            and (book.max_idle is None or _monotonic() - entry.idle_since <= book.max_idle)
+        ):
+            idle.pop()
+            book.in_use[conn.id] = entry
+            return conn
+        if book.state is not _READY:
+            return None
+        taken = book.take_idle(_monotonic())
         if book.closing:
             self._close_discarded()
-        return conn
+        return taken
 
     async def check_out(self, deadline: float | None = None) -> C:
         """A ready connection (CMAP: Checking Out a Connection).
@@ -440,13 +470,33 @@ class Pool(Generic[C]):
 
         A perished connection (stale, closed by the peer) or any connection of a closed pool
         is closed; otherwise it becomes idle, or goes straight to the first waiter.
+
+        ``PoolBook.check_in``'s usual case is inline (once per operation): a connection of
+        the reusable generation, still open, goes on the idle stack here (the clock is read
+        only when maxIdleTimeMS is set, the one reader of ``idle_since``); anything else (not
+        checked out, stale, closed, pool closed) is the book's ``check_in_entry``.
         """
         book = self._book
-        now = _monotonic()
         if self._pinned:  # load-balanced mode only
             self._pinned.pop(conn.id, None)
-        reason = book.check_in(conn, now)
-        if self._listener is not None or _log_enabled(_DEBUG):
+        entry = book.in_use.pop(conn.id, None)
+        if (
+            entry is not None
+            and entry.conn is conn
+            and entry.generation == book.reusable_generation
+            and not conn.is_closed
+        ):
+            if book.max_idle is not None:  # idle_since is read only for maxIdleTimeMS
+                entry.idle_since = _monotonic()
+            book.idle.append(entry)
+            if self._listener is not None or (_debug_maybe() and _log_enabled(_DEBUG)):
+                self._emit(ConnectionCheckedInEvent(self.address, conn.id))
+            if book.waiters:
+                self._assign(_monotonic())
+            return
+        now = _monotonic()
+        reason = book.check_in_entry(conn, entry, now)
+        if self._listener is not None or (_debug_maybe() and _log_enabled(_DEBUG)):
             self._emit(ConnectionCheckedInEvent(self.address, conn.id))
         if reason is not None:
             self._close_connection(conn, reason, None)

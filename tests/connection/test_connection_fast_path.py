@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
@@ -264,4 +264,33 @@ async def test_cancelled_after_its_reply_came_stays_reusable(
         assert not conn.is_closed and "draining" not in repr(conn)
         deadline = asyncio.get_running_loop().time() + 2
         assert await conn.command("db", {"ping": 1}, deadline=deadline) == {"ok": 1.0}
+        conn.close()
+
+
+async def test_the_fast_path_uses_the_bson_implementation_selected_now() -> None:
+    """The command's encode and the plain reply's decode call the codec module's selected
+    functions directly (no wrapper frame): a codec switched at runtime is still the one used."""
+    from asyncmongo.bson import codec
+
+    calls: list[str] = []
+    encode_now, decode_now = codec._encode, codec._decode
+
+    def spy_encode(*args: Any) -> bytes:
+        calls.append("encode")
+        return encode_now(*args)
+
+    def spy_decode(*args: Any) -> Any:
+        calls.append("decode")
+        return decode_now(*args)
+
+    async with ScriptedServer(handler) as server:
+        conn = await connect(server.address, SETTINGS, id=1)
+        mp = pytest.MonkeyPatch()
+        try:
+            mp.setattr(codec, "_encode", spy_encode)
+            mp.setattr(codec, "_decode", spy_decode)
+            assert await conn.command("db", {"ping": 1}) == {"ok": 1.0}
+        finally:
+            mp.undo()
+        assert calls == ["encode", "decode"]
         conn.close()

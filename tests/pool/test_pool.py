@@ -541,3 +541,80 @@ async def test_try_check_out_does_not_overtake_a_waiter() -> None:
     assert pool.try_check_out() is conn
     pool.check_in(conn)
     await pool.close()
+
+
+async def test_the_unobserved_fast_paths_follow_every_logging_change(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """try_check_out and check_in read the logger's own isEnabledFor cache: a parent's level,
+    ``Logger.disabled`` and ``logging.disable`` changed at runtime are honoured at once."""
+    logger = logging.getLogger("asyncmongo.connection")
+    parent = logging.getLogger("asyncmongo")
+    saved = (logger.level, logger.disabled, parent.level, logging.root.manager.disable)
+    caplog.set_level(logging.NOTSET)
+
+    def records() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.name == logger.name]
+
+    logger.setLevel(logging.INFO)
+    server = FakeServer()
+    pool: Pool[FakeConnection] = Pool(ADDRESS, PoolOptions(), server.establish)
+    pool.ready()
+    try:
+        conn = await pool.check_out()
+        pool.check_in(conn)  # caches "DEBUG off"
+        assert pool.try_check_out() is conn
+        pool.check_in(conn)
+        assert not records()
+        logger.setLevel(logging.NOTSET)
+        parent.setLevel(logging.DEBUG)  # the child's effective level: DEBUG
+        assert pool.try_check_out() is None
+        conn = await pool.check_out()
+        pool.check_in(conn)
+        assert len(records()) == 3 and "Connection checked in" in records()[-1]
+        caplog.clear()
+        logger.disabled = True  # the cache still says DEBUG: isEnabledFor says no
+        assert pool.try_check_out() is conn
+        pool.check_in(conn)
+        logger.disabled = False
+        logging.disable(logging.DEBUG)
+        assert pool.try_check_out() is conn
+        pool.check_in(conn)
+        assert not records()
+        logging.disable(logging.NOTSET)
+        assert pool.try_check_out() is None
+        pool.check_in(await pool.check_out())
+        assert len(records()) == 3
+    finally:
+        logger.setLevel(saved[0])
+        logger.disabled = saved[1]
+        parent.setLevel(saved[2])
+        logging.disable(saved[3])
+        await pool.close()
+
+
+async def test_try_check_out_perishes_a_connection_idle_too_long(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """maxIdleTimeMS on the checkout fast path: an idle connection within it is taken, one
+    past it is closed (reason idle) and none is handed out."""
+    now = [100.0]
+    monkeypatch.setattr("asyncmongo.runtime.pool._monotonic", lambda: now[0])
+    pool, events, _ = make_pool(max_idle_time_ms=1000, maintenance_interval=None)
+    pool.ready()
+    conn = await pool.check_out()
+    pool.check_in(conn)
+    pool.observe(None)
+    now[0] += 0.9
+    assert pool.try_check_out() is conn
+    pool.check_in(conn)
+    now[0] += 0.9  # 1.8 s since the first check-in, 0.9 s since the last one
+    assert pool.try_check_out() is conn
+    pool.check_in(conn)
+    now[0] += 1.1
+    assert pool.try_check_out() is None
+    assert conn.closed and pool.statistics().total == 0
+    pool.observe(events.append)
+    events.clear()
+    await pool.close()
+    assert [type(e) for e in events] == [PoolClosedEvent]

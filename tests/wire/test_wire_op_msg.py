@@ -13,6 +13,7 @@ from asyncmongo.core.wire.op_msg import (
     decode_op_msg,
     encode_op_msg,
     encode_op_msg_payload,
+    encode_op_msg_sized,
 )
 from asyncmongo.core.wire.opcodes import HEADER, HEADER_SIZE, OpCode, OpMsgFlags
 from asyncmongo.errors import ProtocolError
@@ -128,3 +129,29 @@ def test_malformed_is_protocol_error(data: bytes) -> None:
 def test_unknown_optional_flag_bits_are_ignored() -> None:
     msg = decode_op_msg(1, 0, struct.pack("<I", 1 << 20) + b"\x00" + GOOD)
     assert msg.body == GOOD
+
+
+@pytest.mark.parametrize(
+    "flags", [0, int(OpMsgFlags.EXHAUST_ALLOWED), int(OpMsgFlags.MORE_TO_COME)]
+)
+@pytest.mark.parametrize(
+    "identifiers", [(), ("documents",), ("updates", "deletes"), ("nsInfo", "ops")]
+)
+def test_sized_encoding_is_the_plain_one_and_its_length(
+    flags: int, identifiers: tuple[str, ...]
+) -> None:
+    """encode_op_msg_sized: the same buffers as encode_op_msg, and their total length, which
+    is the header's messageLength; the sections decode back (known and other identifiers)."""
+    body = bson.encode({"insert": "c", "$db": "d"})
+    docs = [bson.encode({"_id": i, "x": "y" * i}) for i in range(3)]
+    sequences = [DocumentSequence(name, docs[: i + 1]) for i, name in enumerate(identifiers)]
+    buffers, length = encode_op_msg_sized(7, body, sequences, flags)
+    assert buffers == encode_op_msg(7, body, sequences, flags)
+    assert length == sum(map(len, buffers))
+    (message_length, request_id, _, _), rest = split(buffers)
+    assert (message_length, request_id) == (length, 7)
+    message = decode_op_msg(7, 0, rest)
+    assert message.flags == flags
+    assert [(s.identifier, list(s.documents)) for s in message.sequences] == [
+        (s.identifier, list(s.documents)) for s in sequences
+    ]

@@ -74,6 +74,7 @@ class _Entry(Generic[C]):
         self.conn = conn
         self.generation = generation
         self.service_id = service_id
+        #: When it last went idle; kept up to date (and read) only with maxIdleTimeMS.
         self.idle_since = 0.0
 
 
@@ -117,16 +118,17 @@ class PoolBook(Generic[C, W]):
     __slots__ = (
         "_last_id",
         "_lb",
-        "_max_idle",
         "_max_size",
-        "_reusable",
         "address",
+        "checkout_generation",
         "closing",
         "generation",
         "idle",
         "in_use",
+        "max_idle",
         "options",
         "pending",
+        "reusable_generation",
         "service_generations",
         "state",
         "waiters",
@@ -149,11 +151,17 @@ class PoolBook(Generic[C, W]):
         self._last_id = 0
         self._lb = options.load_balanced
         self._max_size = options.max_pool_size or (1 << 62)
-        self._max_idle = options.max_idle_time_ms / 1000 if options.max_idle_time_ms else None
+        #: maxIdleTimeMS in seconds (None: no limit).
+        self.max_idle = options.max_idle_time_ms / 1000 if options.max_idle_time_ms else None
         #: The generation of a connection that checkout and check-in may reuse without the
         #: slower checks: the pool's; -1 (no connection's) when load-balanced (each service
-        #: has its own) or closed. One comparison on the hot path instead of three.
-        self._reusable = -1 if self._lb else 0
+        #: has its own) or closed. One comparison on the hot path instead of three. The
+        #: runtime pool's fast paths read it (with ``idle``, ``in_use`` and ``max_idle``) to
+        #: take and return the usual connection without a call into the book.
+        self.reusable_generation = -1 if self._lb else 0
+        #: ``reusable_generation`` while the pool is ready, else -1: the one comparison the
+        #: runtime pool's checkout fast path makes for the state and the generation.
+        self.checkout_generation = -1
 
     # -- counters -------------------------------------------------------------------------
 
@@ -183,6 +191,7 @@ class PoolBook(Generic[C, W]):
         if self.state is not PoolState.PAUSED:
             return False
         self.state = PoolState.READY
+        self.checkout_generation = self.reusable_generation
         return True
 
     def clear(
@@ -200,8 +209,9 @@ class PoolBook(Generic[C, W]):
             return self._clear_service(service_id, interrupt_in_use)
         was_ready = self.state is PoolState.READY
         self.generation += 1
-        self._reusable = self.generation
+        self.reusable_generation = self.generation
         self.state = PoolState.PAUSED
+        self.checkout_generation = -1
         failed = tuple(self.waiters)
         self.waiters.clear()
         self._close_idle(ConnectionClosedReason.STALE, lambda entry: True)
@@ -234,7 +244,7 @@ class PoolBook(Generic[C, W]):
         if self.state is PoolState.CLOSED:
             return None
         self.state = PoolState.CLOSED
-        self._reusable = -1
+        self.reusable_generation = self.checkout_generation = -1
         failed = tuple(self.waiters)
         self.waiters.clear()
         self._close_idle(ConnectionClosedReason.POOL_CLOSED, lambda entry: True)
@@ -254,8 +264,8 @@ class PoolBook(Generic[C, W]):
             # hot path: a connection of the current generation (not load-balanced), not
             # idle too long, still open; anything else is decided by _idle_perished
             if (
-                entry.generation != self._reusable
-                or (self._max_idle is not None and now - entry.idle_since > self._max_idle)
+                entry.generation != self.reusable_generation
+                or (self.max_idle is not None and now - entry.idle_since > self.max_idle)
                 or conn.is_closed
             ):
                 reason = self._idle_perished(entry, now)
@@ -326,14 +336,19 @@ class PoolBook(Generic[C, W]):
     # -- checkin --------------------------------------------------------------------------
 
     def check_in(self, conn: C, now: float) -> ConnectionClosedReason | None:
-        """Take a connection back: the reason to close it, or None when it went idle.
+        """Take a connection back: the reason to close it, or None when it went idle."""
+        return self.check_in_entry(conn, self.in_use.pop(conn.id, None), now)
 
-        ``_take_in_use`` inlined: this runs on every operation."""
-        entry = self.in_use.pop(conn.id, None)
+    def check_in_entry(
+        self, conn: C, entry: _Entry[C] | None, now: float
+    ) -> ConnectionClosedReason | None:
+        """``check_in`` for a caller that already popped ``in_use[conn.id]`` (``entry``, None
+        if absent): the runtime pool's fast path pops it, keeps the usual connection (current
+        generation, open) itself and hands anything else here."""
         if entry is None or entry.conn is not conn:
             raise self._not_checked_out(conn, entry)
         # hot path: current generation, not load-balanced, pool not closed, still open
-        if entry.generation != self._reusable or conn.is_closed:
+        if entry.generation != self.reusable_generation or conn.is_closed:
             reason = self._checkin_perished(entry)
             if reason is not None:
                 self._forget(entry)
@@ -409,7 +424,7 @@ class PoolBook(Generic[C, W]):
     def _idle_perished(self, entry: _Entry[C], now: float) -> ConnectionClosedReason | None:
         if self._is_stale(entry):
             return ConnectionClosedReason.STALE
-        if self._max_idle is not None and now - entry.idle_since > self._max_idle:
+        if self.max_idle is not None and now - entry.idle_since > self.max_idle:
             return ConnectionClosedReason.IDLE
         if entry.conn.is_closed:
             return ConnectionClosedReason.ERROR

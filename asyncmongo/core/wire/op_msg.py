@@ -31,8 +31,8 @@ _KIND_BODY = b"\x00"
 _OP_MSG = int(OpCode.OP_MSG)
 #: flagBits 0 and the body's kind byte: the payload prefix of almost every request.
 _NO_FLAGS_BODY = b"\x00\x00\x00\x00" + _KIND_BODY
-#: The sequence identifiers of the write commands, as sent (C string).
-_IDENTIFIERS = {name: name.encode() + b"\x00" for name in ("documents", "updates", "deletes")}
+#: The header, flagBits and kind byte before the body.
+_BODY_OFFSET = HEADER_SIZE + 5
 #: The usual request's header, flagBits and kind byte (messageLength, requestID, responseTo,
 #: opCode, flagBits 0, kind 0), packed at once: a command with one kind-0 section and no
 #: flags is this and its body.
@@ -142,24 +142,51 @@ def encode_op_msg(
     response_to: int = 0,
 ) -> list[bytes]:
     """A complete OP_MSG as buffers for ``writelines``: the header, then the payload's
-    buffers (what OP_COMPRESSED wraps). One pass: each section's size is added up as the
-    section is framed, and the header packed last."""
-    if not sequences and not flags:  # every command but bulk writes and exhaust
-        header = HEADER.pack(HEADER_SIZE + 5 + len(body), request_id, response_to, _OP_MSG)
-        return [header, _NO_FLAGS_BODY, body]
-    if flags & CHECKSUM_PRESENT:
+    buffers (what OP_COMPRESSED wraps)."""
+    return encode_op_msg_sized(request_id, body, sequences, flags, response_to)[0]
+
+
+def encode_op_msg_sized(
+    request_id: int,
+    body: bytes,
+    sequences: Sequence[DocumentSequence] = (),
+    flags: int = 0,
+    response_to: int = 0,
+) -> tuple[list[bytes], int]:
+    """:func:`encode_op_msg` and the message's size (its messageLength, the buffers' total
+    length), for a sender that checks it against maxMessageSizeBytes. One pass: each
+    section's size is added up as the section is framed, and the header packed last."""
+    length = _BODY_OFFSET + len(body)
+    if not flags:
+        if not sequences:  # every command but bulk writes and exhaust
+            header = HEADER.pack(length, request_id, response_to, _OP_MSG)
+            return [header, _NO_FLAGS_BODY, body], length
+        buffers = [b"", _NO_FLAGS_BODY, body]
+    elif flags & CHECKSUM_PRESENT:
         raise ProtocolError("asyncmongo never sends OP_MSG checksums")
-    buffers = [b"", _UINT32.pack(flags) + _KIND_BODY if flags else _NO_FLAGS_BODY, body]
-    length = HEADER_SIZE + 5 + len(body)
+    else:
+        buffers = [b"", _UINT32.pack(flags) + _KIND_BODY, body]
     for seq in sequences:
-        identifier = _IDENTIFIERS.get(seq.identifier) or seq.identifier.encode() + b"\x00"
         documents = seq.documents
-        size = 4 + len(identifier) + sum(map(len, documents))
+        identifier, size = _SEQUENCE_HEADS.get(seq.identifier) or _sequence_head(seq.identifier)
+        size += sum(map(len, documents))
         buffers.append(_pack_sequence_prefix(1, size) + identifier)
         buffers += documents
-        length += 1 + size
+        length += size + 1
     buffers[0] = HEADER.pack(length, request_id, response_to, _OP_MSG)
-    return buffers
+    return buffers, length
+
+
+def _sequence_head(identifier: str) -> tuple[bytes, int]:
+    """A kind-1 section's identifier as sent and its size before the documents (see
+    ``_SEQUENCE_HEADS``, which holds the write commands')."""
+    encoded = identifier.encode() + b"\x00"
+    return encoded, 4 + len(encoded)
+
+
+#: A kind-1 section's head for each write command's identifier: the identifier as sent (a C
+#: string) and the section's size before its documents (the size field and the C string).
+_SEQUENCE_HEADS = {name: _sequence_head(name) for name in ("documents", "updates", "deletes")}
 
 
 def decode_op_msg(request_id: int, response_to: int, data: bytes | memoryview) -> OpMsg:

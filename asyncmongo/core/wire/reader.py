@@ -84,16 +84,17 @@ class MessageReader:
         unpack and one expression: the usual reply skips the buffer, the copy out of it and
         the :class:`OpMsg`. Never raises: a defect is ``next_reply``'s to report.
         """
-        if self._buffer or self._broken is not None or len(data) < _PLAIN_MIN_SIZE:
+        size = len(data)
+        if size < _PLAIN_MIN_SIZE or self._buffer or self._broken is not None:
             return None
-        length, response_to, opcode_and_flags, kind, size = _unpack_plain_reply(data)
+        # one tuple comparison (in C): messageLength is the chunk's size, responseTo the
+        # expected request, opCode OP_MSG with flagBits 0, kind 0, and the document fills
+        # the rest of the message
         if (
-            length == len(data) == size + _PLAIN_PREFIX_SIZE
-            and response_to == self.expected_response_to
-            and opcode_and_flags == _OP_MSG
-            and not kind
+            _unpack_plain_reply(data)
+            == (size, self.expected_response_to, _OP_MSG, 0, size - _PLAIN_PREFIX_SIZE)
             and not data[-1]
-            and length <= self.max_message_size
+            and size <= self.max_message_size
         ):
             self.expected_response_to = None
             return data[_PLAIN_PREFIX_SIZE:]
