@@ -26,6 +26,7 @@ from asyncmongo.monitoring.command import (
 )
 from asyncmongo.monitoring.command_log import LOGGER as COMMAND_LOGGER
 from asyncmongo.monitoring.command_log import log_failed, log_started, log_succeeded
+from asyncmongo.monitoring.debug_check import debug_maybe
 from asyncmongo.runtime.connection import Connection
 
 __all__ = ["CommandEvents", "next_operation_id"]
@@ -33,6 +34,7 @@ __all__ = ["CommandEvents", "next_operation_id"]
 _operation_ids = itertools.count(1)
 _request_ids = itertools.count(1)
 _DEBUG = logging.DEBUG
+_command_debug_maybe = debug_maybe(COMMAND_LOGGER)
 
 
 def next_operation_id() -> int:
@@ -50,7 +52,9 @@ class CommandEvents:
 
     @property
     def wanted(self) -> bool:
-        return self.publish is not None or COMMAND_LOGGER.isEnabledFor(_DEBUG)
+        return self.publish is not None or (
+            _command_debug_maybe() and COMMAND_LOGGER.isEnabledFor(_DEBUG)
+        )
 
     def started(
         self,

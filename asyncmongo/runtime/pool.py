@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import functools
 import logging
 import time
 from collections.abc import Callable, Coroutine, Hashable
@@ -49,6 +48,7 @@ from asyncmongo.errors import (
     PoolClosedError,
     WaitQueueTimeoutError,
 )
+from asyncmongo.monitoring.debug_check import debug_maybe
 
 __all__ = ["Pinned", "Pool", "PoolConnection"]
 
@@ -58,17 +58,9 @@ _monotonic = time.monotonic
 _READY = PoolState.READY
 _DEBUG = logging.DEBUG
 _log_enabled = LOGGER.isEnabledFor
-#: The logger's own cache of ``isEnabledFor`` answers (level -> bool) read for DEBUG, default
-#: True, as one C call without arguments. Logging clears that cache in place whenever a
-#: level changes (``setLevel``, ``logging.disable``), so a cached False is final
-#: (``isEnabledFor`` returns False for it too); anything else (True, or nothing cached yet)
-#: asks ``isEnabledFor``, which also honours ``Logger.disabled``. So
-#: ``_debug_maybe() and _log_enabled(_DEBUG)`` equals ``_log_enabled(_DEBUG)`` and, in the
-#: usual case (DEBUG off), costs a C call instead of a Python frame. Without such a cache
-#: (another logging implementation) it always asks ``isEnabledFor``.
-_debug_maybe: Callable[[], bool] = functools.partial(
-    getattr(LOGGER, "_cache", {}).get, _DEBUG, True
-)
+#: False when the logger certainly does not log DEBUG (monitoring/debug_check.py): then
+#: ``_log_enabled(_DEBUG)`` need not be asked.
+_debug_maybe = debug_maybe(LOGGER)
 
 
 class Pinned(enum.Enum):

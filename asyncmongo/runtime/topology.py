@@ -44,10 +44,15 @@ from asyncmongo.core.selection import Selection, read_preference_to_send, select
 from asyncmongo.core.selection.explain import describe_selection, selection_timeout_error
 from asyncmongo.errors import ConfigurationError, InvalidOperation, ServerSelectionTimeoutError
 from asyncmongo.monitoring import Listeners, sdam_log
+from asyncmongo.monitoring.debug_check import debug_maybe
 from asyncmongo.monitoring.selection_log import SELECTION_LOGGER, SelectionLog
 from asyncmongo.runtime.server import Server
 
 __all__ = ["Route", "Topology"]
+
+#: False when selection logging is certainly off (monitoring/debug_check.py).
+_selection_debug_maybe = debug_maybe(SELECTION_LOGGER)
+
 
 class Route(NamedTuple):
     """What a selection resolved to under one description: the server, the topology's type
@@ -380,7 +385,7 @@ class Topology:
                     break
             else:
                 return None
-        if SELECTION_LOGGER.isEnabledFor(logging.DEBUG):
+        if _selection_debug_maybe() and SELECTION_LOGGER.isEnabledFor(logging.DEBUG):
             return None
         self.selection_attempts += 1
         return found
