@@ -9,6 +9,7 @@ and the executor's bookkeeping (``runtime.attempt.OperationSession``), nothing m
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -30,7 +31,11 @@ _OUTSIDE_TRANSACTION = SessionStep(in_transaction=False, starting=False)
 
 
 class ImplicitSession:
-    """One operation's (or one cursor's) implicit session."""
+    """One operation's (or one cursor's) implicit session.
+
+    The executor makes one per operation and calls each of its hooks at least once, so the
+    hooks that have nothing to decide are as short as a method can be, and the server
+    session is taken in one call to the client's pool."""
 
     __slots__ = ("_pool", "_server_session")
 
@@ -41,6 +46,12 @@ class ImplicitSession:
     def __init__(self, pool: ServerSessions) -> None:
         self._pool = pool
         self._server_session: ServerSession | None = None
+
+    @classmethod
+    def factory(cls, pool: ServerSessions) -> Callable[[], ImplicitSession]:
+        """The executor's ``implicit_session``: a partial, so making one runs no Python
+        frame but ``__init__``."""
+        return functools.partial(cls, pool)
 
     def __repr__(self) -> str:
         return "<ImplicitSession>"
@@ -93,7 +104,9 @@ class ImplicitSession:
         raise AssertionError("an implicit session never runs a transaction")
 
     def _release(self) -> None:
-        """The server session goes back to the client's pool."""
-        server_session, self._server_session = self._server_session, None
+        """The server session goes back to the client's pool (once: a second call finds
+        none, so it is never pooled twice)."""
+        server_session = self._server_session
         if server_session is not None:
+            self._server_session = None
             self._pool.release(server_session)

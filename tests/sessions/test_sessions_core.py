@@ -4,6 +4,7 @@ retryability predicates."""
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 import pytest
@@ -354,7 +355,7 @@ def test_plain_fields_are_outside_any_transaction_snapshot_or_causal_read() -> N
 
 
 def test_fresh_for_is_the_timeout_less_the_margin() -> None:
-    assert fresh_for(None) is None
+    assert fresh_for(None) == math.inf  # nothing expires
     assert fresh_for(30) == 29 * 60.0
     pool = _pool()
     session = pool.acquire_within(0.0, fresh_for(30))

@@ -11,6 +11,7 @@ still hold it in an unknown state).
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -56,11 +57,12 @@ def is_about_to_expire(session: ServerSession, now: float, timeout_minutes: int 
     return session.last_use + timeout_minutes * 60.0 - EXPIRY_MARGIN_S < now
 
 
-def fresh_for(timeout_minutes: int | None) -> float | None:
+def fresh_for(timeout_minutes: int | None) -> float:
     """How long (seconds) after its last use a session is still worth reusing: the timeout
-    less the one-minute margin (``is_about_to_expire``); None: forever."""
+    less the one-minute margin (``is_about_to_expire``); ``math.inf`` when there is no
+    timeout (nothing expires), so the pool's expiry test needs no None check."""
     if timeout_minutes is None:
-        return None
+        return math.inf
     return timeout_minutes * 60.0 - EXPIRY_MARGIN_S
 
 
@@ -92,29 +94,24 @@ class ServerSessionPool:
         this one at the front unless it is dirty or about to expire."""
         self.release_within(session, now, fresh_for(timeout_minutes))
 
-    def acquire_within(self, now: float, fresh: float | None) -> ServerSession:
-        """``acquire`` with the timeout as ``fresh_for`` gives it: the caller remembers it
-        for the deployment, so it is not recomputed on every operation. The expiry test is
-        ``is_about_to_expire`` inlined: this runs on every operation."""
+    def acquire_within(self, now: float, fresh: float) -> ServerSession:
+        """``acquire`` with the timeout as ``fresh_for`` gives it (``math.inf``: nothing
+        expires): the caller remembers it for the deployment, so it is not recomputed on
+        every operation. The expiry test is ``is_about_to_expire`` inlined: this runs on
+        every operation."""
         idle = self._idle
-        if idle:
-            if fresh is None:
-                return idle.popleft()
-            while idle:
-                session = idle.popleft()
-                if not session.last_use + fresh < now:
-                    return session
+        while idle:
+            session = idle.popleft()
+            if not session.last_use + fresh < now:
+                return session
         return ServerSession(self._new_id(), now)
 
-    def release_within(self, session: ServerSession, now: float, fresh: float | None) -> None:
+    def release_within(self, session: ServerSession, now: float, fresh: float) -> None:
         """``release`` with the timeout as ``fresh_for`` gives it (see ``acquire_within``)."""
         idle = self._idle
-        if fresh is not None:
-            while idle and idle[-1].last_use + fresh < now:
-                idle.pop()
-            if session.last_use + fresh < now:
-                return
-        if not session.dirty:
+        while idle and idle[-1].last_use + fresh < now:
+            idle.pop()
+        if not (session.dirty or session.last_use + fresh < now):
             idle.appendleft(session)
 
     def drain(self) -> list[dict[str, Any]]:
