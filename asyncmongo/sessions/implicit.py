@@ -33,25 +33,26 @@ _OUTSIDE_TRANSACTION = SessionStep(in_transaction=False, starting=False)
 class ImplicitSession:
     """One operation's (or one cursor's) implicit session.
 
-    The executor makes one per operation and calls each of its hooks at least once, so the
-    hooks that have nothing to decide are as short as a method can be, and the server
-    session is taken in one call to the client's pool."""
+    The executor makes one per operation and calls each of its hooks, so the server session
+    is taken and given back with one call each into the pure pool: ``ServerSessions.acquire``
+    and ``release`` inlined (their clock, the pool and the topology's description).
+    """
 
-    __slots__ = ("_pool", "_server_session")
+    __slots__ = ("_server_session", "_sessions")
 
     _implicit = True
     _session_deadline: float | None = None
     _pinned_connection: Any = None
 
-    def __init__(self, pool: ServerSessions) -> None:
-        self._pool = pool
+    def __init__(self, sessions: ServerSessions) -> None:
+        self._sessions = sessions
         self._server_session: ServerSession | None = None
 
     @classmethod
-    def factory(cls, pool: ServerSessions) -> Callable[[], ImplicitSession]:
+    def factory(cls, sessions: ServerSessions) -> Callable[[], ImplicitSession]:
         """The executor's ``implicit_session``: a partial, so making one runs no Python
         frame but ``__init__``."""
-        return functools.partial(cls, pool)
+        return functools.partial(cls, sessions)
 
     def __repr__(self) -> str:
         return "<ImplicitSession>"
@@ -76,7 +77,10 @@ class ImplicitSession:
         now = monotonic()  # one clock reading: the pool's expiry check and the last use
         server_session = self._server_session
         if server_session is None:
-            server_session = self._server_session = self._pool.acquire(now)
+            sessions = self._sessions
+            server_session = self._server_session = sessions.pool.acquire(
+                now, sessions.topology.description
+            )
         server_session.last_use = now
         return PlainSessionFields(server_session.lsid, txn_number, client_cluster_time)
 
@@ -85,7 +89,10 @@ class ImplicitSession:
         ``_fields``, which then reuses it)."""
         server_session = self._server_session
         if server_session is None:
-            server_session = self._server_session = self._pool.acquire()
+            sessions = self._sessions
+            server_session = self._server_session = sessions.pool.acquire(
+                monotonic(), sessions.topology.description
+            )
         return server_session.next_txn_number()
 
     def _observe(self, reply: Mapping[str, Any], address: Any, sharded: bool) -> None:
@@ -109,4 +116,5 @@ class ImplicitSession:
         server_session = self._server_session
         if server_session is not None:
             self._server_session = None
-            self._pool.release(server_session)
+            sessions = self._sessions
+            sessions.pool.release(server_session, monotonic(), sessions.topology.description)

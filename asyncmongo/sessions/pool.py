@@ -2,14 +2,13 @@
 
 Server sessions are pooled by the pure :class:`~asyncmongo.core.sessions.ServerSessionPool`
 (LIFO, discard the ones about to expire or dirtied by a network error); :class:`ServerSessions`
-gives it the clock, the random ids and the deployment's logicalSessionTimeoutMinutes, and
+gives it the clock, the random ids and the deployment's topology description, and
 sends ``endSessions`` for the pooled ids when the client closes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -22,7 +21,6 @@ from asyncmongo.core.sdam.types import TopologyType
 from asyncmongo.core.selection import ReadPreference
 from asyncmongo.core.selection.read_preference import Mode
 from asyncmongo.core.sessions import ServerSession, ServerSessionPool
-from asyncmongo.core.sessions.server_session import fresh_for
 from asyncmongo.errors import MongoError
 
 __all__ = ["END_SESSIONS_BATCH", "Described", "ServerSessions"]
@@ -35,8 +33,8 @@ monotonic: Callable[[], float] = time.monotonic
 
 
 class Described(Protocol):
-    """What the pool watches for the deployment's logicalSessionTimeoutMinutes: the
-    client's running topology (``runtime.topology.Topology``)."""
+    """What the pool reads the deployment from: the client's running topology
+    (``runtime.topology.Topology``)."""
 
     @property
     def description(self) -> TopologyDescription: ...
@@ -44,16 +42,22 @@ class Described(Protocol):
 
 class _NotConnected:
     """Stands for the topology until the client has one: its description is the client's
-    (a new object on every call), so the pool asks again on every acquire and release."""
+    (a new object on every call, so the pool derives the timeout again each time). Once
+    the client has a topology, the first read installs it in the pool's place."""
 
-    __slots__ = ("_description",)
+    __slots__ = ("_sessions",)
 
-    def __init__(self, description: Callable[[], TopologyDescription]) -> None:
-        self._description = description
+    def __init__(self, sessions: ServerSessions) -> None:
+        self._sessions = sessions
 
     @property
     def description(self) -> TopologyDescription:
-        return self._description()
+        sessions = self._sessions
+        topology = sessions._connected()
+        if topology is None:
+            return sessions._description()
+        sessions.topology = topology
+        return topology.description
 
 
 def _no_topology() -> Described | None:
@@ -64,12 +68,13 @@ class ServerSessions:
     """One client's server session pool, sized by the deployment its topology describes.
 
     ``description()`` is the client's topology description, ``topology()`` its running
-    topology once it has one (None before it connects). Every acquire and release needs
-    the deployment's session timeout, which only changes with the topology description:
-    the pool remembers the description it read it from and compares the topology's
-    current one by identity, an attribute read rather than a call into the client."""
+    topology once it has one (None before it connects). Every acquire and release reads
+    ``topology.description`` (an attribute of the running topology, not a call into the
+    client) and the pure pool derives the session timeout once per description object.
+    An implicit session reads ``pool`` and ``topology`` itself: see ``ImplicitSession``.
+    """
 
-    __slots__ = ("_connected", "_described", "_description", "_fresh", "_pool", "_topology")
+    __slots__ = ("_connected", "_description", "pool", "topology")
 
     def __init__(
         self,
@@ -78,52 +83,30 @@ class ServerSessions:
     ) -> None:
         self._description = description
         self._connected = topology
-        self._pool = ServerSessionPool(lambda: uuid.uuid4().bytes)
-        #: The running topology, once ``topology()`` gave it (it never changes after).
-        self._topology: Described = _NotConnected(description)
-        #: The topology description ``_fresh`` was derived from.
-        self._described: object = None
-        #: ``fresh_for`` of that description's timeout (``math.inf``: nothing expires).
-        self._fresh = math.inf
+        self.pool = ServerSessionPool(lambda: uuid.uuid4().bytes)
+        #: The running topology, installed by ``_NotConnected`` on the first read after the
+        #: client has one (it never changes after).
+        self.topology: Described = _NotConnected(self)
 
     def __len__(self) -> int:
-        return len(self._pool)
+        return len(self.pool)
 
     def acquire(self, now: float | None = None) -> ServerSession:
         """A server session from the pool; ``now`` is the caller's clock reading, when it
         has just taken one (an implicit session stamps its last use with the same value)."""
-        if self._topology.description is not self._described:
-            self._describe()
         if now is None:
             now = monotonic()
-        return self._pool.acquire_within(now, self._fresh)
+        return self.pool.acquire(now, self.topology.description)
 
     def release(self, session: ServerSession) -> None:
         """Give ``session`` back (the pool decides whether it is worth keeping)."""
-        if self._topology.description is not self._described:
-            self._describe()
-        self._pool.release_within(session, monotonic(), self._fresh)
-
-    def _describe(self) -> None:
-        """Remember the session timeout of a new topology description: its
-        logicalSessionTimeoutMinutes, none in load-balanced mode (nothing expires)."""
-        if isinstance(self._topology, _NotConnected):
-            topology = self._connected()
-            if topology is not None:
-                self._topology = topology
-        description = self._topology.description
-        timeout = None
-        if description.topology_type is not TopologyType.LOAD_BALANCED:
-            minutes = description.logical_session_timeout_minutes
-            timeout = minutes if isinstance(minutes, int) else None
-        self._fresh = fresh_for(timeout)
-        self._described = description
+        self.pool.release(session, monotonic(), self.topology.description)
 
     async def end_all(self, run: Callable[[Operation[Any]], Awaitable[Any]]) -> None:
         """Sessions spec: endSessions for every pooled id on close (errors ignored)."""
-        if not len(self._pool):
+        if not len(self.pool):
             return
-        ids = self._pool.drain()
+        ids = self.pool.drain()
         description = self._description()
         if description.topology_type is not TopologyType.LOAD_BALANCED and not any(
             server.is_data_bearing for server in description.known_servers
