@@ -127,11 +127,10 @@ class ServerSessionPool:
         this one at the front unless it is dirty or about to expire."""
         if description is not self._described:
             self._describe(description)
-        fresh = self._fresh
         idle = self._idle
-        while idle and idle[-1].last_use + fresh < now:
+        while idle and idle[-1].last_use + self._fresh < now:
             idle.pop()
-        if not (session.dirty or session.last_use + fresh < now):
+        if not (session.dirty or session.last_use + self._fresh < now):
             idle.appendleft(session)
 
     def drain(self) -> list[dict[str, Any]]:
