@@ -145,5 +145,6 @@ class ServerSessionPool:
         self.generation += 1
 
     def _describe(self, description: TopologyDescription) -> None:
+        """Remember the session timeout of a new description (see the class docstring)."""
         self._fresh = fresh_for(session_timeout_minutes(description))
         self._described = description
