@@ -86,14 +86,16 @@ class ImplicitSession:
 
     def _next_txn_number(self) -> int:
         """A retryable write's txnNumber: the server session is taken now (before
-        ``_fields``, which then reuses it)."""
+        ``_fields``, which then reuses it). ``ServerSession.next_txn_number`` inlined:
+        every retryable write runs this once."""
         server_session = self._server_session
         if server_session is None:
             sessions = self._sessions
             server_session = self._server_session = sessions.pool.acquire(
                 monotonic(), sessions.topology.description
             )
-        return server_session.next_txn_number()
+        server_session.txn_number += 1
+        return server_session.txn_number
 
     def _observe(self, reply: Mapping[str, Any], address: Any, sharded: bool) -> None:
         """Nothing to keep: the client's clock gossips, nothing here reads causally."""
