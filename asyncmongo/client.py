@@ -149,7 +149,12 @@ class AsyncMongoClient(Generic[_DocumentType]):
             self._spawn_listener,
             self._tracing,
         )
-        self._server_sessions = ServerSessions(self._sessions_description)
+        self._server_sessions = ServerSessions(
+            self._sessions_description,
+            lambda: None if self._runtime is None else self._runtime.topology,
+        )
+        #: The executor's factory of an operation's implicit session (sessions spec).
+        self._implicit_session = ImplicitSession.factory(self._server_sessions)
         self._scram_cache = ScramCache()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runtime: ClientRuntime | None = None
@@ -185,8 +190,8 @@ class AsyncMongoClient(Generic[_DocumentType]):
         return TopologyDescription.initial(TopologySettings.from_options(self._options))
 
     def _sessions_description(self) -> TopologyDescription:
-        """``topology_description`` for the server session pool, which asks for it twice per
-        operation: a connected client's answer in one call, without the property's frame."""
+        """``topology_description`` for the server session pool (before the client has a
+        topology, and for endSessions on close): a connected client's answer in one call."""
         runtime = self._runtime
         if runtime is not None:
             return runtime.topology.description
@@ -367,9 +372,6 @@ class AsyncMongoClient(Generic[_DocumentType]):
             snapshot_time,
         )
         return AsyncClientSession(self, options)
-
-    def _implicit_session(self) -> ImplicitSession:
-        return ImplicitSession(self._server_sessions)
 
     # -- running operations -----------------------------------------------------------------
 

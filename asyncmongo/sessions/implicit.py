@@ -9,6 +9,7 @@ and the executor's bookkeeping (``runtime.attempt.OperationSession``), nothing m
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -30,17 +31,28 @@ _OUTSIDE_TRANSACTION = SessionStep(in_transaction=False, starting=False)
 
 
 class ImplicitSession:
-    """One operation's (or one cursor's) implicit session."""
+    """One operation's (or one cursor's) implicit session.
 
-    __slots__ = ("_pool", "_server_session")
+    The executor makes one per operation and calls each of its hooks, so the server session
+    is taken and given back with one call each into the pure pool: ``ServerSessions.acquire``
+    and ``release`` inlined (their clock, the pool and the topology's description).
+    """
+
+    __slots__ = ("_server_session", "_sessions")
 
     _implicit = True
     _session_deadline: float | None = None
     _pinned_connection: Any = None
 
-    def __init__(self, pool: ServerSessions) -> None:
-        self._pool = pool
+    def __init__(self, sessions: ServerSessions) -> None:
+        self._sessions = sessions
         self._server_session: ServerSession | None = None
+
+    @classmethod
+    def factory(cls, sessions: ServerSessions) -> Callable[[], ImplicitSession]:
+        """The executor's ``implicit_session``: a partial, so making one runs no Python
+        frame but ``__init__``."""
+        return functools.partial(cls, sessions)
 
     def __repr__(self) -> str:
         return "<ImplicitSession>"
@@ -65,17 +77,25 @@ class ImplicitSession:
         now = monotonic()  # one clock reading: the pool's expiry check and the last use
         server_session = self._server_session
         if server_session is None:
-            server_session = self._server_session = self._pool.acquire(now)
+            sessions = self._sessions
+            server_session = self._server_session = sessions.pool.acquire(
+                now, sessions.topology.description
+            )
         server_session.last_use = now
         return PlainSessionFields(server_session.lsid, txn_number, client_cluster_time)
 
     def _next_txn_number(self) -> int:
         """A retryable write's txnNumber: the server session is taken now (before
-        ``_fields``, which then reuses it)."""
+        ``_fields``, which then reuses it). ``ServerSession.next_txn_number`` inlined:
+        every retryable write runs this once."""
         server_session = self._server_session
         if server_session is None:
-            server_session = self._server_session = self._pool.acquire()
-        return server_session.next_txn_number()
+            sessions = self._sessions
+            server_session = self._server_session = sessions.pool.acquire(
+                monotonic(), sessions.topology.description
+            )
+        server_session.txn_number += 1
+        return server_session.txn_number
 
     def _observe(self, reply: Mapping[str, Any], address: Any, sharded: bool) -> None:
         """Nothing to keep: the client's clock gossips, nothing here reads causally."""
@@ -93,7 +113,10 @@ class ImplicitSession:
         raise AssertionError("an implicit session never runs a transaction")
 
     def _release(self) -> None:
-        """The server session goes back to the client's pool."""
-        server_session, self._server_session = self._server_session, None
+        """The server session goes back to the client's pool (once: a second call finds
+        none, so it is never pooled twice)."""
+        server_session = self._server_session
         if server_session is not None:
-            self._pool.release(server_session)
+            self._server_session = None
+            sessions = self._sessions
+            sessions.pool.release(server_session, monotonic(), sessions.topology.description)

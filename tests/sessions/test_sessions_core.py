@@ -4,11 +4,15 @@ retryability predicates."""
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 import pytest
 
 from asyncmongo.bson.types import Timestamp
+from asyncmongo.core.sdam.settings import TopologySettings
+from asyncmongo.core.sdam.topology_description import TopologyDescription
+from asyncmongo.core.sdam.types import TopologyType
 from asyncmongo.core.sessions import (
     ServerSession,
     ServerSessionPool,
@@ -32,7 +36,7 @@ from asyncmongo.core.sessions.retryability import (
     is_retryable_write_error,
     label_retryable_write_error,
 )
-from asyncmongo.core.sessions.server_session import fresh_for
+from asyncmongo.core.sessions.server_session import fresh_for, session_timeout_minutes
 from asyncmongo.errors import (
     AutoReconnect,
     InvalidOperation,
@@ -43,6 +47,20 @@ from asyncmongo.errors import (
     ServerSelectionTimeoutError,
     WriteConcernError,
 )
+
+SETTINGS = TopologySettings(seeds=(("localhost", 27017),))
+
+
+def _deployment(
+    minutes: int | None, kind: TopologyType = TopologyType.REPLICA_SET_WITH_PRIMARY
+) -> TopologyDescription:
+    """A topology description with this logicalSessionTimeoutMinutes."""
+    return TopologyDescription(kind, {}, SETTINGS, logical_session_timeout_minutes=minutes)
+
+
+#: A deployment with a 30 minute session timeout, and one with none (nothing expires).
+THIRTY = _deployment(30)
+NO_TIMEOUT = _deployment(None)
 
 
 def _pool() -> ServerSessionPool:
@@ -55,60 +73,60 @@ def _pool() -> ServerSessionPool:
 
 def test_pool_is_lifo() -> None:
     pool = _pool()
-    a = pool.acquire(0.0, 30)
-    b = pool.acquire(0.0, 30)
+    a = pool.acquire(0.0, THIRTY)
+    b = pool.acquire(0.0, THIRTY)
     assert a.session_id != b.session_id
-    pool.release(a, 1.0, 30)
-    pool.release(b, 2.0, 30)
-    assert pool.acquire(3.0, 30) is b
-    assert pool.acquire(3.0, 30) is a
+    pool.release(a, 1.0, THIRTY)
+    pool.release(b, 2.0, THIRTY)
+    assert pool.acquire(3.0, THIRTY) is b
+    assert pool.acquire(3.0, THIRTY) is a
 
 
 def test_pool_discards_sessions_about_to_expire() -> None:
     pool = _pool()
-    old = pool.acquire(0.0, 30)
-    pool.release(old, 0.0, 30)
+    old = pool.acquire(0.0, THIRTY)
+    pool.release(old, 0.0, THIRTY)
     # 29 minutes and a second later: less than a minute left, not handed out.
-    fresh = pool.acquire(29 * 60 + 1.0, 30)
+    fresh = pool.acquire(29 * 60 + 1.0, THIRTY)
     assert fresh is not old
     assert len(pool) == 0
 
 
 def test_pool_release_prunes_stale_from_the_back_and_refuses_expiring() -> None:
     pool = _pool()
-    stale = pool.acquire(0.0, 30)
-    pool.release(stale, 0.0, 30)
-    late = pool.acquire(10 * 60.0, 30)
+    stale = pool.acquire(0.0, THIRTY)
+    pool.release(stale, 0.0, THIRTY)
+    late = pool.acquire(10 * 60.0, THIRTY)
     assert late is stale  # still fresh at 10 minutes
-    pool.release(late, 0.0, 30)  # last used at 0
+    pool.release(late, 0.0, THIRTY)  # last used at 0
     other = ServerSession(b"x" * 16, 29 * 60.0)
-    pool.release(other, 29 * 60 + 30.0, 30)
-    assert len(pool) == 1 and pool.acquire(29 * 60 + 30.0, 30) is other
+    pool.release(other, 29 * 60 + 30.0, THIRTY)
+    assert len(pool) == 1 and pool.acquire(29 * 60 + 30.0, THIRTY) is other
     expiring = ServerSession(b"y" * 16, 0.0)
-    pool.release(expiring, 29 * 60 + 30.0, 30)
+    pool.release(expiring, 29 * 60 + 30.0, THIRTY)
     assert len(pool) == 0
 
 
 def test_pool_never_takes_back_a_dirty_session() -> None:
     pool = _pool()
-    session = pool.acquire(0.0, 30)
+    session = pool.acquire(0.0, THIRTY)
     session.mark_dirty()
-    pool.release(session, 1.0, 30)
+    pool.release(session, 1.0, THIRTY)
     assert len(pool) == 0
 
 
 def test_pool_without_timeout_keeps_sessions_forever() -> None:
     pool = _pool()
-    session = pool.acquire(0.0, None)
-    pool.release(session, 1e9, None)
-    assert pool.acquire(2e9, None) is session
+    session = pool.acquire(0.0, NO_TIMEOUT)
+    pool.release(session, 1e9, NO_TIMEOUT)
+    assert pool.acquire(2e9, NO_TIMEOUT) is session
 
 
 def test_drain_returns_lsids_and_repr() -> None:
     pool = _pool()
-    sessions = [pool.acquire(0.0, 30) for _ in range(3)]
+    sessions = [pool.acquire(0.0, THIRTY) for _ in range(3)]
     for session in sessions:
-        pool.release(session, 0.0, 30)
+        pool.release(session, 0.0, THIRTY)
     assert repr(pool) == "<ServerSessionPool 3 idle, gen 0>"
     ids = pool.drain()
     assert [i["id"] for i in ids] == [s.lsid["id"] for s in reversed(sessions)]
@@ -354,11 +372,29 @@ def test_plain_fields_are_outside_any_transaction_snapshot_or_causal_read() -> N
 
 
 def test_fresh_for_is_the_timeout_less_the_margin() -> None:
-    assert fresh_for(None) is None
+    assert fresh_for(None) == math.inf  # nothing expires
     assert fresh_for(30) == 29 * 60.0
     pool = _pool()
-    session = pool.acquire_within(0.0, fresh_for(30))
-    pool.release_within(session, 29 * 60.0, fresh_for(30))
-    assert pool.acquire_within(29 * 60.0, fresh_for(30)) is session  # exactly at the edge
-    pool.release_within(session, 29 * 60.0 + 1, fresh_for(30))
+    session = pool.acquire(0.0, THIRTY)
+    pool.release(session, 29 * 60.0, THIRTY)
+    assert pool.acquire(29 * 60.0, THIRTY) is session  # exactly at the edge
+    pool.release(session, 29 * 60.0 + 1, THIRTY)
     assert len(pool) == 0  # about to expire: not taken back
+
+
+def test_the_pool_reads_the_timeout_of_each_new_description() -> None:
+    """The timeout is derived once per description object (compared by identity), so an
+    equal but new description, or one with another timeout, is read again; load-balanced
+    mode has none whatever the description says (sessions spec)."""
+    assert session_timeout_minutes(THIRTY) == 30
+    assert session_timeout_minutes(_deployment(None)) is None
+    assert session_timeout_minutes(_deployment(1, TopologyType.LOAD_BALANCED)) is None
+    pool = _pool()
+    session = pool.acquire(0.0, THIRTY)
+    pool.release(session, 0.0, THIRTY)
+    assert pool.acquire(10 * 60.0, _deployment(10)) is not session  # 9 minutes fresh at most
+    kept = pool.acquire(0.0, _deployment(1, TopologyType.LOAD_BALANCED))
+    pool.release(kept, 1e9, _deployment(1, TopologyType.LOAD_BALANCED))
+    assert pool.acquire(2e9, _deployment(1, TopologyType.LOAD_BALANCED)) is kept
+    pool.release(kept, 2e9, _deployment(1))  # a new description: read, kept has expired
+    assert len(pool) == 0
