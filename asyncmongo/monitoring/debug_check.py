@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
+from typing import cast
 
 __all__ = ["debug_maybe"]
 
@@ -29,4 +30,5 @@ def debug_maybe(logger: logging.Logger) -> Callable[[], bool]:
     cache = getattr(logger, "_cache", None)
     if not isinstance(cache, dict):
         return functools.partial(bool, True)
-    return functools.partial(cache.get, logging.DEBUG, True)
+    # typed as the bool it always is: the default is True, and logging caches bools
+    return cast("Callable[[], bool]", functools.partial(cache.get, logging.DEBUG, True))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.core.address import Address
@@ -27,6 +27,7 @@ from asyncmongo.core.sessions.decorate import (
     PlainSessionFields,
     SessionFields,
     decorate,
+    decorate_plain,
 )
 from asyncmongo.core.sessions.retryability import (
     RETRYABLE_READ_COMMANDS,
@@ -38,6 +39,7 @@ from asyncmongo.core.sessions.retryability import (
 from asyncmongo.errors import ConfigurationError, OperationFailure, WriteConcernError
 
 __all__ = [
+    "OUTSIDE_TRANSACTION",
     "ClusterTimeKeeper",
     "OperationSession",
     "SessionOperation",
@@ -80,6 +82,10 @@ class SessionStep:
     starting: bool
 
 
+#: The step of every operation outside a transaction (an implicit session's, always).
+OUTSIDE_TRANSACTION: Final = SessionStep(in_transaction=False, starting=False)
+
+
 class OperationSession(Protocol):
     """What the executor needs of a session (``asyncmongo.sessions.AsyncClientSession``)."""
 
@@ -100,6 +106,11 @@ class OperationSession(Protocol):
         *,
         generic: bool = False,
     ) -> SessionFields: ...
+
+    def _implicit_lsid(self) -> Mapping[str, Any]:
+        """An implicit session's lsid for the next attempt (its last use stamped); all of
+        ``_fields`` that one needs (``decorate_plain`` does the rest)."""
+        ...
 
     def _next_txn_number(self) -> int: ...
 
@@ -226,7 +237,10 @@ class SessionOperation(Generic[T]):
         acknowledged = getattr(op, "acknowledged", True) and not getattr(
             op, "unacknowledged", False
         )
-        step = self.step = session._prepare(name, acknowledged=acknowledged)
+        if session._implicit:  # never in a transaction (sessions spec): nothing to prepare
+            step = self.step = OUTSIDE_TRANSACTION
+        else:
+            step = self.step = session._prepare(name, acknowledged=acknowledged)
         if not step.in_transaction and name not in _TXN_END:
             # the usual: outside a transaction, retryWrites and retryReads as configured
             self.retry_reads = retry_reads
@@ -296,6 +310,11 @@ class SessionOperation(Generic[T]):
                     )
             elif not (unacknowledged and session._implicit):
                 txn = self.txn_number if self.supports_retryable_writes else None
+                if session._implicit and not self.commit_majority:
+                    document = decorate_plain(
+                        command.document, session._implicit_lsid(), txn, clock_time
+                    )
+                    return command, document
                 fields = session._fields(step, txn, clock_time, generic=self.generic)
         if fields is None:
             fields = (
@@ -308,8 +327,9 @@ class SessionOperation(Generic[T]):
 
     def parse(self, reply: Mapping[str, Any]) -> T:
         self.clock.advance(reply)
-        if self.session is not None:
-            self.session._observe(reply, self.address, self.sharded)
+        session = self.session
+        if session is not None and not session._implicit:  # an implicit one keeps nothing
+            session._observe(reply, self.address, self.sharded)
         if (
             self.attempt == 1
             and self.retry_writes

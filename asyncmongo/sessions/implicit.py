@@ -19,7 +19,7 @@ from asyncmongo.core.sessions import ServerSession
 from asyncmongo.core.sessions.decorate import PlainSessionFields, SessionFields
 from asyncmongo.core.sessions.labels import is_network_error
 from asyncmongo.errors import ConnectionFailure, ServerSelectionTimeoutError
-from asyncmongo.runtime.attempt import SessionStep
+from asyncmongo.runtime.attempt import OUTSIDE_TRANSACTION, SessionStep
 from asyncmongo.sessions.pool import ServerSessions
 
 __all__ = ["ImplicitSession"]
@@ -27,7 +27,6 @@ __all__ = ["ImplicitSession"]
 #: The clock of the server sessions' last use (tests replace it).
 monotonic: Callable[[], float] = time.monotonic
 
-_OUTSIDE_TRANSACTION = SessionStep(in_transaction=False, starting=False)
 
 
 class ImplicitSession:
@@ -58,7 +57,7 @@ class ImplicitSession:
         return "<ImplicitSession>"
 
     def _prepare(self, name: str, *, acknowledged: bool) -> SessionStep:
-        return _OUTSIDE_TRANSACTION
+        return OUTSIDE_TRANSACTION
 
     def _transaction_target(self, target: Target, *, own_preference: bool = False) -> Target:
         return target
@@ -74,6 +73,12 @@ class ImplicitSession:
         *,
         generic: bool = False,
     ) -> SessionFields:
+        return PlainSessionFields(self._implicit_lsid(), txn_number, client_cluster_time)
+
+    def _implicit_lsid(self) -> Mapping[str, Any]:
+        """The lsid of an attempt: the server session is taken from the pool on the first
+        attempt and its last use stamped on each (the executor decorates the command with
+        ``decorate_plain``, the short path of ``_fields``)."""
         now = monotonic()  # one clock reading: the pool's expiry check and the last use
         server_session = self._server_session
         if server_session is None:
@@ -82,7 +87,7 @@ class ImplicitSession:
                 now, sessions.topology.description
             )
         server_session.last_use = now
-        return PlainSessionFields(server_session.lsid, txn_number, client_cluster_time)
+        return server_session.lsid
 
     def _next_txn_number(self) -> int:
         """A retryable write's txnNumber: the server session is taken now (before

@@ -50,7 +50,7 @@ from asyncmongo.errors import (
     MongoError,
     ServerSelectionTimeoutError,
 )
-from asyncmongo.runtime.attempt import SessionStep
+from asyncmongo.runtime.attempt import OUTSIDE_TRANSACTION, SessionStep
 from asyncmongo.runtime.timeout import current_deadline
 from asyncmongo.sessions.options import NO_TRANSACTION_OPTIONS, SessionOptions, TransactionOptions
 from asyncmongo.sessions.pool import ServerSessions
@@ -64,7 +64,6 @@ T = TypeVar("T")
 #: The clock of the server sessions' last use (tests replace it).
 monotonic: Callable[[], float] = time.monotonic
 
-_STEP_OUTSIDE_TRANSACTION = SessionStep(in_transaction=False, starting=False)
 _STEP_ENDING_TRANSACTION = SessionStep(in_transaction=True, starting=False)
 
 
@@ -477,7 +476,7 @@ class AsyncClientSession:
         if self._txn_state is not TxnState.NONE:
             self._txn_state = transition(self._txn_state, TxnAction.OPERATE).state
             self._unpin()
-        return _STEP_OUTSIDE_TRANSACTION
+        return OUTSIDE_TRANSACTION
 
     def _transaction_target(self, target: Target, *, own_preference: bool = False) -> Target:
         """In a transaction: the transaction's read preference (unless the operation's own
@@ -543,6 +542,9 @@ class AsyncClientSession:
             self._snapshot_time,  # snapshot_time
             cluster_time,  # cluster_time
         )
+
+    def _implicit_lsid(self) -> Mapping[str, Any]:
+        raise AssertionError("an explicit session's fields are _fields'")
 
     def _next_txn_number(self) -> int:
         """A new transaction number for one retryable write (its retry reuses it)."""

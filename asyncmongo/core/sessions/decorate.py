@@ -30,6 +30,7 @@ __all__ = [
     "abort_command",
     "commit_command",
     "decorate",
+    "decorate_plain",
     "snapshot_time_of",
 ]
 
@@ -161,19 +162,9 @@ _FIELD_ORDER: Final = (
 
 def decorate(command: Mapping[str, Any], fields: SessionFields) -> dict[str, Any]:
     """A copy of ``command`` with the session's fields (see the module docstring)."""
-    document = dict(command)
     if fields.plain:  # every operation of an implicit session: the short path
-        if fields.lsid is not None:
-            document["lsid"] = fields.lsid
-        if fields.txn_number is not None:
-            document["txnNumber"] = fields.txn_number
-        # what the general path does when there is neither snapshot nor afterClusterTime:
-        # an existing readConcern of a read command is written back as a copy
-        if "readConcern" in document and next(iter(document)) in READ_CONCERN_COMMANDS:
-            _read_concern(document, fields)
-        if fields.cluster_time is not None:
-            document["$clusterTime"] = fields.cluster_time
-        return document
+        return decorate_plain(command, fields.lsid, fields.txn_number, fields.cluster_time)
+    document = dict(command)
     name = next(iter(document), "")
     if fields.lsid is not None:
         document["lsid"] = fields.lsid
@@ -193,6 +184,31 @@ def decorate(command: Mapping[str, Any], fields: SessionFields) -> dict[str, Any
             document["readConcern"] = {"afterClusterTime": fields.after_cluster_time}
     if fields.cluster_time is not None:
         document["$clusterTime"] = fields.cluster_time
+    return document
+
+
+def decorate_plain(
+    command: Mapping[str, Any],
+    lsid: Mapping[str, Any] | None,
+    txn_number: int | None,
+    cluster_time: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """``decorate`` for a session outside a transaction, neither snapshot nor causally
+    consistent (``PlainSessionFields``; an implicit session's, every operation), given its
+    three fields without an object to hold them."""
+    document = dict(command)
+    if lsid is not None:
+        document["lsid"] = lsid
+    if txn_number is not None:
+        document["txnNumber"] = txn_number
+    # what the general path does when there is neither snapshot nor afterClusterTime:
+    # an existing readConcern of a read command is written back as a copy
+    if "readConcern" in document and next(iter(document)) in READ_CONCERN_COMMANDS:
+        concern = dict(document["readConcern"] or {})
+        if concern:
+            document["readConcern"] = concern
+    if cluster_time is not None:
+        document["$clusterTime"] = cluster_time
     return document
 
 
