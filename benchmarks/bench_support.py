@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,6 +163,39 @@ def jongodb_server() -> Any:
 
 
 # --- measurement ------------------------------------------------------------------------
+
+#: One operation of a paired measurement (``await call()``).
+Call = Callable[[], Awaitable[Any]]
+
+
+async def cpu_per_op(call: Call, ops: int) -> float:
+    """Client CPU µs per operation over ``ops`` calls of ``call``."""
+    start = time.process_time()
+    for _ in range(ops):
+        await call()
+    return (time.process_time() - start) / ops * 1e6
+
+
+async def paired_cpu(calls: Mapping[str, Call], pairs: int, batch: int) -> dict[str, list[float]]:
+    """Each call's CPU µs per op, ``pairs`` samples of ``batch`` operations each, the calls
+    taking turns (in alternating order, so a drift in load favours none of them).
+
+    Sample ``i`` of every call is taken at the same moment, so the ratio of two calls'
+    samples ``i`` cancels the machine's load: on a shared machine the median of those
+    paired ratios is far steadier than a ratio of two separately timed runs."""
+    for call in calls.values():  # connected, pooled and warm before any timing
+        await cpu_per_op(call, batch)
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    for turn in range(pairs):
+        names = list(calls) if turn % 2 == 0 else list(reversed(list(calls)))
+        for name in names:
+            samples[name].append(await cpu_per_op(calls[name], batch))
+    return samples
+
+
+def paired_ratios(mine: list[float], theirs: list[float]) -> list[float]:
+    """``mine[i] / theirs[i]`` for samples of ``paired_cpu``."""
+    return [a / b for a, b in zip(mine, theirs, strict=True)]
 
 
 @dataclass(frozen=True, slots=True)

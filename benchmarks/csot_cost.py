@@ -21,14 +21,13 @@ import argparse
 import asyncio
 import statistics
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_support import ReplayServer
+from bench_support import ReplayServer, paired_cpu, paired_ratios
 from bytecodes import count
 from floor_client import FloorClient
 
@@ -38,14 +37,6 @@ import asyncmongo
 TIMEOUT_MS = 10_000
 
 FindOne = Callable[[], Awaitable[Any]]
-
-
-async def cpu_per_op(find_one: FindOne, ops: int) -> float:
-    """Client CPU µs per find_one over ``ops`` calls."""
-    start = time.process_time()
-    for _ in range(ops):
-        await find_one()
-    return (time.process_time() - start) / ops * 1e6
 
 
 async def bytecodes_per_op(find_one: FindOne, ops: int = 100) -> int:
@@ -66,16 +57,8 @@ async def measure(uri: str, pairs: int, batch: int) -> None:
             "asyncmongo-timeoutMS": lambda: timed_corpus.find_one({"_id": 1}),
             "floor": lambda: floor.find_one("perftest", "corpus", {"_id": 1}),
         }
-        for find_one in calls.values():  # connected, pooled and warm before any timing
-            await cpu_per_op(find_one, batch)
-        samples: dict[str, list[float]] = {name: [] for name in calls}
-        for turn in range(pairs):
-            # alternate who goes first, so a drift in load favours neither
-            names = list(calls) if turn % 2 == 0 else list(reversed(calls))
-            for name in names:
-                samples[name].append(await cpu_per_op(calls[name], batch))
-        ratios = [timed_cpu / plain_cpu for timed_cpu, plain_cpu
-                  in zip(samples["asyncmongo-timeoutMS"], samples["asyncmongo"], strict=True)]
+        samples = await paired_cpu(calls, pairs, batch)
+        ratios = paired_ratios(samples["asyncmongo-timeoutMS"], samples["asyncmongo"])
         codes = {name: await bytecodes_per_op(call) for name, call in calls.items()}
     finally:
         await plain.close()

@@ -1,0 +1,118 @@
+"""asyncmongo's client CPU per operation over the floor client's, measured so noise cancels
+(issue #14's target: at most 1.3x for run command, find one by _id and small doc insert_one).
+
+driver_bench.py's floor table times each driver in runs of its own, seconds apart; on a
+shared 2-core machine the load moves between them by more than the differences being
+measured (its "range over repeats" column often spans 1.3x to 2x for one cell). Here one
+process and one event loop hold both clients, connected to the same server; they take
+turns, a short batch of the same operation each, and every pair of batches gives one CPU
+ratio (``bench_support.paired_cpu``). The report is the median ratio over all pairs, with
+its quartiles.
+
+Both clients share the loop, so the floor's batches also pay the little that asyncmongo's
+idle monitors add to each loop iteration (their timers are scheduled): a slight bias in
+asyncmongo's favour that driver_bench.py's separate runs do not have.
+
+    PYTHONPATH=. python benchmarks/floor_ratio.py [--server replay|jongodb]
+        [--loop asyncio|uvloop] [--pairs 40] [--batch 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_support import (
+    Call,
+    ReplayServer,
+    jongodb_server,
+    load_data,
+    paired_cpu,
+    paired_ratios,
+)
+from floor_client import FloorClient
+
+import asyncmongo
+
+#: Issue #14: asyncmongo's client CPU per operation at most this multiple of the floor's.
+TARGET = 1.3
+
+
+async def measure(uri: str, pairs: int, batch: int, server: str, label: str) -> None:
+    small = load_data().small
+    client: asyncmongo.AsyncMongoClient[dict[str, Any]] = asyncmongo.AsyncMongoClient(uri)
+    floor = await FloorClient.connect(uri)
+    try:
+        db = client.perftest
+        corpus = db.corpus
+        target = db.floor_ratio_insert
+
+        async def floor_insert() -> None:
+            await floor.insert_one("perftest", "floor_ratio_insert", dict(small))
+
+        async def driver_insert() -> None:
+            await target.insert_one(dict(small))
+
+        tasks: dict[str, dict[str, Call]] = {
+            "run command": {
+                "asyncmongo": lambda: db.command("hello", True),
+                "floor": lambda: floor.run_command("perftest", "hello", True),
+            },
+            "find one by _id": {
+                "asyncmongo": lambda: corpus.find_one({"_id": 1}),
+                "floor": lambda: floor.find_one("perftest", "corpus", {"_id": 1}),
+            },
+            "small doc insert_one": {"asyncmongo": driver_insert, "floor": floor_insert},
+        }
+        rows = []
+        for task, calls in tasks.items():
+            samples = await paired_cpu(calls, pairs, batch)
+            ratios = paired_ratios(samples["asyncmongo"], samples["floor"])
+            low, _, high = statistics.quantiles(ratios, n=4)
+            rows.append((task, statistics.median(samples["floor"]),
+                         statistics.median(samples["asyncmongo"]), statistics.median(ratios),
+                         low, high))
+        if server == "jongodb":
+            await target.delete_many({})  # jongodb keeps everything in memory
+    finally:
+        await client.close()
+        floor.close()
+    print(f"{label}, {pairs} pairs of {batch} operations, target <= {TARGET}x\n")
+    print("| task | floor µs/op | asyncmongo µs/op | asyncmongo / floor (median) "
+          "| quartiles | target |")
+    print("|---|---:|---:|---:|---:|---|")
+    for task, floor_us, driver_us, ratio, low, high in rows:
+        verdict = "met" if ratio <= TARGET else "MISS"
+        print(f"| {task} | {floor_us:.1f} | {driver_us:.1f} | {ratio:.2f}x "
+              f"| {low:.2f}x .. {high:.2f}x | {verdict} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--server", choices=("replay", "jongodb"), default="replay")
+    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
+    parser.add_argument("--pairs", type=int, default=40)
+    parser.add_argument("--batch", type=int, default=300)
+    args = parser.parse_args()
+    factory = None
+    if args.loop == "uvloop":
+        import uvloop
+
+        factory = uvloop.new_event_loop
+    server: AbstractContextManager[Any] = (
+        ReplayServer(find_many=0) if args.server == "replay" else jongodb_server()
+    )
+    with server as running, asyncio.Runner(loop_factory=factory) as runner:
+        runner.run(measure(running.uri, args.pairs, args.batch, args.server,
+                           f"{args.server} server, {args.loop} loop"))
+
+
+if __name__ == "__main__":
+    main()
