@@ -150,6 +150,11 @@ def is_retryable_write_operation(op: Any) -> bool:
     return not any(getattr(s, "multi", False) for s in statements[start:])
 
 
+def _acknowledged(op: Any) -> bool:
+    """Whether the operation's write concern is acknowledged (any other operation is)."""
+    return getattr(op, "acknowledged", True) and not getattr(op, "unacknowledged", False)
+
+
 def may_retry_overload(op: Any, retry_reads: bool, retry_writes: bool) -> bool:
     """Client backpressure, "Overload retry policy" 2.4: a write when retryWrites is on, a
     read when retryReads is on, a generic runCommand only when both are; commit and abort
@@ -234,13 +239,26 @@ class SessionOperation(Generic[T]):
             self.retry_reads = retry_reads
             return
         name = self.name
-        acknowledged = getattr(op, "acknowledged", True) and not getattr(
-            op, "unacknowledged", False
-        )
-        if session._implicit:  # never in a transaction (sessions spec): nothing to prepare
-            step = self.step = OUTSIDE_TRANSACTION
-        else:
-            step = self.step = session._prepare(name, acknowledged=acknowledged)
+        if session._implicit:
+            # never in a transaction (sessions spec): nothing to prepare, and only a write
+            # (a commit or abort run as a generic command included) asks more
+            self.step = OUTSIDE_TRANSACTION
+            self.retry_reads = retry_reads
+            ending = name in _TXN_END
+            if (
+                (retry_writes or ending)
+                and name in _WRITE_COMMANDS
+                and is_retryable_write_operation(op)
+                and _acknowledged(op)
+            ):
+                self.retry_writes = True
+                if not ending:
+                    self.txn_number = session._next_txn_number()
+            else:
+                self.retry_writes = False
+            return
+        acknowledged = _acknowledged(op)
+        step = self.step = session._prepare(name, acknowledged=acknowledged)
         if not step.in_transaction and name not in _TXN_END:
             # the usual: outside a transaction, retryWrites and retryReads as configured
             self.retry_reads = retry_reads
