@@ -205,6 +205,8 @@ class SessionOperation(Generic[T]):
     #: What the session decided before the first attempt (None: no session).
     step: SessionStep | None = None
     in_transaction: bool = False
+    #: A generic command in an explicit session (set in ``__init__`` only there).
+    generic: bool = False
 
     def __init__(
         self,
@@ -225,10 +227,6 @@ class SessionOperation(Generic[T]):
         #: and the command carries the remaining budget as maxTimeMS.
         self.timed = timed
         self.max_time = max_time
-        # A generic command (``db.command``): the user's document gets no afterClusterTime,
-        # and in a transaction an explicitly given read preference is checked rather than
-        # replaced by the transaction's.
-        self.generic: bool = getattr(op, "generic", False)
         #: The operation's target as this attempt sees it (``retarget`` before a retry).
         self.target: Target = op.target
         if session is None:
@@ -257,6 +255,10 @@ class SessionOperation(Generic[T]):
             else:
                 self.retry_writes = False
             return
+        # A generic command (``db.command``): the user's document gets no afterClusterTime,
+        # and in a transaction an explicitly given read preference is checked rather than
+        # replaced by the transaction's (what only an explicit session's fields ask).
+        self.generic = getattr(op, "generic", False)
         acknowledged = _acknowledged(op)
         step = self.step = session._prepare(name, acknowledged=acknowledged)
         if not step.in_transaction and name not in _TXN_END:
