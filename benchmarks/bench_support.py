@@ -176,19 +176,27 @@ async def cpu_per_op(call: Call, ops: int) -> float:
     return (time.process_time() - start) / ops * 1e6
 
 
-async def paired_cpu(calls: Mapping[str, Call], pairs: int, batch: int) -> dict[str, list[float]]:
+async def paired_cpu(
+    calls: Mapping[str, Call], pairs: int, batch: int, reset: Call | None = None
+) -> dict[str, list[float]]:
     """Each call's CPU µs per op, ``pairs`` samples of ``batch`` operations each, the calls
     taking turns (in alternating order, so a drift in load favours none of them).
+    ``reset``, if given, runs untimed before every batch (emptying what the batches insert,
+    on a server whose insert slows down as a collection grows).
 
     Sample ``i`` of every call is taken at the same moment, so the ratio of two calls'
     samples ``i`` cancels the machine's load: on a shared machine the median of those
     paired ratios is far steadier than a ratio of two separately timed runs."""
     for call in calls.values():  # connected, pooled and warm before any timing
+        if reset is not None:
+            await reset()
         await cpu_per_op(call, batch)
     samples: dict[str, list[float]] = {name: [] for name in calls}
     for turn in range(pairs):
         names = list(calls) if turn % 2 == 0 else list(reversed(list(calls)))
         for name in names:
+            if reset is not None:
+                await reset()
             samples[name].append(await cpu_per_op(calls[name], batch))
     return samples
 

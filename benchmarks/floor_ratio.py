@@ -9,12 +9,16 @@ turns, a short batch of the same operation each, and every pair of batches gives
 ratio (``bench_support.paired_cpu``). The report is the median ratio over all pairs, with
 its quartiles.
 
-Both clients share the loop, so the floor's batches also pay the little that asyncmongo's
+PyMongo's AsyncMongoClient, when it is installed, takes its turns in the same pairs (unless
+``--no-pymongo``), so its own ratio to the floor is measured under the same load: the
+driver asyncmongo replaces, side by side.
+
+All clients share the loop, so the floor's batches also pay the little that the drivers'
 idle monitors add to each loop iteration (their timers are scheduled): a slight bias in
-asyncmongo's favour that driver_bench.py's separate runs do not have.
+the drivers' favour that driver_bench.py's separate runs do not have.
 
     PYTHONPATH=. python benchmarks/floor_ratio.py [--server replay|jongodb]
-        [--loop asyncio|uvloop] [--pairs 40] [--batch 300]
+        [--loop asyncio|uvloop] [--pairs 40] [--batch 300] [--no-pymongo]
 """
 
 from __future__ import annotations
@@ -45,10 +49,22 @@ import asyncmongo
 TARGET = 1.3
 
 
-async def measure(uri: str, pairs: int, batch: int, server: str, label: str) -> None:
+def pymongo_client(uri: str) -> Any:
+    """PyMongo's AsyncMongoClient for ``uri``, or None when PyMongo is not installed."""
+    try:
+        from pymongo import AsyncMongoClient
+    except ImportError:
+        return None
+    return AsyncMongoClient(uri)
+
+
+async def measure(
+    uri: str, pairs: int, batch: int, server: str, label: str, with_pymongo: bool
+) -> None:
     small = load_data().small
     client: asyncmongo.AsyncMongoClient[dict[str, Any]] = asyncmongo.AsyncMongoClient(uri)
     floor = await FloorClient.connect(uri)
+    pymongo = pymongo_client(uri) if with_pymongo else None
     try:
         db = client.perftest
         corpus = db.corpus
@@ -71,27 +87,59 @@ async def measure(uri: str, pairs: int, batch: int, server: str, label: str) -> 
             },
             "small doc insert_one": {"asyncmongo": driver_insert, "floor": floor_insert},
         }
+        if pymongo is not None:
+            theirs = pymongo.perftest
+            tasks["run command"]["pymongo"] = lambda: theirs.command("hello")
+            tasks["find one by _id"]["pymongo"] = lambda: theirs.corpus.find_one({"_id": 1})
+
+            async def pymongo_insert() -> None:
+                await theirs.floor_ratio_insert.insert_one(dict(small))
+
+            tasks["small doc insert_one"]["pymongo"] = pymongo_insert
+        async def empty_target() -> None:
+            await target.delete_many({})
+
+        # jongodb's insert slows down as the collection grows (about 10 ms after 1,000
+        # documents), and a client's CPU per operation grows with the time it waits:
+        # every batch of inserts starts from an empty collection
+        resets: dict[str, Call] = {"small doc insert_one": empty_target}
         rows = []
         for task, calls in tasks.items():
-            samples = await paired_cpu(calls, pairs, batch)
-            ratios = paired_ratios(samples["asyncmongo"], samples["floor"])
-            low, _, high = statistics.quantiles(ratios, n=4)
-            rows.append((task, statistics.median(samples["floor"]),
-                         statistics.median(samples["asyncmongo"]), statistics.median(ratios),
-                         low, high))
+            reset = resets.get(task) if server == "jongodb" else None
+            samples = await paired_cpu(calls, pairs, batch, reset)
+            rows.append((task, samples))
         if server == "jongodb":
             await target.delete_many({})  # jongodb keeps everything in memory
     finally:
         await client.close()
         floor.close()
-    print(f"{label}, {pairs} pairs of {batch} operations, target <= {TARGET}x\n")
-    print("| task | floor µs/op | asyncmongo µs/op | asyncmongo / floor (median) "
-          "| quartiles | target |")
-    print("|---|---:|---:|---:|---:|---|")
-    for task, floor_us, driver_us, ratio, low, high in rows:
-        verdict = "met" if ratio <= TARGET else "MISS"
-        print(f"| {task} | {floor_us:.1f} | {driver_us:.1f} | {ratio:.2f}x "
-              f"| {low:.2f}x .. {high:.2f}x | {verdict} |")
+        if pymongo is not None:
+            await pymongo.close()
+    report(rows, f"{label}, {pairs} pairs of {batch} operations, target <= {TARGET}x")
+
+
+def report(rows: list[tuple[str, dict[str, list[float]]]], title: str) -> None:
+    """One markdown row per task: CPU µs per op, and each driver's paired ratio to the floor
+    (median, with asyncmongo's quartiles)."""
+    with_pymongo = all("pymongo" in samples for _, samples in rows)
+    print(title + "\n")
+    head = "| task | floor µs/op | asyncmongo µs/op | asyncmongo / floor | quartiles |"
+    if with_pymongo:
+        head += " PyMongo µs/op | PyMongo / floor |"
+    print(head + " target |")
+    print("|---|---:|---:|---:|---:|" + ("---:|---:|" if with_pymongo else "") + "---|")
+    for task, samples in rows:
+        floor = samples["floor"]
+        ratios = paired_ratios(samples["asyncmongo"], floor)
+        low, _, high = statistics.quantiles(ratios, n=4)
+        ratio = statistics.median(ratios)
+        line = (f"| {task} | {statistics.median(floor):.1f} "
+                f"| {statistics.median(samples['asyncmongo']):.1f} | {ratio:.2f}x "
+                f"| {low:.2f}x .. {high:.2f}x |")
+        if with_pymongo:
+            theirs = statistics.median(paired_ratios(samples["pymongo"], floor))
+            line += f" {statistics.median(samples['pymongo']):.1f} | {theirs:.2f}x |"
+        print(line + (" met |" if ratio <= TARGET else " MISS |"))
 
 
 def main() -> None:
@@ -100,6 +148,8 @@ def main() -> None:
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
     parser.add_argument("--pairs", type=int, default=40)
     parser.add_argument("--batch", type=int, default=300)
+    parser.add_argument("--no-pymongo", dest="pymongo", action="store_false",
+                        help="leave PyMongo's AsyncMongoClient out of the pairs")
     args = parser.parse_args()
     factory = None
     if args.loop == "uvloop":
@@ -111,7 +161,7 @@ def main() -> None:
     )
     with server as running, asyncio.Runner(loop_factory=factory) as runner:
         runner.run(measure(running.uri, args.pairs, args.batch, args.server,
-                           f"{args.server} server, {args.loop} loop"))
+                           f"{args.server} server, {args.loop} loop", args.pymongo))
 
 
 if __name__ == "__main__":
