@@ -96,16 +96,16 @@ async def measure(
                 await theirs.floor_ratio_insert.insert_one(dict(small))
 
             tasks["small doc insert_one"]["pymongo"] = pymongo_insert
+
         async def empty_target() -> None:
             await target.delete_many({})
 
-        # jongodb's insert slows down as the collection grows (about 10 ms after 1,000
-        # documents), and a client's CPU per operation grows with the time it waits:
-        # every batch of inserts starts from an empty collection
-        resets: dict[str, Call] = {"small doc insert_one": empty_target}
         rows = []
         for task, calls in tasks.items():
-            reset = resets.get(task) if server == "jongodb" else None
+            # jongodb's insert slows down as the collection grows (about 10 ms after 1,000
+            # documents), and a client's CPU per operation grows with the time it waits:
+            # there every batch of inserts starts from an empty collection
+            reset = empty_target if server == "jongodb" and "insert" in task else None
             samples = await paired_cpu(calls, pairs, batch, reset)
             rows.append((task, samples))
         if server == "jongodb":
