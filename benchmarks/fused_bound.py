@@ -1,0 +1,155 @@
+"""How much of asyncmongo's cost over the floor is its layering: find_one fused into one
+coroutine from the same runtime pieces, paired against asyncmongo and the floor.
+
+The fused find_one uses what asyncmongo's own find_one uses on its usual path: the
+topology's remembered route, the pool's fast check-out and check-in, a server session from
+the client's pool (the implicit session's lsid), the cluster time's gossip both ways, the
+connection's framing and its fast reply path, the BSON codec. What it leaves out is the
+layering between them: no operation object, no ``SessionOperation``, no ``ImplicitSession``,
+no executor or ``Connection.command`` frame, and none of the checks those make for the
+cases find_one does not meet (explicit sessions, transactions, retries, timeoutMS, command
+events, encryption). Its ratio to the floor is a lower bound for a driver built from these
+pieces, and the difference to asyncmongo's ratio is what the layers cost.
+
+It reaches into the runtime's private attributes, so it is a measurement, not an API: it
+checks that it returns what ``find_one`` returns before timing anything.
+
+    PYTHONPATH=. python benchmarks/fused_bound.py [--loop asyncio|uvloop] [--pairs 20]
+        [--batch 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_support import ReplayServer, paired_cpu, paired_ratios
+from floor_client import FloorClient
+
+import asyncmongo
+from asyncmongo.bson import codec
+from asyncmongo.runtime import connection as wire
+
+
+def fused_find_one(
+    client: asyncmongo.AsyncMongoClient[dict[str, Any]], collection: Any
+) -> Callable[[Mapping[str, Any]], Awaitable[dict[str, Any] | None]]:
+    """find_one(filter) on ``collection`` (of ``client``, which has run a find_one on it)
+    as one coroutine: see the module's docstring."""
+    runtime = client._runtime
+    assert runtime is not None, "connect the client first"
+    executor = runtime.executor
+    topology = executor._topology
+    sessions = client._server_sessions
+    clock = executor.clock
+    context = collection._find_one_context
+    assert context is not None, "run one find_one on the collection first"
+    selection = context.target.selection
+    codec_options = context.codec_options
+    database, name = context.database, context.collection
+    monotonic = time.monotonic
+    loop = asyncio.get_running_loop()
+
+    async def find_one(filter: Mapping[str, Any]) -> dict[str, Any] | None:
+        route = topology.route(selection)
+        assert route is not None, "the route is remembered after the first find_one"
+        pool = route[0].pool
+        conn = pool.try_check_out() or await pool.check_out(None)
+        description = topology.description
+        now = monotonic()
+        server_session = sessions.pool.acquire(now, description)
+        server_session.last_use = now
+        document: dict[str, Any] = {
+            "find": name, "filter": filter, "limit": 1, "singleBatch": True,
+            "lsid": server_session.lsid, "$db": database,
+        }
+        if clock.cluster_time is not None:
+            document["$clusterTime"] = clock.cluster_time
+        try:
+            body = codec._encode(document, False, codec_options)
+            request_id = next(wire._request_ids)
+            protocol = conn._protocol
+            protocol.reader.expected_response_to = request_id
+            conn._busy = True
+            conn._transport.write(wire._pack_plain_prefix(
+                len(body) + wire._REQUEST_PREFIX_SIZE, request_id, wire._PLAIN_PREFIX_TAIL
+            ) + body)
+            waiter = protocol._reply_waiter = loop.create_future()
+            try:
+                result = await waiter
+            finally:
+                protocol._reply_waiter = None
+                conn._busy = False
+            assert result is not None, "a plain reply"
+            reply: dict[str, Any] = codec._decode(result, codec_options)
+            if reply.get("ok") != 1:
+                raise RuntimeError(f"find failed: {reply}")
+            clock.advance(reply)
+        except BaseException:
+            conn.close()
+            raise
+        pool.check_in(conn)
+        sessions.pool.release(server_session, monotonic(), description)
+        batch: list[dict[str, Any]] = reply["cursor"]["firstBatch"]
+        return batch[0] if batch else None
+
+    return find_one
+
+
+async def measure(uri: str, pairs: int, batch: int, label: str) -> None:
+    client: asyncmongo.AsyncMongoClient[dict[str, Any]] = asyncmongo.AsyncMongoClient(uri)
+    floor = await FloorClient.connect(uri)
+    try:
+        corpus = client.perftest.corpus
+        expected = await corpus.find_one({"_id": 1})
+        fused = fused_find_one(client, corpus)
+        if await fused({"_id": 1}) != expected:
+            raise AssertionError("the fused find_one returned another document")
+        samples = await paired_cpu(
+            {
+                "asyncmongo": lambda: corpus.find_one({"_id": 1}),
+                "fused": lambda: fused({"_id": 1}),
+                "floor": lambda: floor.find_one("perftest", "corpus", {"_id": 1}),
+            },
+            pairs,
+            batch,
+        )
+    finally:
+        await client.close()
+        floor.close()
+    print(f"find one by _id, {label}, {pairs} pairs of {batch} operations\n")
+    print("| client | CPU µs/op | / floor (median) | quartiles |")
+    print("|---|---:|---:|---:|")
+    for name in ("asyncmongo", "fused", "floor"):
+        ratios = paired_ratios(samples[name], samples["floor"])
+        low, _, high = statistics.quantiles(ratios, n=4)
+        print(f"| {name} | {statistics.median(samples[name]):.1f} "
+              f"| {statistics.median(ratios):.2f}x | {low:.2f}x .. {high:.2f}x |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
+    parser.add_argument("--pairs", type=int, default=20)
+    parser.add_argument("--batch", type=int, default=300)
+    args = parser.parse_args()
+    factory = None
+    if args.loop == "uvloop":
+        import uvloop
+
+        factory = uvloop.new_event_loop
+    with ReplayServer(find_many=0) as server, asyncio.Runner(loop_factory=factory) as runner:
+        runner.run(measure(server.uri, args.pairs, args.batch,
+                           f"replay server, {args.loop} loop"))
+
+
+if __name__ == "__main__":
+    main()
