@@ -1,18 +1,21 @@
 """How much of asyncmongo's cost over the floor is its layering: find_one fused into one
 coroutine from the same runtime pieces, paired against asyncmongo and the floor.
 
-The fused find_one uses what asyncmongo's own find_one uses on its usual path: the
-topology's remembered route, the pool's fast check-out and check-in, a server session from
-the client's pool (the implicit session's lsid), the cluster time's gossip both ways, the
+``fused`` uses what asyncmongo's own find_one uses on its usual path: the topology's
+remembered route, the pool's fast check-out and check-in, a server session from the
+client's pool (the implicit session's lsid), the cluster time's gossip both ways, the
 connection's framing and its fast reply path, the BSON codec. What it leaves out is the
 layering between them: no operation object, no ``SessionOperation``, no ``ImplicitSession``,
 no executor or ``Connection.command`` frame, and none of the checks those make for the
-cases find_one does not meet (explicit sessions, transactions, retries, timeoutMS, command
-events, encryption). Its ratio to the floor is a lower bound for a driver built from these
-pieces, and the difference to asyncmongo's ratio is what the layers cost.
+cases find_one does not meet. ``flat`` adds those checks back (explicit session, cursor
+command, deadline, lease, command events, encryption, the connection's state, server API,
+socket timeout, reauthentication, write concern error, a cursor left open), each asked
+inline as one flat path would ask it; an unusual answer raises NotImplementedError. So
+``fused`` bounds what the pieces cost, ``flat`` what one path with every question costs,
+and asyncmongo's ratio over ``flat``'s is what the layers themselves cost.
 
-It reaches into the runtime's private attributes, so it is a measurement, not an API: it
-checks that it returns what ``find_one`` returns before timing anything.
+They reach into the runtime's private attributes, so they are measurements, not an API:
+each checks that it returns what ``find_one`` returns before anything is timed.
 
     PYTHONPATH=. python benchmarks/fused_bound.py [--loop asyncio|uvloop] [--pairs 20]
         [--batch 300]
@@ -36,7 +39,10 @@ from floor_client import FloorClient
 
 import asyncmongo
 from asyncmongo.bson import codec
+from asyncmongo.core.sdam.types import TopologyType
 from asyncmongo.runtime import connection as wire
+
+_CURSOR_COMMANDS = frozenset({"getMore", "killCursors"})
 
 
 def fused_find_one(
@@ -104,6 +110,146 @@ def fused_find_one(
     return find_one
 
 
+
+def flat_find_one(
+    client: asyncmongo.AsyncMongoClient[dict[str, Any]], collection: Any
+) -> Callable[[Mapping[str, Any]], Awaitable[dict[str, Any] | None]]:
+    """``fused_find_one`` plus every check asyncmongo's layered path makes on the way of the
+    usual find_one (explicit session? cursor command? deadline? deprioritized servers?
+    transaction or load-balanced lease? command events? encryption? timeoutMS? a connection
+    busy, draining, paused or with a socket timeout? reauthentication? a write concern
+    error? a cursor left open?), each asked as the layered path asks it but inline, as one
+    flat path would. Any answer other than the usual one raises NotImplementedError: this
+    measures what the questions cost, not the other paths."""
+    runtime = client._runtime
+    assert runtime is not None, "connect the client first"
+    executor = runtime.executor
+    topology = executor._topology
+    sessions = client._server_sessions
+    clock = executor.clock
+    events = executor.events
+    context = collection._find_one_context
+    assert context is not None, "run one find_one on the collection first"
+    target = context.target
+    codec_options = context.codec_options
+    database, name = context.database, context.collection
+    monotonic = time.monotonic
+    loop = asyncio.get_running_loop()
+
+    def unusual(what: str) -> NotImplementedError:
+        return NotImplementedError(f"flat_find_one measures the usual path only: {what}")
+
+    async def find_one(
+        filter: Mapping[str, Any], session: Any = None, timeout_ms: int | None = None
+    ) -> dict[str, Any] | None:
+        if session is not None or client._closed or client._tracing is not None:
+            raise unusual("session, closed client or tracing")
+        if client._loop is not loop or timeout_ms is not None or client._options.timeout_ms:
+            raise unusual("another loop or timeoutMS")
+        if "find" in _CURSOR_COMMANDS or executor.encrypt_command is not None:
+            raise unusual("getMore/killCursors or encryption")
+        deprioritized: list[Any] = []
+        retries = 0
+        route = (
+            topology.route(target.selection)
+            if not deprioritized and target.address is None and not target.write_stage
+            else None
+        )
+        if route is None:
+            raise unusual("selection")
+        server, topology_type, read_preference = route
+        server.operation_count += 1
+        server_session = None
+        try:
+            if topology_type is TopologyType.LOAD_BALANCED:
+                raise unusual("load balanced")
+            pool = server.pool
+            conn = pool.try_check_out() or await pool.check_out(None)
+            if "$clusterTime" in conn.hello:
+                clock.advance(conn.hello)
+            document: dict[str, Any] = {
+                "find": name, "filter": filter if filter is not None else {}, "limit": 1,
+                "singleBatch": True,
+            }
+            if context.read_concern is not None:
+                document["readConcern"] = context.read_concern.document
+            max_wire_version = conn.max_wire_version
+            cluster_time = clock.cluster_time if max_wire_version >= 6 else None
+            if conn.supports_sessions:
+                description = topology.description
+                now = monotonic()
+                server_session = sessions.pool.acquire(now, description)
+                server_session.last_use = now
+                document["lsid"] = server_session.lsid
+            if cluster_time is not None:
+                document["$clusterTime"] = cluster_time
+            if read_preference is not None:
+                document["$readPreference"] = read_preference
+            if events.wanted:
+                raise unusual("command events")
+            if conn.is_closed or conn._busy or conn._streaming:
+                raise unusual("connection not usable")
+            protocol = conn._protocol
+            settings = conn._settings
+            conn._busy = True
+            try:
+                if protocol._draining:
+                    raise unusual("draining")
+                document["$db"] = database
+                if settings.server_api is not None:
+                    raise unusual("server API")
+                body = codec._encode(document, False, settings.codec_options)
+                request_id = next(wire._request_ids)
+                if len(body) > conn._plain_limit:
+                    raise unusual("a large or compressed request")
+                protocol.reader.expected_response_to = request_id
+                conn._transport.write(wire._pack_plain_prefix(
+                    len(body) + wire._REQUEST_PREFIX_SIZE, request_id, wire._PLAIN_PREFIX_TAIL
+                ) + body)
+                if (
+                    protocol._paused is not None
+                    or protocol._replies
+                    or protocol._lost is not None
+                    or settings.socket_timeout is not None
+                ):
+                    raise unusual("paused, queued, lost or socket timeout")
+                waiter = protocol._reply_waiter = loop.create_future()
+                try:
+                    result = await waiter
+                except asyncio.CancelledError:
+                    conn._abandon_read()
+                    raise
+                finally:
+                    protocol._reply_waiter = None
+                if result is None:
+                    raise unusual("a reply off the fast path")
+                reply: dict[str, Any] = codec._decode(result, codec_options)
+            finally:
+                conn._busy = False
+            if reply.get("ok") != 1:
+                if reply.get("code") == 391 and conn.authenticator is not None:
+                    raise unusual("reauthentication")
+                raise RuntimeError(f"find failed: {reply}")
+            if "writeConcernError" in reply:
+                raise unusual("write concern error")
+            pool.check_in(conn)
+            clock.advance(reply)
+            cursor = reply.get("cursor")
+            if cursor.__class__ is not dict or cursor.get("id", 0):
+                raise unusual("a cursor left open")
+            batch: list[dict[str, Any]] = cursor["firstBatch"]
+        except BaseException:
+            retries += 1  # where the retry rules would be asked
+            raise
+        finally:
+            server.operation_count -= 1
+            if server_session is not None:
+                sessions.pool.release(server_session, monotonic(), description)
+        return batch[0] if batch else None
+
+    return find_one
+
+
 async def measure(uri: str, pairs: int, batch: int, label: str) -> None:
     client: asyncmongo.AsyncMongoClient[dict[str, Any]] = asyncmongo.AsyncMongoClient(uri)
     floor = await FloorClient.connect(uri)
@@ -111,12 +257,14 @@ async def measure(uri: str, pairs: int, batch: int, label: str) -> None:
         corpus = client.perftest.corpus
         expected = await corpus.find_one({"_id": 1})
         fused = fused_find_one(client, corpus)
-        if await fused({"_id": 1}) != expected:
-            raise AssertionError("the fused find_one returned another document")
+        flat = flat_find_one(client, corpus)
+        if await fused({"_id": 1}) != expected or await flat({"_id": 1}) != expected:
+            raise AssertionError("a fused find_one returned another document")
         samples = await paired_cpu(
             {
                 "asyncmongo": lambda: corpus.find_one({"_id": 1}),
                 "fused": lambda: fused({"_id": 1}),
+                "flat": lambda: flat({"_id": 1}),
                 "floor": lambda: floor.find_one("perftest", "corpus", {"_id": 1}),
             },
             pairs,
@@ -128,7 +276,7 @@ async def measure(uri: str, pairs: int, batch: int, label: str) -> None:
     print(f"find one by _id, {label}, {pairs} pairs of {batch} operations\n")
     print("| client | CPU µs/op | / floor (median) | quartiles |")
     print("|---|---:|---:|---:|")
-    for name in ("asyncmongo", "fused", "floor"):
+    for name in ("asyncmongo", "flat", "fused", "floor"):
         ratios = paired_ratios(samples[name], samples["floor"])
         low, _, high = statistics.quantiles(ratios, n=4)
         print(f"| {name} | {statistics.median(samples[name]):.1f} "
