@@ -12,7 +12,9 @@ command, deadline, lease, command events, encryption, the connection's state, se
 socket timeout, reauthentication, write concern error, a cursor left open), each asked
 inline as one flat path would ask it; an unusual answer raises NotImplementedError. So
 ``fused`` bounds what the pieces cost, ``flat`` what one path with every question costs,
-and asyncmongo's ratio over ``flat``'s is what the layers themselves cost.
+and asyncmongo's ratio over ``flat``'s is what the layers themselves cost. Both start
+below the API: find_one's argument handling, the operation object and ``client._run`` are
+not in them.
 
 They reach into the runtime's private attributes, so they are measurements, not an API:
 each checks that it returns what ``find_one`` returns before anything is timed.
