@@ -47,19 +47,26 @@ from asyncmongo.runtime import connection as wire
 _CURSOR_COMMANDS = frozenset({"getMore", "killCursors"})
 
 
+def _pieces(
+    client: asyncmongo.AsyncMongoClient[dict[str, Any]], collection: Any
+) -> tuple[Any, Any]:
+    """(the client's executor, the collection's find_one context): what both paths start
+    from."""
+    runtime = client._runtime
+    assert runtime is not None, "connect the client first"
+    context = collection._find_one_context
+    assert context is not None, "run one find_one on the collection first"
+    return runtime.executor, context
+
+
 def fused_find_one(
     client: asyncmongo.AsyncMongoClient[dict[str, Any]], collection: Any
 ) -> Callable[[Mapping[str, Any]], Awaitable[dict[str, Any] | None]]:
     """find_one(filter) on ``collection`` (of ``client``, which has run a find_one on it)
     as one coroutine: see the module's docstring."""
-    runtime = client._runtime
-    assert runtime is not None, "connect the client first"
-    executor = runtime.executor
-    topology = executor._topology
+    executor, context = _pieces(client, collection)
+    topology, clock = executor._topology, executor.clock
     sessions = client._server_sessions
-    clock = executor.clock
-    context = collection._find_one_context
-    assert context is not None, "run one find_one on the collection first"
     selection = context.target.selection
     codec_options = context.codec_options
     database, name = context.database, context.collection
@@ -123,15 +130,9 @@ def flat_find_one(
     error? a cursor left open?), each asked as the layered path asks it but inline, as one
     flat path would. Any answer other than the usual one raises NotImplementedError: this
     measures what the questions cost, not the other paths."""
-    runtime = client._runtime
-    assert runtime is not None, "connect the client first"
-    executor = runtime.executor
-    topology = executor._topology
+    executor, context = _pieces(client, collection)
+    topology, clock, events = executor._topology, executor.clock, executor.events
     sessions = client._server_sessions
-    clock = executor.clock
-    events = executor.events
-    context = collection._find_one_context
-    assert context is not None, "run one find_one on the collection first"
     target = context.target
     codec_options = context.codec_options
     database, name = context.database, context.collection
