@@ -131,7 +131,7 @@ def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str])
     """
     global _finished
     _finished += 1
-    if FREEZE_EVERY and _finished % FREEZE_EVERY == 0:
+    if _finished % FREEZE_EVERY == 0:
         _gc_pauses.counting = False  # no test is running: this pause stops nobody
         try:
             gc.collect()
