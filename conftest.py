@@ -88,7 +88,9 @@ class _GcPauses:
                 self.longest[self.test] = pause
 
     def summary(self, count: int) -> str:
-        """The ``count`` longest pauses of 10 ms or more, with their tests."""
+        """The ``count`` longest pauses of 10 ms or more, with their tests. Counting stops
+        first: a collection while this sorts would add to the dict it iterates."""
+        self.counting = False
         worst = sorted(self.longest.items(), key=lambda item: item[1], reverse=True)[:count]
         return "; ".join(
             f"{pause * 1000:.0f} ms in {test}" for test, pause in worst if pause >= 0.01
