@@ -35,6 +35,7 @@
 #include <datetime.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 /* CPython 3.13 added a with_exceptions argument to _PyLong_AsByteArray. */
 #if PY_VERSION_HEX >= 0x030D0000
@@ -1340,10 +1341,20 @@ static PyObject *encode_with(PyObject *document, PyObject *check_keys_arg, PyObj
     return result;
 }
 
+/* ObjectId's clock: whole seconds since the epoch, as int(datetime.now(UTC).timestamp())
+   (the pure fallback in objectid.py) reads them, without building a datetime each time. */
+static PyObject *
+seconds(PyObject *self, PyObject *unused)
+{
+    return PyLong_FromLongLong((long long)time(NULL));
+}
+
 static PyMethodDef methods[] = {
     {"encode", (PyCFunction)(void (*)(void))encode, METH_FASTCALL,
      "encode(document, check_keys, codec_options) -> bytes\n\n"
      "Encode a mapping as one BSON document, exactly as asyncmongo.bson.codec._py_encode."},
+    {"seconds", seconds, METH_NOARGS,
+     "seconds() -> int\n\nWhole seconds since the epoch: the clock of ObjectId generation."},
     {NULL, NULL, 0, NULL},
 };
 

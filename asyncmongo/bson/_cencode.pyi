@@ -10,3 +10,6 @@ from asyncmongo.bson.codec_options import CodecOptions
 
 def encode(document: Any, check_keys: bool, codec_options: CodecOptions, /) -> bytes:
     """Encode a mapping as one BSON document (a RawBSONDocument gives back its bytes)."""
+
+def seconds() -> int:
+    """Whole seconds since the epoch (``time(2)``): the clock of ObjectId generation."""

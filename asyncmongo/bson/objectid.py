@@ -2,14 +2,16 @@
 
 Layout: 4-byte big-endian seconds since the epoch, a 5-byte random value unique to the
 process (regenerated after ``fork``), a 3-byte big-endian counter that starts at a random
-value and wraps at 2**24. The clock is read through :mod:`datetime` (the pure core never
-imports :mod:`time`); the random parts come from :func:`os.urandom`.
+value and wraps at 2**24. The clock is the compiled codec's ``time(2)`` when it is built,
+else :mod:`datetime`'s (the pure core never imports :mod:`time`); the random parts come from
+:func:`os.urandom`.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -22,28 +24,55 @@ _COUNTER_MASK: Final = 0xFFFFFF
 
 
 class _Generator:
-    """Per-process state of ObjectId generation (spec: random value + counter)."""
+    """Per-process state of ObjectId generation (spec: random value + counter).
 
-    __slots__ = ("counter", "pid", "random5")
+    Generating an id asks the OS nothing: the process value is drawn again in a forked
+    child by an ``os.register_at_fork`` hook (not by comparing ``os.getpid()``, a system
+    call, on every id), and the clock is the compiled codec's ``seconds`` (``time(2)``)
+    when it is built, else :func:`_now_seconds`. ``insert_many`` makes one id per
+    document, so this is on the path of every inserted document without an ``_id``.
+    """
+
+    __slots__ = ("clock", "counter", "process")
 
     def __init__(self) -> None:
-        self.pid = os.getpid()
-        self.random5 = os.urandom(5)
+        #: Whole seconds since the epoch; resolved on the first id (the compiled codec
+        #: imports this module, so it cannot be imported while this module loads).
+        self.clock: Callable[[], int] = self._first_clock
         self.counter = itertools.count(int.from_bytes(os.urandom(3), "big"))
+        self.process = 0
+        self.reseed()
 
-    def next_oid(self, seconds: int) -> bytes:
-        if os.getpid() != self.pid:
-            # Spec: the process-unique value must differ in a forked child.
-            self.pid = os.getpid()
-            self.random5 = os.urandom(5)
+    def reseed(self) -> None:
+        """A new process-unique value, in place in the id (spec: a forked child's differs)."""
+        self.process = int.from_bytes(os.urandom(5), "big") << 24
+
+    def _first_clock(self) -> int:
+        clock: Callable[[], int]
+        try:
+            from asyncmongo.bson import _cencode
+
+            clock = _cencode.seconds
+        except ImportError:
+            clock = _now_seconds
+        self.clock = clock
+        return clock()
+
+    def next_oid(self) -> bytes:
+        """A new id's 12 bytes: seconds (4, unsigned, wrapping in 2106), the process value
+        (5) and the counter (3, wrapping at 2**24), all big-endian."""
         count = next(self.counter) & _COUNTER_MASK
-        return (seconds & 0xFFFFFFFF).to_bytes(4, "big") + self.random5 + count.to_bytes(3, "big")
+        return (((self.clock() & 0xFFFFFFFF) << 64) | self.process | count).to_bytes(12, "big")
 
 
 _GENERATOR: Final = _Generator()
+if hasattr(os, "register_at_fork"):  # POSIX: the only systems that fork
+    os.register_at_fork(after_in_child=_GENERATOR.reseed)
 
 
 def _now_seconds() -> int:
+    """Whole seconds since the epoch without the compiled codec (the pure core reads the
+    clock through :mod:`datetime`, never :mod:`time`)."""
     return int(datetime.now(UTC).timestamp())
 
 
@@ -59,7 +88,7 @@ class ObjectId:
 
     def __init__(self, oid: str | bytes | ObjectId | None = None) -> None:
         if oid is None:
-            self._binary = _GENERATOR.next_oid(_now_seconds())
+            self._binary = _GENERATOR.next_oid()
         elif type(oid) is bytes:
             if len(oid) != 12:
                 raise InvalidId(f"{oid!r} is not a valid ObjectId: it must be 12 bytes")

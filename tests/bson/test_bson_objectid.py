@@ -6,11 +6,13 @@ import copy
 import itertools
 import os
 import pickle
+import sys
 from datetime import UTC, datetime, timedelta, timezone
 from typing import cast
 
 import pytest
 
+import asyncmongo.bson
 from asyncmongo.bson import InvalidId, ObjectId
 from asyncmongo.bson import objectid as objectid_module
 
@@ -30,6 +32,26 @@ def test_generation_time_is_now() -> None:
     assert generated.tzinfo is not None
     assert abs(generated - now) < timedelta(seconds=2)
 
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled clock", "datetime clock"])
+def test_the_clock_is_the_compiled_one_when_built_else_datetimes(
+    compiled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first id resolves the clock: the compiled codec's ``seconds`` when it imports,
+    else ``_now_seconds``; either gives the same whole seconds as datetime."""
+    if compiled:
+        pytest.importorskip("asyncmongo.bson._cencode", reason="the C codec is not built")
+    else:
+        monkeypatch.setitem(sys.modules, "asyncmongo.bson._cencode", None)  # ImportError
+        monkeypatch.delattr(asyncmongo.bson, "_cencode", raising=False)
+    generator = objectid_module._Generator()
+    before = int(datetime.now(UTC).timestamp())
+    first = int.from_bytes(generator.next_oid()[:4], "big")
+    after = int(datetime.now(UTC).timestamp())
+    assert before <= first <= after
+    assert (generator.clock is objectid_module._now_seconds) is not compiled
+    assert before <= int.from_bytes(generator.next_oid()[:4], "big") <= after + 1
 
 @pytest.mark.parametrize(
     ("prefix", "expected"),
