@@ -69,6 +69,10 @@ _GENERATOR: Final = _Generator()
 if hasattr(os, "register_at_fork"):  # POSIX: the only systems that fork
     os.register_at_fork(after_in_child=_GENERATOR.reseed)
 
+#: A new ObjectId's 12 bytes, as ``ObjectId()`` holds them (for another ObjectId class:
+#: PyMongo's, under the PyMongo-compatible client).
+new_object_id_bytes: Final[Callable[[], bytes]] = _GENERATOR.next_oid
+
 
 def _now_seconds() -> int:
     """Whole seconds since the epoch without the compiled codec (the pure core reads the

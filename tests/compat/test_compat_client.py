@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 from typing import Any
 
 import bson.errors
@@ -128,7 +129,6 @@ async def test_cursor_distinct_runs_in_the_cursors_session() -> None:
 
 
 async def test_values_read_back_are_pymongos_classes() -> None:
-    import datetime
     import uuid
 
     import bson
@@ -185,6 +185,14 @@ async def test_ids_made_by_the_driver_are_pymongos_object_ids() -> None:
         assert type(result.inserted_id) is bson.ObjectId is type(document["_id"])
         many = await coll.insert_many([{"b": 1}, {"b": 2}])
         assert all(type(i) is bson.ObjectId for i in many.inserted_ids)
+        # asyncmongo's generator makes them: valid, now, one process value, counting up
+        first, second = many.inserted_ids
+        assert first == bson.ObjectId(str(first)) and first < second
+        assert abs(first.generation_time - datetime.datetime.now(datetime.UTC)).total_seconds() < 5
+        assert first.binary[4:9] == second.binary[4:9] == asyncmongo.bson.ObjectId().binary[4:9]
+        assert int.from_bytes(second.binary[9:], "big") - int.from_bytes(
+            first.binary[9:], "big") in (1, 1 - 2**24)
+        assert await coll.find_one({"_id": second}) == {"_id": second, "b": 2}
         model = pymongo.InsertOne({"c": 1})
         await coll.bulk_write([model])
         assert type(model._doc["_id"]) is bson.ObjectId
