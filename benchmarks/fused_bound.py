@@ -14,7 +14,9 @@ inline as one flat path would ask it; an unusual answer raises NotImplementedErr
 ``fused`` bounds what the pieces cost, ``flat`` what one path with every question costs,
 and asyncmongo's ratio over ``flat``'s is what the layers themselves cost. Both start
 below the API: find_one's argument handling, the operation object and ``client._run`` are
-not in them.
+not in them. ``nested`` is ``flat`` three coroutines deeper, each passing keyword arguments
+on (as find_one, the executor's run and attempt and ``Connection.command`` nest): what the
+frames alone cost.
 
 They reach into the runtime's private attributes, so they are measurements, not an API:
 each checks that it returns what ``find_one`` returns before anything is timed.
@@ -253,6 +255,32 @@ def flat_find_one(
     return find_one
 
 
+def nested(
+    find_one: Callable[[Mapping[str, Any]], Awaitable[dict[str, Any] | None]],
+) -> Callable[[Mapping[str, Any]], Awaitable[dict[str, Any] | None]]:
+    """``find_one`` under three more coroutines, each awaiting the next with keyword
+    arguments, as the layered path's frames do (see the module's docstring)."""
+
+    async def third(
+        filter: Mapping[str, Any], *, session: Any = None, deadline: float | None = None,
+        operation_id: int | None = None, codec_options: Any = None,
+    ) -> dict[str, Any] | None:
+        return await find_one(filter)
+
+    async def second(
+        filter: Mapping[str, Any], *, session: Any = None, deadline: float | None = None,
+        operation_id: int | None = None, codec_options: Any = None,
+    ) -> dict[str, Any] | None:
+        return await third(filter, session=session, deadline=deadline,
+                           operation_id=operation_id, codec_options=codec_options)
+
+    async def first(filter: Mapping[str, Any]) -> dict[str, Any] | None:
+        return await second(filter, session=None, deadline=None, operation_id=None,
+                            codec_options=None)
+
+    return first
+
+
 async def measure(uri: str, pairs: int, batch: int, label: str) -> None:
     client: asyncmongo.AsyncMongoClient[dict[str, Any]] = asyncmongo.AsyncMongoClient(uri)
     floor = await FloorClient.connect(uri)
@@ -261,13 +289,19 @@ async def measure(uri: str, pairs: int, batch: int, label: str) -> None:
         expected = await corpus.find_one({"_id": 1})
         fused = fused_find_one(client, corpus)
         flat = flat_find_one(client, corpus)
-        if await fused({"_id": 1}) != expected or await flat({"_id": 1}) != expected:
+        deeper = nested(flat)
+        if (
+            await fused({"_id": 1}) != expected
+            or await flat({"_id": 1}) != expected
+            or await deeper({"_id": 1}) != expected
+        ):
             raise AssertionError("a fused find_one returned another document")
         samples = await paired_cpu(
             {
                 "asyncmongo": lambda: corpus.find_one({"_id": 1}),
                 "fused": lambda: fused({"_id": 1}),
                 "flat": lambda: flat({"_id": 1}),
+                "nested": lambda: deeper({"_id": 1}),
                 "floor": lambda: floor.find_one("perftest", "corpus", {"_id": 1}),
             },
             pairs,
@@ -279,7 +313,7 @@ async def measure(uri: str, pairs: int, batch: int, label: str) -> None:
     print(f"find one by _id, {label}, {pairs} pairs of {batch} operations\n")
     print("| client | CPU µs/op | / floor (median) | quartiles |")
     print("|---|---:|---:|---:|")
-    for name in ("asyncmongo", "flat", "fused", "floor"):
+    for name in ("asyncmongo", "nested", "flat", "fused", "floor"):
         ratios = paired_ratios(samples[name], samples["floor"])
         low, _, high = statistics.quantiles(ratios, n=4)
         print(f"| {name} | {statistics.median(samples[name]):.1f} "
