@@ -14,7 +14,9 @@ inline as one flat path would ask it; an unusual answer raises NotImplementedErr
 ``fused`` bounds what the pieces cost, ``flat`` what one path with every question costs,
 and asyncmongo's ratio over ``flat``'s is what the layers themselves cost. Both start
 below the API: find_one's argument handling, the operation object and ``client._run`` are
-not in them. ``nested`` is ``flat`` three coroutines deeper, each passing keyword arguments
+not in them; ``executor`` is asyncmongo's own path from there (``Executor.run`` of the
+``FindOne`` that ``find_one`` builds), so asyncmongo's ratio over it is what the API costs.
+``nested`` is ``flat`` three coroutines deeper, each passing keyword arguments
 on (as find_one, the executor's run and attempt and ``Connection.command`` nest): what the
 frames alone cost.
 
@@ -43,6 +45,7 @@ from floor_client import FloorClient
 
 import asyncmongo
 from asyncmongo.bson import codec
+from asyncmongo.core.operations.find import FindOne
 from asyncmongo.core.sdam.types import TopologyType
 from asyncmongo.runtime import connection as wire
 
@@ -281,6 +284,20 @@ def nested(
     return first
 
 
+def executor_find_one(
+    client: asyncmongo.AsyncMongoClient[dict[str, Any]], collection: Any
+) -> Callable[[Mapping[str, Any]], Awaitable[dict[str, Any] | None]]:
+    """asyncmongo's find_one below the API: the executor runs the operation find_one builds
+    (``FindOne``: a filter that is a mapping, no other option, no session)."""
+    executor, context = _pieces(client, collection)
+
+    async def find_one(filter: Mapping[str, Any]) -> dict[str, Any] | None:
+        batch: list[dict[str, Any]] = await executor.run(FindOne(context, filter))
+        return batch[0] if batch else None
+
+    return find_one
+
+
 async def measure(uri: str, pairs: int, batch: int, label: str) -> None:
     client: asyncmongo.AsyncMongoClient[dict[str, Any]] = asyncmongo.AsyncMongoClient(uri)
     floor = await FloorClient.connect(uri)
@@ -290,8 +307,10 @@ async def measure(uri: str, pairs: int, batch: int, label: str) -> None:
         fused = fused_find_one(client, corpus)
         flat = flat_find_one(client, corpus)
         deeper = nested(flat)
+        below_api = executor_find_one(client, corpus)
         if (
-            await fused({"_id": 1}) != expected
+            await below_api({"_id": 1}) != expected
+            or await fused({"_id": 1}) != expected
             or await flat({"_id": 1}) != expected
             or await deeper({"_id": 1}) != expected
         ):
@@ -299,6 +318,7 @@ async def measure(uri: str, pairs: int, batch: int, label: str) -> None:
         samples = await paired_cpu(
             {
                 "asyncmongo": lambda: corpus.find_one({"_id": 1}),
+                "executor": lambda: below_api({"_id": 1}),
                 "fused": lambda: fused({"_id": 1}),
                 "flat": lambda: flat({"_id": 1}),
                 "nested": lambda: deeper({"_id": 1}),
@@ -313,7 +333,7 @@ async def measure(uri: str, pairs: int, batch: int, label: str) -> None:
     print(f"find one by _id, {label}, {pairs} pairs of {batch} operations\n")
     print("| client | CPU µs/op | / floor (median) | quartiles |")
     print("|---|---:|---:|---:|")
-    for name in ("asyncmongo", "nested", "flat", "fused", "floor"):
+    for name in ("asyncmongo", "executor", "nested", "flat", "fused", "floor"):
         ratios = paired_ratios(samples[name], samples["floor"])
         low, _, high = statistics.quantiles(ratios, n=4)
         print(f"| {name} | {statistics.median(samples[name]):.1f} "
