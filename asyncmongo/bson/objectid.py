@@ -26,11 +26,10 @@ _COUNTER_MASK: Final = 0xFFFFFF
 class _Generator:
     """Per-process state of ObjectId generation (spec: random value + counter).
 
-    Generating an id asks the OS nothing: the process value is drawn again in a forked
-    child by an ``os.register_at_fork`` hook (not by comparing ``os.getpid()``, a system
-    call, on every id), and the clock is the compiled codec's ``seconds`` (``time(2)``)
-    when it is built, else :func:`_now_seconds`. ``insert_many`` makes one id per
-    document, so this is on the path of every inserted document without an ``_id``.
+    Generating an id asks the OS for the time only: a forked child draws its process value
+    again in an ``os.register_at_fork`` hook, and the clock is the compiled codec's ``seconds``
+    (``time(2)``) when it is built, else :func:`_now_seconds`. ``insert_many`` makes one id
+    per document, so this is on the path of every inserted document without an ``_id``.
     """
 
     __slots__ = ("clock", "counter", "process")
@@ -40,7 +39,6 @@ class _Generator:
         #: imports this module, so it cannot be imported while this module loads).
         self.clock: Callable[[], int] = self._first_clock
         self.counter = itertools.count(int.from_bytes(os.urandom(3), "big"))
-        self.process = 0
         self.reseed()
 
     def reseed(self) -> None:
