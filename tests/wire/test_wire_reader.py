@@ -12,7 +12,12 @@ from hypothesis import strategies as st
 
 from asyncmongo.bson.codec import decode
 from asyncmongo.core.wire.compression import Compressor, encode_op_compressed
-from asyncmongo.core.wire.op_msg import encode_op_msg, encode_op_msg_payload
+from asyncmongo.core.wire.op_msg import (
+    OpMsg,
+    decode_op_msg,
+    encode_op_msg,
+    encode_op_msg_payload,
+)
 from asyncmongo.core.wire.opcodes import HEADER, OpCode, OpMsgFlags
 from asyncmongo.core.wire.reader import MessageReader
 from asyncmongo.errors import InvalidBSON, ProtocolError
@@ -171,3 +176,62 @@ def test_fuzz_framed_garbage_documents(payload: bytes, flags: int) -> None:
         decode(msg.body)
     except (ProtocolError, InvalidBSON):
         pass
+
+
+@given(
+    st.binary(max_size=80),
+    st.sampled_from([b"\x00", b"\x00", b"\x07"]),
+    st.sampled_from([0, 2, 1 << 16, 1]),
+    st.lists(st.integers(min_value=1, max_value=40), min_size=1),
+    st.randoms(),
+)
+@settings(max_examples=300, deadline=None)
+def test_any_chunking_reads_what_decode_op_msg_reads(
+    payload: bytes, end: bytes, flags: int, chunk_sizes: list[int], rng: random.Random
+) -> None:
+    # a framed OP_MSG with one kind-0 section (its last byte not always a document's end),
+    # then a plain reply: however the bytes arrive, the reader gives what decode_op_msg
+    # gives for the whole message (or its ProtocolError), and the next reply after it
+    document = struct.pack("<i", len(payload) + 5) + payload + end
+    body = struct.pack("<IB", flags, 0) + document
+    try:
+        expected = decode_op_msg(2, 1, body)
+    except ProtocolError:
+        expected = None
+    stream = HEADER.pack(16 + len(body), 2, 1, OpCode.OP_MSG) + body + reply(2, {"n": 1})
+    reader = MessageReader()
+    reader.expect(1)
+    got: list[OpMsg] = []
+    pos = 0
+    try:
+        while pos < len(stream):
+            size = rng.choice(chunk_sizes)
+            reader.feed(stream[pos : pos + size])
+            pos += size
+            while (msg := reader.next_reply()) is not None:
+                got.append(msg)
+                reader.expect(msg.request_id if msg.flags & OpMsgFlags.MORE_TO_COME else 2)
+    except ProtocolError:
+        assert expected is None
+        return
+    assert expected is not None and got[0] == expected
+    if not expected.flags & OpMsgFlags.MORE_TO_COME:
+        assert [bson.decode(m.body) for m in got[1:]] == [{"n": 1}]
+        assert reader.buffered == 0
+
+
+def test_a_large_reply_in_many_pieces_keeps_what_follows() -> None:
+    big = reply(1, {"data": b"x" * 3_000_000}, request_id=7)
+    after = reply(7, {"n": 2}, request_id=8)
+    stream = big + after[:10]
+    reader = MessageReader()
+    reader.expect(1)
+    for start in range(0, len(stream), 65536):
+        reader.feed(stream[start : start + 65536])
+    msg = reader.next_reply()
+    assert msg is not None and bson.decode(msg.body) == {"data": b"x" * 3_000_000}
+    assert reader.buffered == 10 and reader.next_reply() is None
+    reader.expect(7)
+    reader.feed(after[10:])
+    last = reader.next_reply()
+    assert last is not None and bson.decode(last.body) == {"n": 2} and reader.buffered == 0

@@ -189,12 +189,24 @@ def _sequence_head(identifier: str) -> tuple[bytes, int]:
 _SEQUENCE_HEADS = {name: _sequence_head(name) for name in ("documents", "updates", "deletes")}
 
 
+def plain_flags(message: bytes, offset: int, length: int) -> int | None:
+    """The flagBits of the OP_MSG at ``message[offset:]`` (``length`` bytes after its
+    header, at least the first 9 of them in ``message``) when it is the usual reply: known
+    flags, no checksum, one kind-0 section filling the message, so that its body is the
+    rest of the message after these 5 bytes. None otherwise (``decode_op_msg`` decides).
+    The body's last byte is not checked here: it may not be received yet."""
+    flags, kind, size = _FLAGS_KIND_SIZE.unpack_from(message, offset)
+    if kind == 0 and not flags & _SLOW_FLAGS and size == length - 5:
+        return int(flags)
+    return None
+
+
 def decode_op_msg(request_id: int, response_to: int, data: bytes | memoryview) -> OpMsg:
     """Decode an OP_MSG from the bytes after its header; any defect is a ProtocolError."""
     if type(data) is bytes and len(data) >= 10:
-        # the usual reply: known flags, no checksum, one body section filling the message
-        flags, kind, size = _FLAGS_KIND_SIZE.unpack_from(data, 0)
-        if kind == 0 and not flags & _SLOW_FLAGS and size == len(data) - 5 and not data[-1]:
+        # the usual reply: its body is the rest after flagBits and the kind byte
+        flags = plain_flags(data, 0, len(data))
+        if flags is not None and not data[-1]:
             return OpMsg(request_id, response_to, flags, data[5:])
     view = memoryview(data)
     if len(view) < 4:

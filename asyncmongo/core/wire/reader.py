@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 
 from asyncmongo.core.wire.compression import decode_op_compressed
-from asyncmongo.core.wire.op_msg import OpMsg, decode_op_msg
+from asyncmongo.core.wire.op_msg import OpMsg, decode_op_msg, plain_flags
 from asyncmongo.core.wire.opcodes import (
     DEFAULT_MAX_MESSAGE_SIZE_BYTES,
     HEADER,
@@ -36,6 +36,8 @@ _unpack_plain_reply = struct.Struct("<i4xiQBi").unpack_from
 _PLAIN_PREFIX_SIZE = HEADER_SIZE + 5
 #: The shortest plain reply: the prefix and an empty document.
 _PLAIN_MIN_SIZE = _PLAIN_PREFIX_SIZE + 5
+#: What ``plain_flags`` reads of a message: the prefix and the body's size.
+_PLAIN_PEEK_SIZE = _PLAIN_PREFIX_SIZE + 4
 _OP_MSG = int(OpCode.OP_MSG)
 
 
@@ -45,7 +47,14 @@ class MessageReader:
     With ``check_response_to=False`` it reads requests instead (the test servers use that).
     """
 
-    __slots__ = ("_broken", "_buffer", "_check", "expected_response_to", "max_message_size")
+    __slots__ = (
+        "_broken",
+        "_check",
+        "_pieces",
+        "_size",
+        "expected_response_to",
+        "max_message_size",
+    )
 
     def __init__(
         self,
@@ -54,7 +63,11 @@ class MessageReader:
         check_response_to: bool = True,
     ) -> None:
         self.max_message_size = max_message_size
-        self._buffer = bytearray()
+        #: What was received and not yet framed, as received (``_size`` bytes in all): a
+        #: message is joined from its pieces once it is whole, in one copy, where a growing
+        #: bytearray would copy a 16 MB batch many times over as it reallocates.
+        self._pieces: list[bytes] = []
+        self._size = 0
         self._check = check_response_to
         #: The request id the next reply must answer (None: no reply is awaited); set it
         #: with :meth:`expect` (the connection assigns it directly on its hot path).
@@ -63,13 +76,13 @@ class MessageReader:
 
     def __repr__(self) -> str:
         return (
-            f"<MessageReader {len(self._buffer)} bytes buffered, expecting "
+            f"<MessageReader {self._size} bytes buffered, expecting "
             f"{self.expected_response_to}{', broken' if self._broken else ''}>"
         )
 
     @property
     def buffered(self) -> int:
-        return len(self._buffer)
+        return self._size
 
     def expect(self, request_id: int | None) -> None:
         """Declare the request whose reply comes next (None: nothing may arrive)."""
@@ -85,7 +98,7 @@ class MessageReader:
         the :class:`OpMsg`. Never raises: a defect is ``next_reply``'s to report.
         """
         size = len(data)
-        if size < _PLAIN_MIN_SIZE or self._buffer or self._broken is not None:
+        if size < _PLAIN_MIN_SIZE or self._size or self._broken is not None:
             return None
         # one tuple comparison (in C): messageLength is the chunk's size, responseTo the
         # expected request, opCode OP_MSG with flagBits 0, kind 0, and the document fills
@@ -102,7 +115,8 @@ class MessageReader:
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Append bytes received from the peer."""
-        self._buffer += data
+        self._pieces.append(data if type(data) is bytes else bytes(data))
+        self._size += len(data)
 
     def next_reply(self) -> OpMsg | None:
         """The next complete message, or None when more bytes are needed."""
@@ -115,28 +129,67 @@ class MessageReader:
             raise
 
     def _next(self) -> OpMsg | None:
-        buf = self._buffer
-        if len(buf) < HEADER_SIZE:
+        if self._size < HEADER_SIZE:
             return None
-        length, request_id, response_to, opcode = HEADER.unpack_from(buf, 0)
+        pieces = self._pieces
+        if len(pieces[0]) < HEADER_SIZE:  # a header split across receives
+            pieces[:] = [b"".join(pieces)]
+        length, request_id, response_to, opcode = HEADER.unpack_from(pieces[0], 0)
         if length < HEADER_SIZE or length > self.max_message_size:
             raise ProtocolError(
                 f"message length {length} is outside [{HEADER_SIZE}, {self.max_message_size}]"
             )
-        if len(buf) < length:
+        if self._size < length:
             return None
-        with memoryview(buf) as view:  # one copy of the message body, not two
-            data = bytes(view[HEADER_SIZE:length])
-        del buf[:length]
-        self._check_response_to(response_to)
-        if opcode == OpCode.OP_COMPRESSED:
-            opcode, data = decode_op_compressed(data, self.max_message_size)
-        if opcode != OpCode.OP_MSG:
-            raise ProtocolError(f"unexpected opcode {opcode} (only OP_MSG is spoken)")
-        message = decode_op_msg(request_id, response_to, data)
+        first = pieces[0]
+        flags = None
+        if opcode == _OP_MSG and length >= _PLAIN_MIN_SIZE and len(first) >= _PLAIN_PEEK_SIZE:
+            flags = plain_flags(first, HEADER_SIZE, length - HEADER_SIZE)
+        if flags is not None:  # the usual reply: its body joined straight from the pieces
+            body = self._take(length, _PLAIN_PREFIX_SIZE)
+            self._check_response_to(response_to)
+            if body[-1]:  # not a document's end: decode_op_msg names the defect
+                body = first[HEADER_SIZE:_PLAIN_PREFIX_SIZE] + body
+                message = decode_op_msg(request_id, response_to, body)
+            else:
+                message = OpMsg(request_id, response_to, flags, body)
+        else:
+            data = self._take(length, HEADER_SIZE)
+            self._check_response_to(response_to)
+            if opcode == OpCode.OP_COMPRESSED:
+                opcode, data = decode_op_compressed(data, self.max_message_size)
+            if opcode != OpCode.OP_MSG:
+                raise ProtocolError(f"unexpected opcode {opcode} (only OP_MSG is spoken)")
+            message = decode_op_msg(request_id, response_to, data)
         if self._check:
             self.expected_response_to = request_id if message.flags & MORE_TO_COME else None
         return message
+
+    def _take(self, length: int, skip: int) -> bytes:
+        """The next message (``length`` bytes, all received) without its first ``skip``
+        bytes (all in the first piece), in one copy; what follows it stays buffered."""
+        pieces = self._pieces
+        end = 0  # the index of the piece the message ends in
+        before = 0  # the bytes of the message in the pieces before it
+        while before + len(pieces[end]) < length:
+            before += len(pieces[end])
+            end += 1
+        last = pieces[end]
+        cut = length - before  # the message's bytes in the last piece
+        if end == 0:
+            data = last[skip:length]
+        else:
+            parts = pieces[: end + 1]
+            parts[0] = parts[0][skip:]
+            if cut < len(last):
+                parts[-1] = last[:cut]
+            data = b"".join(parts)
+        rest = pieces[end + 1 :]
+        if cut < len(last):
+            rest.insert(0, last[cut:])
+        self._pieces = rest
+        self._size -= length
+        return data
 
     def _check_response_to(self, response_to: int) -> None:
         if not self._check:
