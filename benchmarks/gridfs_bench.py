@@ -86,9 +86,9 @@ class Driver:
         self.download = download
 
 
-async def asyncmongo_driver(uri: str, data: bytes) -> tuple[Driver, Callable[[], Any]]:
-    client: asyncmongo.AsyncMongoClient[dict[str, Any]] = asyncmongo.AsyncMongoClient(uri)
-    bucket = AsyncGridFSBucket(client.perftest, bucket_name="asyncmongo")
+async def async_driver(name: str, bucket: Any, data: bytes) -> Driver:
+    """The tasks over an async bucket (asyncmongo's or PyMongo's: the same API), its 1-byte
+    file written first."""
     await bucket.upload_from_stream("one byte", b"x")
     last: list[Any] = []
 
@@ -98,9 +98,15 @@ async def asyncmongo_driver(uri: str, data: bytes) -> tuple[Driver, Callable[[],
     async def download() -> None:
         stream = await bucket.open_download_stream(last[0])
         if len(await stream.read()) != len(data):
-            raise AssertionError("asyncmongo downloaded another file")
+            raise AssertionError(f"{name} downloaded another file")
 
-    return Driver("asyncmongo", upload, download), client.close
+    return Driver(name, upload, download)
+
+
+async def asyncmongo_driver(uri: str, data: bytes) -> tuple[Driver, Callable[[], Any]]:
+    client: asyncmongo.AsyncMongoClient[dict[str, Any]] = asyncmongo.AsyncMongoClient(uri)
+    bucket = AsyncGridFSBucket(client.perftest, bucket_name="asyncmongo")
+    return await async_driver("asyncmongo", bucket, data), client.close
 
 
 async def pymongo_async_driver(uri: str, data: bytes) -> tuple[Driver, Callable[[], Any]]:
@@ -109,18 +115,7 @@ async def pymongo_async_driver(uri: str, data: bytes) -> tuple[Driver, Callable[
 
     client: Any = AsyncMongoClient(uri)
     bucket = gridfs.AsyncGridFSBucket(client.perftest, bucket_name="pymongo_async")
-    await bucket.upload_from_stream("one byte", b"x")
-    last: list[Any] = []
-
-    async def upload() -> None:
-        last[:] = [await bucket.upload_from_stream("gridfstest", data)]
-
-    async def download() -> None:
-        stream = await bucket.open_download_stream(last[0])
-        if len(await stream.read()) != len(data):
-            raise AssertionError("PyMongo async downloaded another file")
-
-    return Driver("PyMongo async", upload, download), client.close
+    return await async_driver("PyMongo async", bucket, data), client.close
 
 
 async def pymongo_sync_driver(uri: str, data: bytes) -> tuple[Driver, Callable[[], Any]]:
