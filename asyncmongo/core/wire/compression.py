@@ -1,6 +1,8 @@
 """OP_COMPRESSED (compression spec): compressors, negotiation and the never-compress list.
 
-snappy (raw block format, as the server uses it), zlib and zstd all come from ``cramjam``.
+snappy (raw block format, as the server uses it), zlib and zstd all come from ``cramjam``,
+imported by the first message compressed or inflated: compression is off unless the URI
+asks for it, and a client without it never loads cramjam (about 1.6 MB of resident memory).
 A reply may be compressed with any compressor the server likes, so decompression dispatches on
 the message's own ``compressorId``; the declared ``uncompressedSize`` is checked against
 ``maxMessageSizeBytes`` *before* inflating (no decompression bombs) and against the result after.
@@ -13,8 +15,6 @@ import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import cramjam
 
 from asyncmongo.core.wire.opcodes import HEADER, HEADER_SIZE, OpCode
 from asyncmongo.errors import ConfigurationError, ProtocolError
@@ -97,6 +97,8 @@ def negotiate(settings: CompressionSettings, hello_reply: Mapping[str, Any]) -> 
 
 def compress(compressor: Compressor, data: bytes, zlib_level: int = -1) -> bytes:
     """Compress ``data`` with ``compressor``."""
+    import cramjam
+
     if compressor is Compressor.SNAPPY:
         return bytes(cramjam.snappy.compress_raw(data))
     if compressor is Compressor.ZLIB:
@@ -112,6 +114,8 @@ def decompress(compressor_id: int, data: bytes | memoryview, uncompressed_size: 
         compressor = Compressor(compressor_id)
     except ValueError:
         raise ProtocolError(f"OP_COMPRESSED has an unknown compressorId {compressor_id}") from None
+    import cramjam
+
     try:
         out = _inflate(compressor, bytes(data), uncompressed_size)
     except (cramjam.DecompressionError, ValueError, OverflowError) as exc:
@@ -124,6 +128,8 @@ def decompress(compressor_id: int, data: bytes | memoryview, uncompressed_size: 
 
 
 def _inflate(compressor: Compressor, data: bytes, size: int) -> bytes:
+    import cramjam
+
     if compressor is Compressor.SNAPPY:
         if cramjam.snappy.decompress_raw_len(data) != size:
             raise ValueError("snappy length prefix disagrees with uncompressedSize")
