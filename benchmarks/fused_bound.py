@@ -18,7 +18,9 @@ not in them; ``executor`` is asyncmongo's own path from there (``Executor.run`` 
 ``FindOne`` that ``find_one`` builds), so asyncmongo's ratio over it is what the API costs.
 ``nested`` is ``flat`` three coroutines deeper, each passing keyword arguments
 on (as find_one, the executor's run and attempt and ``Connection.command`` nest): what the
-frames alone cost.
+frames alone cost. ``lean`` keeps the operation object and ``Connection.command`` and makes
+the executor one coroutine with the attempt in locals: ``executor`` over ``lean`` bounds what
+restructuring the executor alone can save.
 
 They reach into the runtime's private attributes, so they are measurements, not an API:
 each checks that it returns what ``find_one`` returns before anything is timed.
@@ -46,7 +48,9 @@ from floor_client import FloorClient
 import asyncmongo
 from asyncmongo.bson import codec
 from asyncmongo.core.operations.find import FindOne
+from asyncmongo.core.operations.replies import is_ok
 from asyncmongo.core.sdam.types import TopologyType
+from asyncmongo.core.sessions.decorate import decorate_plain
 from asyncmongo.runtime import connection as wire
 
 _CURSOR_COMMANDS = frozenset({"getMore", "killCursors"})
@@ -298,6 +302,93 @@ def executor_find_one(
     return find_one
 
 
+def lean_find_one(
+    client: asyncmongo.AsyncMongoClient[dict[str, Any]], collection: Any
+) -> Callable[[Mapping[str, Any]], Awaitable[dict[str, Any] | None]]:
+    """``executor`` with the executor restructured as far as it can be while every layer
+    around it stays: the operation object (``FindOne``: its ``build`` and ``parse``) and
+    ``Connection.command`` are asyncmongo's own, and the executor's part is one coroutine
+    holding the attempt's state in locals (no ``SessionOperation``, no ``ImplicitSession``,
+    no ``_execute`` frame: the server session is leased from the pool and given back in
+    the ``finally``). Every question the executor asks on the usual path is asked; an
+    unusual answer raises NotImplementedError. So ``executor`` over ``lean`` is the most a
+    restructured executor can save."""
+    executor, context = _pieces(client, collection)
+    topology, clock, events = executor._topology, executor.clock, executor.events
+    sessions = client._server_sessions
+    monotonic = time.monotonic
+
+    def unusual(what: str) -> NotImplementedError:
+        return NotImplementedError(f"lean_find_one measures the usual path only: {what}")
+
+    async def run(op: FindOne, deadline: float | None = None) -> Any:
+        name = op.name
+        if name in _CURSOR_COMMANDS or deadline is not None:
+            raise unusual("getMore/killCursors or timeoutMS")
+        if executor.encrypt_command is not None or executor.decrypt_reply is not None:
+            raise unusual("encryption")
+        target = op.target
+        route = (
+            topology.route(target.selection)
+            if target.address is None and not target.write_stage
+            else None
+        )
+        if route is None:
+            raise unusual("selection")
+        server, topology_type, read_preference = route
+        if topology_type is TopologyType.LOAD_BALANCED:
+            raise unusual("load balanced")
+        server.operation_count += 1
+        server_session = None
+        try:
+            pool = server.pool
+            conn = pool.try_check_out() or await pool.check_out(deadline)
+            if "$clusterTime" in conn.hello:
+                clock.advance(conn.hello)
+            command = op.build(conn)
+            lsid = None
+            if conn.supports_sessions:
+                description = topology.description
+                now = monotonic()
+                server_session = sessions.pool.acquire(now, description)
+                server_session.last_use = now
+                lsid = server_session.lsid
+            cluster_time = clock.cluster_time if conn.max_wire_version >= 6 else None
+            document = decorate_plain(command.document, lsid, None, cluster_time)
+            if read_preference is not None:
+                document["$readPreference"] = read_preference
+            if events.wanted:
+                raise unusual("command events")
+            try:
+                reply = await conn.command(
+                    command.database, document, sequences=command.sequences,
+                    deadline=deadline, unacknowledged=command.unacknowledged,
+                    codec_options=op.codec_options, csot=False, checked_at=None,
+                )
+            except BaseException:
+                pool.discard(conn, None)
+                raise
+            if not (command.unacknowledged or is_ok(reply)) or "writeConcernError" in reply:
+                raise unusual("an error reply")
+            pool.check_in(conn)
+            clock.advance(reply)
+            result = op.parse(reply)
+        finally:
+            server.operation_count -= 1
+            if server_session is not None:
+                sessions.pool.release(server_session, monotonic(), description)
+        if getattr(result, "cursor_id", None):
+            raise unusual("a cursor left open")
+        with_address = getattr(result, "with_address", None)
+        return result if with_address is None else with_address(server.address)
+
+    async def find_one(filter: Mapping[str, Any]) -> dict[str, Any] | None:
+        batch: list[dict[str, Any]] = await run(FindOne(context, filter))
+        return batch[0] if batch else None
+
+    return find_one
+
+
 async def measure(uri: str, pairs: int, batch: int, label: str) -> None:
     client: asyncmongo.AsyncMongoClient[dict[str, Any]] = asyncmongo.AsyncMongoClient(uri)
     floor = await FloorClient.connect(uri)
@@ -308,8 +399,10 @@ async def measure(uri: str, pairs: int, batch: int, label: str) -> None:
         flat = flat_find_one(client, corpus)
         deeper = nested(flat)
         below_api = executor_find_one(client, corpus)
+        leaner = lean_find_one(client, corpus)
         if (
             await below_api({"_id": 1}) != expected
+            or await leaner({"_id": 1}) != expected
             or await fused({"_id": 1}) != expected
             or await flat({"_id": 1}) != expected
             or await deeper({"_id": 1}) != expected
@@ -319,6 +412,7 @@ async def measure(uri: str, pairs: int, batch: int, label: str) -> None:
             {
                 "asyncmongo": lambda: corpus.find_one({"_id": 1}),
                 "executor": lambda: below_api({"_id": 1}),
+                "lean": lambda: leaner({"_id": 1}),
                 "fused": lambda: fused({"_id": 1}),
                 "flat": lambda: flat({"_id": 1}),
                 "nested": lambda: deeper({"_id": 1}),
@@ -333,7 +427,7 @@ async def measure(uri: str, pairs: int, batch: int, label: str) -> None:
     print(f"find one by _id, {label}, {pairs} pairs of {batch} operations\n")
     print("| client | CPU µs/op | / floor (median) | quartiles |")
     print("|---|---:|---:|---:|")
-    for name in ("asyncmongo", "executor", "nested", "flat", "fused", "floor"):
+    for name in ("asyncmongo", "executor", "lean", "nested", "flat", "fused", "floor"):
         ratios = paired_ratios(samples[name], samples["floor"])
         low, _, high = statistics.quantiles(ratios, n=4)
         print(f"| {name} | {statistics.median(samples[name]):.1f} "
