@@ -17,6 +17,7 @@ from asyncmongo.bson.objectid import ObjectId, new_object_id_bytes
 from asyncmongo.core.adopt import adopt_read_concern, adopt_write_concern
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.base import Operation
+from asyncmongo.core.operations.cursors import KillCursors
 from asyncmongo.core.sdam.topology_description import TopologyDescription
 from asyncmongo.core.selection import ReadPreference
 from asyncmongo.core.selection.read_preference import adopt_read_preference
@@ -93,6 +94,8 @@ class ClientScope(SettingsSource, Protocol):
     ) -> Awaitable[T]: ...
 
     def _deadline_for(self, timeout_ms: int | None) -> float | None: ...
+
+    def _cursor_dropped(self, kill: KillCursors) -> None: ...
 
     def _next_operation_id(self) -> int: ...
 

@@ -47,7 +47,7 @@ from asyncmongo.core.operations import management
 from asyncmongo.core.operations.base import Operation
 from asyncmongo.core.operations.client_bulk import ClientBulkOptions
 from asyncmongo.core.operations.common import Namespace
-from asyncmongo.core.operations.cursors import CursorPage
+from asyncmongo.core.operations.cursors import CursorPage, KillCursors
 from asyncmongo.core.sdam.settings import TopologySettings
 from asyncmongo.core.sdam.topology_description import TopologyDescription
 from asyncmongo.core.sdam.types import ServerType, TopologyType
@@ -316,6 +316,13 @@ class AsyncMongoClient(Generic[_DocumentType]):
         """Run ``coro`` as a task of the client (closed with it), unless it is not running."""
         if not self._spawn(coro, name):
             coro.close()
+
+    def _cursor_dropped(self, kill: KillCursors) -> None:
+        """A cursor was dropped while open (its ``__del__``): its killCursors goes to the
+        runtime's cursor reaper (nothing to do once the client is closed)."""
+        runtime = self._runtime
+        if runtime is not None:
+            runtime.reaper.drop(kill)
 
     def _spawn_listener(self, coro: Coroutine[Any, Any, Any]) -> bool:
         return self._spawn(coro, "asyncmongo-event-listener")

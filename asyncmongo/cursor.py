@@ -7,9 +7,12 @@ owns the cursor). The server-side cursor is killed when the cursor is closed: by
 cursor.close()`` or leaving ``async with cursor`` (both deterministic), or leaving an
 ``async for`` early: its iterator is an async generator, and asyncio runs the abandoned
 generator's ``aclose`` (which kills the cursor) as a task right after the loop is left, so
-the killCursors goes out a loop turn later. An exhausted cursor (id 0) needs nothing; one
-dropped without any of these is left to the server's idle-cursor timeout (no killCursors
-from ``__del__``: nothing may be awaited there). ``find`` with ``limit`` stops at the limit
+the killCursors goes out a loop turn later. An exhausted cursor (id 0) needs nothing. One
+dropped while open is killed by the client soon after: nothing may be awaited in
+``__del__``, so it hands its killCursors to the client's cursor reaper
+(``runtime.cursor_reaper``), which sends it from a client task and releases the cursor's
+implicit session (a cursor of an explicit session is only forgotten: ending the session
+ends it on the server). ``find`` with ``limit`` stops at the limit
 and kills what remains, per find_getmore_killcursors_commands.
 
 A tailable find (``cursor_type=CursorType.TAILABLE`` / ``TAILABLE_AWAIT``) on a capped
@@ -86,6 +89,10 @@ class Runner(Protocol):
     ) -> Awaitable[T]: ...
 
     def _deadline_for(self, timeout_ms: int | None) -> float | None: ...
+
+    def _cursor_dropped(self, kill: KillCursors) -> None:
+        """``kill`` is the killCursors of a cursor dropped while open: send it later."""
+        ...
 
 
 def timeout_mode_of(
@@ -171,6 +178,15 @@ class _Cursor(Generic[_DocumentType]):
         self._retrieved = 0
         #: 0: not tailable; CursorType.TAILABLE or TAILABLE_AWAIT: wait for more at the end.
         self._tailable = CursorType.NON_TAILABLE
+
+    def __del__(self) -> None:
+        # Dropped while the server still holds it: the client kills it later and forgets
+        # its session (runtime.cursor_reaper); nothing can be awaited here.
+        cursor_id, address = getattr(self, "_id", None), getattr(self, "_address", None)
+        if cursor_id and address is not None and not self._killed:
+            self._runner._cursor_dropped(
+                KillCursors(cursor_id, self._namespace, address, self._codec_options)
+            )
 
     def __repr__(self) -> str:
         state = "not started" if not self._started else "alive" if self.alive else "closed"

@@ -1,4 +1,5 @@
-"""What a connected client runs: its task set, topology, executor and SRV poller.
+"""What a connected client runs: its task set, topology, executor, cursor reaper and SRV
+poller.
 
 :meth:`ClientRuntime.create` resolves a ``mongodb+srv://`` URI and builds the topology and
 executor; :meth:`ClientRuntime.open` starts monitoring (one monitor task per server, pool
@@ -29,6 +30,7 @@ from asyncmongo.runtime.attempt import OperationSession
 from asyncmongo.runtime.auth import CredentialAuthenticator
 from asyncmongo.runtime.command_events import CommandEvents
 from asyncmongo.runtime.connection import Authenticator, Connection, ConnectionSettings
+from asyncmongo.runtime.cursor_reaper import CursorReaper
 from asyncmongo.runtime.establish import Establisher
 from asyncmongo.runtime.executor import Executor
 from asyncmongo.runtime.monitor import Monitor, MonitorSettings, streaming_enabled
@@ -56,6 +58,7 @@ class ClientRuntime:
         "listeners",
         "options",
         "poller",
+        "reaper",
         "tasks",
         "topology",
     )
@@ -97,6 +100,10 @@ class ClientRuntime:
             events=events,
             max_adaptive_retries=options.max_adaptive_retries,
             overload_retargeting=options.enable_overload_retargeting,
+        )
+        #: Kills the server cursors of cursors dropped while open (their ``__del__``).
+        self.reaper = CursorReaper(
+            self.executor, self.tasks.spawn_unless_closed, loop, options.timeout_ms
         )
         self.poller: SrvPoller | None = None
         #: Closes this runtime if the loop ends with the client never closed.

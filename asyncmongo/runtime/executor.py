@@ -46,6 +46,7 @@ from asyncmongo.core.backpressure import (
 from asyncmongo.core.error_policy import ApplicationError, is_state_change_error
 from asyncmongo.core.operations.base import Command, Operation, Target
 from asyncmongo.core.operations.command import CommandOperation
+from asyncmongo.core.operations.cursors import KillCursors
 from asyncmongo.core.operations.replies import is_ok
 from asyncmongo.core.sdam.types import TopologyType
 from asyncmongo.core.selection import (
@@ -387,6 +388,29 @@ class Executor:
             generic=True,
         )
         return self.run(op, deadline=deadline)
+
+    async def kill_dropped(self, kill: KillCursors, deadline: float | None) -> None:
+        """killCursors for a cursor the application dropped while it was open (see
+        ``runtime.cursor_reaper``). Whatever the outcome the cursor is forgotten: its
+        implicit session released, a connection pinned to it discarded. A cursor of an
+        explicit session is only forgotten: the application's session is not used behind its
+        back (ending it ends the cursor on the server)."""
+        address = kill.target.address
+        assert address is not None, "a killCursors names its cursor's server"
+        key = (address, kill.cursor_id)
+        owned = self.cursor_sessions.get(key)
+        try:
+            if owned is None or owned._implicit:
+                await self.run(kill, deadline=deadline)
+        except MongoError:
+            pass  # best effort, as cursor.close(): the server times idle cursors out anyway
+        finally:
+            owned = self.cursor_sessions.pop(key, None)
+            if owned is not None and owned._implicit:
+                owned._release()
+            pin = self.cursor_pins.pop(key, None)
+            if pin is not None:
+                pin.pool.discard(pin.conn, pin.error)
 
     # -- sessions ----------------------------------------------------------------------------
 

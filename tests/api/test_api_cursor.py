@@ -25,6 +25,7 @@ class ScriptedRunner:
         self.first = first
         self.more = list(more)
         self.ran: list[Any] = []
+        self.dropped: list[KillCursors] = []
 
     async def _run(
         self, op: Any, session: Any = None, operation_id: int | None = None, **timing: Any
@@ -38,6 +39,9 @@ class ScriptedRunner:
 
     def _deadline_for(self, timeout_ms: int | None) -> float | None:
         return None  # timeoutMS unset
+
+    def _cursor_dropped(self, kill: KillCursors) -> None:
+        self.dropped.append(kill)
 
 
 class Collection:
@@ -144,3 +148,24 @@ async def test_try_next_returns_none_while_a_tailable_cursor_is_empty() -> None:
     assert await cursor.try_next() is None
     assert cursor.alive
     assert await cursor.try_next() == 7
+
+
+async def test_a_cursor_dropped_while_open_hands_its_kill_cursors_to_the_client() -> None:
+    runner = ScriptedRunner(page(9, [1, 2]), [])
+    cursor = AsyncCommandCursor(runner, page(9, [1, 2]), CodecOptions())
+    assert await cursor.next() == 1
+    del cursor  # the server still holds cursor 9
+    (kill,) = runner.dropped
+    assert (kill.cursor_id, kill.target.address, kill.namespace) == (9, ADDRESS, NS)
+    assert not [op for op in runner.ran if isinstance(op, KillCursors)]  # nothing awaited
+
+
+async def test_a_cursor_exhausted_closed_or_never_run_hands_nothing() -> None:
+    runner = ScriptedRunner(page(0, [1]), [])
+    exhausted = AsyncCommandCursor(runner, page(0, [1]), CodecOptions())
+    assert await exhausted.to_list() == [1]
+    closed = AsyncCommandCursor(runner, page(9, [1, 2]), CodecOptions())
+    await closed.close()
+    never_run = AsyncCursor(Collection(runner), FindOptions())
+    del exhausted, closed, never_run
+    assert runner.dropped == []
