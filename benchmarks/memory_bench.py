@@ -19,6 +19,9 @@ measured for both drivers in the same run, asyncmongo first, and reports the rat
   per operation included (the same for both drivers);
 - **open cursor**: per cursor, 1,000 cursors open on the server with their first batch
   (``batch_size=2``) read;
+- **dropped cursor**: per cursor, what stays 2 s after 1,000 such cursors were dropped
+  without a close (each driver kills them in the background: asyncmongo from a client task
+  as each is collected, PyMongo from a periodic task, once a second);
 - **to_list**: ``find({}).to_list()`` of 10,000 small documents: the peak above what the
   result itself keeps (the driver's transient buffers and copies).
 
@@ -50,6 +53,9 @@ CONNECTIONS = 100
 WAITING = 1_000
 CURSORS = 1_000
 DOCUMENTS = 10_000
+#: How long dropped cursors are given to be cleaned up (PyMongo's periodic task kills the
+#: cursors its ``__del__`` queued once a second).
+DROPPED_WAIT_S = 2.0
 #: How long the fail point holds each blocked command on the server (ms).
 BLOCK_MS = 2000
 
@@ -161,6 +167,13 @@ async def client_rows(name: str, factory: Factory, uri: str) -> dict[str, float]
         await cursor.close()
     del cursors, cursor
 
+    # dropped cursors: opened, read once, dropped without a close
+    before = traced()
+    for _ in range(CURSORS):
+        await coll.find({}, batch_size=2).next()
+    await asyncio.sleep(DROPPED_WAIT_S)  # each driver cleans up in the background
+    rows["dropped cursor"] = (traced() - before) / CURSORS
+
     # to_list: the peak above the result
     before = traced()
     tracemalloc.reset_peak()
@@ -228,6 +241,9 @@ def report(results: dict[str, dict[str, float]], imports: dict[str, tuple[int, i
         floor = results["floor"].get(row)
         print(f"| {row} | {_kib(ours[row])} | {_kib(theirs[row])} "
               f"| {ours[row] / theirs[row]:.2f}x | {'' if floor is None else _kib(floor)} |")
+    # about nothing for both: bytes, and no ratio of two noises
+    print(f"| dropped cursor (bytes) | {ours['dropped cursor']:.0f} "
+          f"| {theirs['dropped cursor']:.0f} | | |")
     print(f"\n(to_list's result itself: {_kib(ours['to_list result'])} KiB with asyncmongo, "
           f"{_kib(theirs['to_list result'])} KiB with PyMongo)")
 
