@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from asyncmongo import AsyncMongoClient
 from asyncmongo.bson import CodecOptions
 from asyncmongo.core.operations.common import Namespace
 from asyncmongo.core.operations.cursors import KillCursors
+from asyncmongo.runtime.executor import Executor
 from asyncmongo.testing import LoadBalanced, ReplicaSet
 
 pytestmark = pytest.mark.timeout(60)
@@ -76,6 +78,18 @@ def _in_use(client: AsyncMongoClient) -> int:
     )
 
 
+@asynccontextmanager
+async def _seeded(
+    uri: str, commands: Commands | None = None
+) -> AsyncIterator[tuple[AsyncMongoClient, Executor]]:
+    """A client (listened to by ``commands``) over db.c holding _id 0..9, and its executor."""
+    async with AsyncMongoClient(uri, event_listeners=[commands] if commands else []) as client:
+        await client.db.c.insert_many([{"_id": i} for i in range(10)])
+        executor = client._executor
+        assert executor is not None
+        yield client, executor
+
+
 async def _open_cursor(client: AsyncMongoClient, **options: Any) -> int:
     """Read the first document of a cursor that stays open, drop the cursor; its id."""
     cursor = client.db.c.find({}, batch_size=2, **options)
@@ -89,10 +103,7 @@ async def test_a_dropped_cursor_is_killed_in_its_session_and_the_session_pooled(
     rs: ReplicaSet,
 ) -> None:
     commands = Commands()
-    async with AsyncMongoClient(rs.uri, event_listeners=[commands]) as client:
-        await client.db.c.insert_many([{"_id": i} for i in range(10)])
-        executor = client._executor
-        assert executor is not None
+    async with _seeded(rs.uri, commands) as (client, executor):
         pooled = len(client._server_sessions)
         cursor_id = await _open_cursor(client)  # returns: the cursor is dropped
         await _until(lambda: commands.killed() == [cursor_id], "the server killed it")
@@ -107,10 +118,7 @@ async def test_a_dropped_cursor_is_killed_in_its_session_and_the_session_pooled(
 
 async def test_many_dropped_cursors_leave_nothing_behind(rs: ReplicaSet) -> None:
     commands = Commands()
-    async with AsyncMongoClient(rs.uri, event_listeners=[commands]) as client:
-        await client.db.c.insert_many([{"_id": i} for i in range(10)])
-        executor = client._executor
-        assert executor is not None
+    async with _seeded(rs.uri, commands) as (client, executor):
         opened = [await _open_cursor(client) for _ in range(50)]
         await _until(lambda: len(commands.killed()) == 50, "every cursor killed")
         assert sorted(commands.killed()) == sorted(opened)
@@ -119,10 +127,7 @@ async def test_many_dropped_cursors_leave_nothing_behind(rs: ReplicaSet) -> None
 
 async def test_an_explicit_sessions_cursor_is_forgotten_not_killed(rs: ReplicaSet) -> None:
     commands = Commands()
-    async with AsyncMongoClient(rs.uri, event_listeners=[commands]) as client:
-        await client.db.c.insert_many([{"_id": i} for i in range(10)])
-        executor = client._executor
-        assert executor is not None
+    async with _seeded(rs.uri, commands) as (client, executor):
         async with client.start_session() as session:
             await _open_cursor(client, session=session)
             await _until(lambda: not executor.cursor_sessions, "the cursor forgotten")
@@ -132,21 +137,16 @@ async def test_an_explicit_sessions_cursor_is_forgotten_not_killed(rs: ReplicaSe
 
 
 async def test_a_dropped_load_balanced_cursor_gives_its_connection_back() -> None:
-    async with LoadBalanced() as lb, AsyncMongoClient(lb.uri) as client:
-        await client.db.c.insert_many([{"_id": i} for i in range(10)])
-        executor = client._executor
-        assert executor is not None
+    async with LoadBalanced() as lb, _seeded(lb.uri) as (client, executor):
         await _open_cursor(client)
         await _until(lambda: not executor.cursor_pins, "the pinned connection released")
         assert _in_use(client) == 0
 
 
 async def test_a_cursor_dropped_after_its_client_closed_is_left_alone(rs: ReplicaSet) -> None:
-    client = AsyncMongoClient(rs.uri)
-    await client.db.c.insert_many([{"_id": i} for i in range(10)])
-    cursor = client.db.c.find({}, batch_size=2)
-    await cursor.next()
-    await client.close()
+    async with _seeded(rs.uri) as (client, _):
+        cursor = client.db.c.find({}, batch_size=2)
+        await cursor.next()
     del cursor  # no client runtime to hand it to, and nothing raised
 
 
@@ -154,8 +154,7 @@ async def test_a_cursor_dropped_on_another_thread_is_killed_on_the_clients_loop(
     rs: ReplicaSet,
 ) -> None:
     commands = Commands()
-    async with AsyncMongoClient(rs.uri, event_listeners=[commands]) as client:
-        await client.db.c.insert_many([{"_id": i} for i in range(10)])
+    async with _seeded(rs.uri, commands) as (client, _):
         runtime = client._runtime
         assert runtime is not None
         cursor = client.db.c.find({}, batch_size=2)
