@@ -66,8 +66,9 @@ class CursorReaper:
                 self._start()
             else:
                 self._loop.call_soon_threadsafe(self._start)
-        except RuntimeError:  # the loop is closed
+        except RuntimeError:  # the loop is closed: nothing will run again
             self._dropped.clear()
+            self._reaping = False
 
     def _start(self) -> None:
         if self._spawn(self._reap(), "asyncmongo-cursor-reaper") is None:

@@ -22,6 +22,7 @@ from asyncmongo import AsyncMongoClient
 from asyncmongo.bson import CodecOptions
 from asyncmongo.core.operations.common import Namespace
 from asyncmongo.core.operations.cursors import KillCursors
+from asyncmongo.runtime.cursor_reaper import CursorReaper
 from asyncmongo.runtime.executor import Executor
 from asyncmongo.testing import LoadBalanced, ReplicaSet
 
@@ -165,3 +166,15 @@ async def test_a_cursor_dropped_on_another_thread_is_killed_on_the_clients_loop(
         await asyncio.to_thread(runtime.reaper.drop, kill)  # as a collection there would
         await _until(lambda: commands.killed() == [cursor_id], "the server killed it")
         await cursor.close()  # a second killCursors finds nothing to kill, and that is fine
+
+
+def test_a_cursor_dropped_once_the_loop_is_closed_is_left_to_the_server() -> None:
+    loop = asyncio.new_event_loop()
+    loop.close()
+    spawned: list[Any] = []
+    executor: Any = object()  # never reached
+    reaper = CursorReaper(executor, lambda coro, name: spawned.append(coro), loop, None)
+    kill = KillCursors(7, Namespace("db", "c"), ("h", 1), CodecOptions())
+    reaper.drop(kill)  # not on the loop's thread, and the loop cannot take a callback
+    reaper.drop(kill)
+    assert spawned == [] and repr(reaper) == "<CursorReaper idle, 0 queued>"
