@@ -405,9 +405,7 @@ class Executor:
         except MongoError:
             pass  # best effort, as cursor.close(): the server times idle cursors out anyway
         finally:
-            owned = self.cursor_sessions.pop(key, None)
-            if owned is not None and owned._implicit:
-                owned._release()
+            self._forget_session(key)
             pin = self.cursor_pins.pop(key, None)
             if pin is not None:
                 pin.pool.discard(pin.conn, pin.error)
@@ -436,14 +434,18 @@ class Executor:
         if op.name in _CURSOR_OPS:
             key = (address, getattr(op, "cursor_id", 0))
             if op.name == "killCursors" or cursor_id == 0:
-                owned = self.cursor_sessions.pop(key, None)
-                if owned is not None and owned._implicit:
-                    owned._release()
+                self._forget_session(key)
             return False
         if isinstance(cursor_id, int) and cursor_id:
             self.cursor_sessions[(address, cursor_id)] = session
             return True
         return False
+
+    def _forget_session(self, key: tuple[Address, int]) -> None:
+        """The cursor ``key`` is gone: forget its session, releasing an implicit one."""
+        owned = self.cursor_sessions.pop(key, None)
+        if owned is not None and owned._implicit:
+            owned._release()
 
     # -- attempts ----------------------------------------------------------------------------
 
