@@ -43,7 +43,14 @@ from asyncmongo.core.operations.base import Operation
 from asyncmongo.core.operations.command import Explain
 from asyncmongo.core.operations.common import Namespace, sort_document
 from asyncmongo.core.operations.cursors import CursorPage, GetMore, KillCursors
-from asyncmongo.core.operations.find import CursorType, Find, FindOptions, projection_document
+from asyncmongo.core.operations.find import (
+    DEFAULT_FIND_OPTIONS,
+    CursorType,
+    Find,
+    FindContext,
+    FindOptions,
+    projection_document,
+)
 from asyncmongo.errors import InvalidArgument, InvalidOperation, MongoError, OperationFailure
 
 __all__ = [
@@ -503,20 +510,22 @@ class AsyncCursor(_Cursor[_DocumentType]):
     """A ``find`` cursor: lazily runs the command on the first read; the chainable
     modifiers (``sort``, ``skip``, ``limit``, ...) may be used only before that."""
 
-    __slots__ = ("_collection", "_options")
+    __slots__ = ("_collection", "_context", "_filter", "_options")
 
     def __init__(
         self,
         collection: Any,
-        options: FindOptions,
+        filter: Mapping[str, Any] | None = None,
+        options: FindOptions = DEFAULT_FIND_OPTIONS,
         session: Any = None,
         timeout_mode: TimeoutMode | str | None = None,
     ) -> None:
+        context: FindContext = collection._context_for_find()
         timeout_ms = getattr(collection, "timeout_ms", None)
         super().__init__(
             collection.database.client,
-            Namespace(collection.database.name, collection.name),
-            collection.codec_options,
+            context.namespace,
+            context.codec_options,
             batch_size=options.batch_size,
             comment=options.comment,
             max_await_time_ms=options.max_await_time_ms if options.await_data else None,
@@ -525,6 +534,8 @@ class AsyncCursor(_Cursor[_DocumentType]):
             timeout_mode=_checked_mode(timeout_mode, timeout_ms, options),
         )
         self._collection = collection
+        self._context = context
+        self._filter = filter
         self._options = options
         self._limit = abs(options.limit)
         self._tailable = options.cursor_type if options.tailable else CursorType.NON_TAILABLE
@@ -540,11 +551,8 @@ class AsyncCursor(_Cursor[_DocumentType]):
         return self._collection
 
     def _find(self) -> Find:
-        """The find operation for the current options and the collection's settings."""
-        c = self._collection
-        return Find(
-            self._namespace, self._options, c.read_preference, c.read_concern, c.codec_options
-        )
+        """The find operation for the current filter and options."""
+        return Find(self._context, self._filter, self._options)
 
     async def _first_page(self) -> CursorPage:
         self._deadline = deadline = self._runner._deadline_for(self._timeout_ms)
@@ -555,9 +563,12 @@ class AsyncCursor(_Cursor[_DocumentType]):
             self._find(), self._session, deadline=deadline, max_time=max_time
         )
 
-    def _change(self, **changes: Any) -> AsyncCursor[_DocumentType]:
+    def _check_unstarted(self) -> None:
         if self._started:
             raise InvalidOperation("cannot set options after the cursor was used")
+
+    def _change(self, **changes: Any) -> AsyncCursor[_DocumentType]:
+        self._check_unstarted()
         self._options = self._options.with_changes(**changes)
         self._limit = abs(self._options.limit)
         self._batch_size = self._options.batch_size
@@ -656,14 +667,16 @@ class AsyncCursor(_Cursor[_DocumentType]):
         evaluates it for every document, so it is slow and cannot use an index; prefer query
         operators (or ``$expr``). Returns this cursor. Raises InvalidOperation once the cursor has
         been read from (see ``rewind()``)."""
-        base = dict(self._options.filter or {})
+        self._check_unstarted()
+        base = dict(self._filter or {})
         base["$where"] = code
-        return self._change(filter=base)
+        self._filter = base
+        return self
 
     def clone(self) -> AsyncCursor[_DocumentType]:
         """A new, unstarted cursor with the same options, in the same session."""
         mode = self._timeout_mode if self._timeout_ms is not None else None
-        return AsyncCursor(self._collection, self._options, self._session, mode)
+        return AsyncCursor(self._collection, self._filter, self._options, self._session, mode)
 
     def rewind(self) -> AsyncCursor[_DocumentType]:
         """Forget the results: the next read runs ``find`` again (the old cursor is dropped;
@@ -689,7 +702,7 @@ class AsyncCursor(_Cursor[_DocumentType]):
     async def distinct(self, key: str) -> list[Any]:
         """The distinct values of ``key`` among the documents this cursor would return."""
         result: list[Any] = await self._collection.distinct(
-            key, self._options.filter or {}, session=self._session, comment=self._options.comment
+            key, self._filter or {}, session=self._session, comment=self._options.comment
         )
         return result
 
@@ -713,7 +726,6 @@ def _check_max_await(wait: int | None, timeout_ms: int | None) -> None:
 
 
 def find_options(
-    filter: Any = None,
     projection: Any = None,
     *,
     skip: int = 0,
@@ -744,7 +756,6 @@ def find_options(
         except ValueError:
             raise InvalidArgument(f"not a CursorType: {cursor_type!r}") from None
     return FindOptions(
-        filter=filter,
         projection=projection_document(projection),
         sort=sort or None,  # PyMongo: an empty sort (``[]``, ``{}``) is no sort
         skip=skip,

@@ -63,7 +63,7 @@ def _pieces(
     from."""
     runtime = client._runtime
     assert runtime is not None, "connect the client first"
-    context = collection._find_one_context
+    context = collection._find_context
     assert context is not None, "run one find_one on the collection first"
     return runtime.executor, context
 

@@ -16,7 +16,7 @@ from asyncmongo.collection.arguments import with_raw_data
 from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.command import CommandOperation
 from asyncmongo.core.operations.common import Namespace, check_collection_name
-from asyncmongo.core.operations.find import FindOneContext
+from asyncmongo.core.operations.find import FindContext
 from asyncmongo.core.operations.write import InsertContext
 from asyncmongo.core.selection import ReadPreference
 
@@ -28,7 +28,7 @@ _T = TypeVar("_T")
 class CollectionBase(NamedScope[DatabaseScope], Generic[_DocumentType]):
     """A collection's database, name, namespace and settings (AsyncCollection's base)."""
 
-    __slots__ = ("_client", "_find_one_context", "_insert_context", "_namespace")
+    __slots__ = ("_client", "_find_context", "_insert_context", "_namespace")
 
     _ITEM_HINT = "coll[{name}] for a sub-collection"
 
@@ -54,9 +54,9 @@ class CollectionBase(NamedScope[DatabaseScope], Generic[_DocumentType]):
         self._namespace = Namespace(database.name, name)
         #: The client operations run through (an attribute: read by every method).
         self._client: ClientScope = database.client
-        #: find_one's and insert_one's per-collection parts, made on their first call (the
+        #: find's and insert_one's per-collection parts, made on their first call (the
         #: settings never change; ``with_options`` makes another collection).
-        self._find_one_context: FindOneContext | None = None
+        self._find_context: FindContext | None = None
         self._insert_context: InsertContext | None = None
 
     @property
@@ -68,6 +68,15 @@ class CollectionBase(NamedScope[DatabaseScope], Generic[_DocumentType]):
     def database(self) -> DatabaseScope:
         """The AsyncDatabase this collection belongs to."""
         return self._parent
+
+    def _context_for_find(self) -> FindContext:
+        """What every find through this collection shares (made once)."""
+        context = self._find_context
+        if context is None:
+            context = self._find_context = FindContext(
+                self._namespace, self._read_preference, self._read_concern, self._codec_options
+            )
+        return context
 
     async def _run(
         self, op: CommandOperation[_T], session: Any = None, raw_data: bool | None = None

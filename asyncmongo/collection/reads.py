@@ -20,7 +20,7 @@ from asyncmongo.core.operations.common import (
 )
 from asyncmongo.core.operations.cursors import CursorPage
 from asyncmongo.core.operations.distinct import distinct as distinct_op
-from asyncmongo.core.operations.find import Find, FindOne, FindOneContext
+from asyncmongo.core.operations.find import DEFAULT_FIND_OPTIONS, Find, FindOne
 from asyncmongo.cursor import AsyncCommandCursor, AsyncCursor, find_options
 from asyncmongo.errors import InvalidOperation
 
@@ -45,12 +45,16 @@ class CollectionReads(CollectionBase[_DocumentType]):
         max_await_time_ms, allow_disk_use, cursor_type, no_cursor_timeout,
         allow_partial_results, return_key, show_record_id, max, min.
         """
-        session = kwargs.pop("session", None)
-        check_session(session)
-        mode = kwargs.pop("timeout_mode", None)
+        session = mode = None
+        if kwargs:
+            session = kwargs.pop("session", None)
+            check_session(session)
+            mode = kwargs.pop("timeout_mode", None)
         if filter is not None:
             check_document(filter, "filter")
-        return AsyncCursor(self, find_options(filter, projection, **kwargs), session, mode)
+        if projection is None and not kwargs:  # find(filter): the options every such call shares
+            return AsyncCursor(self, filter, DEFAULT_FIND_OPTIONS, session, mode)
+        return AsyncCursor(self, filter, find_options(projection, **kwargs), session, mode)
 
     async def find_one(
         self, filter: Any = None, *args: Any, **kwargs: Any
@@ -61,27 +65,13 @@ class CollectionReads(CollectionBase[_DocumentType]):
         session = None
         if kwargs:
             session = kwargs.pop("session", None)
+        context = self._find_context or self._context_for_find()
         op: Find | FindOne
         if args or kwargs:
             kwargs["limit"] = 1  # CRUD findOne: limit 1 and singleBatch, no batchSize
             kwargs["single_batch"] = True
-            options = find_options(filter, *args, **kwargs)
-            op = Find(
-                self._namespace,
-                options,
-                self._read_preference,
-                self._read_concern,
-                self._codec_options,
-            )
+            op = Find(context, filter, find_options(*args, **kwargs))
         else:  # the usual call: the collection's parts made once, only the filter differs
-            context = self._find_one_context
-            if context is None:
-                context = self._find_one_context = FindOneContext(
-                    self._namespace,
-                    self._read_preference,
-                    self._read_concern,
-                    self._codec_options,
-                )
             op = FindOne(context, filter)
         # FindOne's result: the batch (a list) of the closed cursor; else a CursorPage
         result: Any = await self._client._run(op, session, timeout_ms=self._timeout_ms)

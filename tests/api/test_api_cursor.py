@@ -9,7 +9,12 @@ import pytest
 from asyncmongo.bson import CodecOptions
 from asyncmongo.core.operations.common import Namespace
 from asyncmongo.core.operations.cursors import CursorPage, GetMore, KillCursors
-from asyncmongo.core.operations.find import Find, FindOptions
+from asyncmongo.core.operations.find import (
+    DEFAULT_FIND_OPTIONS,
+    Find,
+    FindContext,
+    FindOptions,
+)
 from asyncmongo.core.selection import PRIMARY
 from asyncmongo.cursor import AsyncCommandCursor, AsyncCursor
 from asyncmongo.errors import InvalidOperation
@@ -54,6 +59,9 @@ class Collection:
 
         self.read_concern = ReadConcern()
 
+    def _context_for_find(self) -> FindContext:
+        return FindContext(NS, self.read_preference, self.read_concern, self.codec_options)
+
 
 def page(cursor_id: int, documents: list[Any]) -> CursorPage:
     return CursorPage(cursor_id, NS, documents, address=ADDRESS)
@@ -62,7 +70,7 @@ def page(cursor_id: int, documents: list[Any]) -> CursorPage:
 async def test_limit_reached_with_an_open_server_cursor_keeps_the_documents() -> None:
     # 5.0+: a batch that ends exactly at the limit still has a cursor id (find_getmore spec)
     runner = ScriptedRunner(page(5, [1, 2]), [])
-    cursor = AsyncCursor(Collection(runner), FindOptions(limit=2))
+    cursor = AsyncCursor(Collection(runner), None, FindOptions(limit=2))
     assert await cursor.to_list() == [1, 2]
     kills = [op for op in runner.ran if isinstance(op, KillCursors)]
     assert len(kills) == 1 and kills[0].cursor_id == 5
@@ -71,7 +79,7 @@ async def test_limit_reached_with_an_open_server_cursor_keeps_the_documents() ->
 
 async def test_get_more_asks_for_what_the_limit_leaves() -> None:
     runner = ScriptedRunner(page(5, [1, 2]), [page(5, [3, 4]), page(5, [5])])
-    cursor = AsyncCursor(Collection(runner), FindOptions(limit=5, batch_size=2))
+    cursor = AsyncCursor(Collection(runner), None, FindOptions(limit=5, batch_size=2))
     assert [doc async for doc in cursor] == [1, 2, 3, 4, 5]
     get_mores = [op for op in runner.ran if isinstance(op, GetMore)]
     assert [g.batch_size for g in get_mores] == [2, 1]
@@ -81,13 +89,13 @@ async def test_get_more_asks_for_what_the_limit_leaves() -> None:
 
 async def test_server_returning_more_than_the_limit_is_cut() -> None:
     runner = ScriptedRunner(page(0, [1, 2, 3]), [])
-    cursor = AsyncCursor(Collection(runner), FindOptions(limit=2))
+    cursor = AsyncCursor(Collection(runner), None, FindOptions(limit=2))
     assert await cursor.to_list() == [1, 2]
 
 
 async def test_to_list_length_and_next() -> None:
     runner = ScriptedRunner(page(5, [1, 2, 3]), [page(0, [4])])
-    cursor = AsyncCursor(Collection(runner), FindOptions())
+    cursor = AsyncCursor(Collection(runner), None, FindOptions())
     assert await cursor.to_list(2) == [1, 2]
     assert await cursor.next() == 3
     assert await cursor.to_list(5) == [4]
@@ -95,9 +103,26 @@ async def test_to_list_length_and_next() -> None:
     assert not [op for op in runner.ran if isinstance(op, KillCursors)]
 
 
+async def test_cursors_of_find_filter_share_the_default_options_untouched() -> None:
+    runner = ScriptedRunner(page(0, []), [])
+    collection = Collection(runner)
+    user_filter = {"a": 1}
+    first = AsyncCursor(collection, user_filter).limit(2).where("true")
+    second = AsyncCursor(collection, user_filter)
+    assert second._options is DEFAULT_FIND_OPTIONS and DEFAULT_FIND_OPTIONS.limit == 0
+    assert user_filter == {"a": 1}  # where() built a new filter
+    await first.to_list()
+    await second.to_list()
+    sent = [op.build(None).document for op in runner.ran if isinstance(op, Find)]
+    assert sent == [
+        {"find": "coll", "filter": {"a": 1, "$where": "true"}, "limit": 2},
+        {"find": "coll", "filter": {"a": 1}},
+    ]
+
+
 async def test_close_kills_once_and_modifiers_refuse_after_start() -> None:
     runner = ScriptedRunner(page(5, [1]), [])
-    cursor = AsyncCursor(Collection(runner), FindOptions())
+    cursor = AsyncCursor(Collection(runner), None, FindOptions())
     assert await cursor.next() == 1
     await cursor.close()
     await cursor.close()
@@ -120,7 +145,7 @@ async def test_tailable_await_cursor_waits_with_max_await_time() -> None:
 
     runner = ScriptedRunner(page(5, [1]), [page(5, []), page(5, [2])])
     options = find_options(cursor_type=CursorType.TAILABLE_AWAIT, max_await_time_ms=50)
-    cursor = AsyncCursor(Collection(runner), options)
+    cursor = AsyncCursor(Collection(runner), None, options)
     assert await cursor.next() == 1
     find = runner.ran[0]
     assert isinstance(find, Find)
@@ -166,6 +191,6 @@ async def test_a_cursor_exhausted_closed_or_never_run_hands_nothing() -> None:
     assert await exhausted.to_list() == [1]
     closed = AsyncCommandCursor(runner, page(9, [1, 2]), CodecOptions())
     await closed.close()
-    never_run = AsyncCursor(Collection(runner), FindOptions())
+    never_run = AsyncCursor(Collection(runner), None, FindOptions())
     del exhausted, closed, never_run
     assert runner.dropped == []

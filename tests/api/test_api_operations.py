@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from asyncmongo import AsyncMongoClient
 from asyncmongo.bson import CodecOptions, Int64, ObjectId, Timestamp, decode
 from asyncmongo.change_stream import _OpenedPage
 from asyncmongo.core.concern import ReadConcern, WriteConcern
@@ -30,7 +31,13 @@ from asyncmongo.core.operations.cursors import (
     parse_cursor_page,
 )
 from asyncmongo.core.operations.distinct import distinct
-from asyncmongo.core.operations.find import CursorType, Find, FindOptions, first_batch_size
+from asyncmongo.core.operations.find import (
+    CursorType,
+    Find,
+    FindContext,
+    FindOptions,
+    first_batch_size,
+)
 from asyncmongo.core.operations.find_and_modify import ReturnDocument, find_and_modify
 from asyncmongo.core.operations.replies import check_reply, check_write_reply, is_ok
 from asyncmongo.core.operations.run_command import command_document, run_command
@@ -94,8 +101,12 @@ class Conn:
         self.max_write_batch_size = max_write_batch_size
 
 
-def find_command(**options: Any) -> dict[str, Any]:
-    op = Find(NS, FindOptions(**options), PRIMARY, ReadConcern(), CODEC)
+def find_context(read_concern: ReadConcern | None = None) -> FindContext:
+    return FindContext(NS, PRIMARY, read_concern or ReadConcern(), CODEC)
+
+
+def find_command(filter: Any = None, **options: Any) -> dict[str, Any]:
+    op = Find(find_context(), filter, FindOptions(**options))
     return op.build(Conn()).document
 
 
@@ -161,7 +172,9 @@ def test_find_one_shape() -> None:
 
 
 def test_find_read_concern_is_sent_unless_default() -> None:
-    op = Find(NS, FindOptions(), PRIMARY, ReadConcern("majority"), CODEC)
+    op = Find(find_context(ReadConcern("majority")), None)
+    assert op.build(Conn()).document["readConcern"] == {"level": "majority"}
+    op = Find(find_context(ReadConcern("majority")), None, FindOptions(skip=1))
     assert op.build(Conn()).document["readConcern"] == {"level": "majority"}
 
 
@@ -174,7 +187,6 @@ def test_find_read_concern_is_sent_unless_default() -> None:
         {"max_time_ms": -1},
         {"cursor_type": 5},
         {"cursor_type": CursorType.EXHAUST},
-        {"filter": [1]},
     ],
 )
 def test_find_options_are_validated(options: dict[str, Any]) -> None:
@@ -182,8 +194,27 @@ def test_find_options_are_validated(options: dict[str, Any]) -> None:
         FindOptions(**options)
 
 
+@pytest.mark.parametrize("filter", [[1], "a", 1])
+async def test_find_refuses_a_filter_that_is_not_a_mapping(filter: Any) -> None:
+    async with AsyncMongoClient("mongodb://127.0.0.1:1", connect=False) as client:
+        with pytest.raises(InvalidArgument, match="filter must be a mapping"):
+            client.db.coll.find(filter)
+        with pytest.raises(InvalidArgument, match="filter must be a mapping"):
+            client.db.coll.find(filter, {"a": 1})
+
+
+def test_find_without_options_sends_what_default_options_send() -> None:
+    """``find(filter)`` shares DEFAULT_FIND_OPTIONS, which take their own short path."""
+    for read_concern in (ReadConcern(), ReadConcern("majority")):
+        context = find_context(read_concern)
+        for filter in (None, {}, {"a": 1}):
+            shared = Find(context, filter).build(Conn())
+            built = Find(context, filter, FindOptions()).build(Conn())
+            assert shared == built and list(shared.document) == list(built.document)
+
+
 def test_find_parses_the_first_page() -> None:
-    op = Find(NS, FindOptions(), PRIMARY, ReadConcern(), CODEC)
+    op = Find(find_context(), None)
     page = op.parse({"ok": 1, "cursor": {"id": Int64(7), "ns": "db.other", "firstBatch": [{}]}})
     assert (page.cursor_id, page.namespace, page.documents) == (7, Namespace("db", "other"), [{}])
 

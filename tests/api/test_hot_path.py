@@ -22,7 +22,7 @@ from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.base import Target
 from asyncmongo.core.operations.common import Namespace
 from asyncmongo.core.operations.cursors import CursorPage
-from asyncmongo.core.operations.find import Find, FindOne, FindOneContext, FindOptions
+from asyncmongo.core.operations.find import Find, FindContext, FindOne, FindOptions
 from asyncmongo.core.operations.run_command import run_command
 from asyncmongo.core.operations.statements import StatementKind, insert_statement
 from asyncmongo.core.operations.write import (
@@ -61,9 +61,9 @@ class Conn:
 def test_find_one_builds_what_find_builds(
     filter: dict[str, Any] | None, read_concern: ReadConcern
 ) -> None:
-    options = FindOptions(filter, limit=1, single_batch=True)
-    general = Find(NS, options, PRIMARY, read_concern, CodecOptions()).build(Conn())
-    context = FindOneContext(NS, PRIMARY, read_concern, CodecOptions())
+    options = FindOptions(limit=1, single_batch=True)
+    context = FindContext(NS, PRIMARY, read_concern, CodecOptions())
+    general = Find(context, filter, options).build(Conn())
     fast = FindOne(context, filter).build(Conn())
     assert fast == general
     assert list(fast.document) == list(general.document)  # key order too
@@ -71,8 +71,8 @@ def test_find_one_builds_what_find_builds(
 
 def test_find_one_runs_where_find_runs() -> None:
     codec = CodecOptions(tz_aware=True)
-    op = FindOne(FindOneContext(NS, ReadPreference(Mode.SECONDARY), ReadConcern(), codec), {})
-    general = Find(NS, FindOptions(), ReadPreference(Mode.SECONDARY), ReadConcern(), codec)
+    op = FindOne(FindContext(NS, ReadPreference(Mode.SECONDARY), ReadConcern(), codec), {})
+    general = Find(FindContext(NS, ReadPreference(Mode.SECONDARY), ReadConcern(), codec), {})
     assert (op.name, op.target, op.codec_options) == (general.name, general.target, codec)
 
 
@@ -94,8 +94,8 @@ def _reply(cursor_id: Any, batch_key: str = "firstBatch", **cursor: Any) -> dict
 )
 def test_find_one_parses_a_closed_cursor_as_its_batch(reply: dict[str, Any]) -> None:
     """The usual reply gives FindOne the first batch, the documents of Find's page."""
-    op = FindOne(FindOneContext(NS, PRIMARY, ReadConcern(), CodecOptions()), None)
-    general = Find(NS, FindOptions(), PRIMARY, ReadConcern(), CodecOptions())
+    op = FindOne(FindContext(NS, PRIMARY, ReadConcern(), CodecOptions()), None)
+    general = Find(FindContext(NS, PRIMARY, ReadConcern(), CodecOptions()), None)
     assert op.parse(reply) == general.parse(reply).documents
     assert type(op.parse(reply)) is list
 
@@ -103,8 +103,8 @@ def test_find_one_parses_a_closed_cursor_as_its_batch(reply: dict[str, Any]) -> 
 @pytest.mark.parametrize("cursor_id", [5, Int64(5)])
 def test_find_one_parses_an_open_cursor_as_finds_page(cursor_id: int) -> None:
     """A server that keeps a cursor open: the whole page (find_one closes its cursor)."""
-    op = FindOne(FindOneContext(NS, PRIMARY, ReadConcern(), CodecOptions()), None)
-    general = Find(NS, FindOptions(), PRIMARY, ReadConcern(), CodecOptions())
+    op = FindOne(FindContext(NS, PRIMARY, ReadConcern(), CodecOptions()), None)
+    general = Find(FindContext(NS, PRIMARY, ReadConcern(), CodecOptions()), None)
     reply = _reply(cursor_id, ns="db.other")
     page = op.parse(reply)
     assert isinstance(page, CursorPage)
@@ -128,8 +128,8 @@ def test_find_one_parses_an_open_cursor_as_finds_page(cursor_id: int) -> None:
 def test_find_one_refuses_what_find_refuses(
     reply: dict[str, Any], error: type[Exception]
 ) -> None:
-    op = FindOne(FindOneContext(NS, PRIMARY, ReadConcern(), CodecOptions()), None)
-    general = Find(NS, FindOptions(), PRIMARY, ReadConcern(), CodecOptions())
+    op = FindOne(FindContext(NS, PRIMARY, ReadConcern(), CodecOptions()), None)
+    general = Find(FindContext(NS, PRIMARY, ReadConcern(), CodecOptions()), None)
     with pytest.raises(error) as fast:
         op.parse(reply)
     with pytest.raises(error) as slow:

@@ -1,7 +1,9 @@
 """The ``find`` command (CRUD "Find", find_getmore_killcursors_commands).
 
-:class:`FindOptions` is every option of ``Collection.find`` (PyMongo names); ``Find.build``
-applies the spec's limit/batchSize/singleBatch transformations and omits what was not given.
+:class:`FindOptions` is every option of ``Collection.find`` but the filter (PyMongo names; the
+CRUD spec's ``find(filter, options)``); ``Find.build`` applies the spec's
+limit/batchSize/singleBatch transformations and omits what was not given.
+:data:`DEFAULT_FIND_OPTIONS` is the options of ``find(filter)``, shared by every such call.
 """
 
 from __future__ import annotations
@@ -9,16 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import IntEnum
-from typing import Any
+from typing import Any, Final
 
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.core.concern import ReadConcern
 from asyncmongo.core.operations.base import Command, ConnectionInfo, Target, with_raw_data
 from asyncmongo.core.operations.common import (
     Namespace,
-    check_document,
     hint_value,
-    put_concerns,
     sort_document,
 )
 from asyncmongo.core.operations.cursors import CursorPage, parse_cursor_page
@@ -26,10 +26,11 @@ from asyncmongo.core.selection import ReadPreference
 from asyncmongo.errors import InvalidArgument
 
 __all__ = [
+    "DEFAULT_FIND_OPTIONS",
     "CursorType",
     "Find",
+    "FindContext",
     "FindOne",
-    "FindOneContext",
     "FindOptions",
     "first_batch_size",
     "projection_document",
@@ -49,7 +50,6 @@ class CursorType(IntEnum):
 class FindOptions:
     """The options of ``find`` (None: not sent)."""
 
-    filter: Mapping[str, Any] | None = None
     projection: Mapping[str, Any] | None = None
     sort: Any = None
     skip: int = 0
@@ -73,7 +73,7 @@ class FindOptions:
     raw_data: bool | None = None
 
     def __post_init__(self) -> None:
-        if (  # the usual options (every find_one): nothing to check but the filter
+        if (  # the usual options: nothing to check
             type(self.skip) is int
             and type(self.limit) is int
             and type(self.batch_size) is int
@@ -83,8 +83,6 @@ class FindOptions:
             and self.max_await_time_ms is None
             and self.cursor_type is CursorType.NON_TAILABLE
         ):
-            if self.filter is not None:
-                check_document(self.filter, "filter")
             return
         for name in ("skip", "limit", "batch_size"):
             value = getattr(self, name)
@@ -107,8 +105,6 @@ class FindOptions:
                 raise InvalidArgument(f"not a CursorType: {self.cursor_type!r}") from None
         if self.cursor_type is CursorType.EXHAUST:
             raise InvalidArgument("exhaust cursors are not supported (OP_MSG exhaust of find)")
-        if self.filter is not None:
-            check_document(self.filter, "filter")
 
     def with_changes(self, **changes: Any) -> FindOptions:
         return replace(self, **changes)
@@ -120,6 +116,10 @@ class FindOptions:
     @property
     def await_data(self) -> bool:
         return self.cursor_type is CursorType.TAILABLE_AWAIT
+
+
+#: ``find(filter)``'s options: none given (immutable, so every such cursor shares it).
+DEFAULT_FIND_OPTIONS: Final = FindOptions()
 
 
 def projection_document(projection: Any) -> Mapping[str, Any] | None:
@@ -142,33 +142,65 @@ def first_batch_size(limit: int, batch_size: int) -> tuple[int, int, bool]:
     return limit, batch_size, single_batch
 
 
-class Find:
-    """``find`` on one collection; ``parse`` gives the first :class:`CursorPage`."""
+class FindContext:
+    """What every ``find`` and ``find_one`` through one collection object shares: its
+    namespace, where it may run, its read concern and codec options, computed once per
+    collection (its settings never change) instead of once per call."""
 
-    __slots__ = ("codec_options", "filter", "namespace", "options", "read_concern", "target")
+    __slots__ = ("codec_options", "collection", "database", "namespace", "read_concern", "target")
+
+    def __init__(
+        self,
+        namespace: Namespace,
+        read_preference: ReadPreference,
+        read_concern: ReadConcern | None,
+        codec_options: CodecOptions,
+    ) -> None:
+        self.namespace = namespace
+        self.database = namespace.database
+        self.collection = namespace.collection
+        self.target = Target.read(read_preference)
+        #: None when it is the server's default (not sent).
+        self.read_concern = (
+            None if read_concern is None or read_concern.is_server_default else read_concern
+        )
+        self.codec_options = codec_options
+
+
+class Find:
+    """``find(filter, options)`` on the collection of ``context``; ``parse`` gives the first
+    :class:`CursorPage`. ``filter`` is a mapping or None (the API checked it)."""
+
+    __slots__ = ("codec_options", "context", "filter", "options", "target")
 
     name = "find"
 
     def __init__(
         self,
-        namespace: Namespace,
-        options: FindOptions,
-        read_preference: ReadPreference,
-        read_concern: ReadConcern,
-        codec_options: CodecOptions,
+        context: FindContext,
+        filter: Mapping[str, Any] | None,
+        options: FindOptions = DEFAULT_FIND_OPTIONS,
     ) -> None:
-        self.namespace = namespace
+        self.context = context
+        self.filter = filter
         self.options = options
-        self.filter = options.filter
-        self.read_concern = read_concern
-        self.codec_options = codec_options
-        self.target = Target.read(read_preference)
+        self.target = context.target
+        self.codec_options = context.codec_options
+
+    @property
+    def namespace(self) -> Namespace:
+        return self.context.namespace
 
     def build(self, conn: ConnectionInfo) -> Command:
+        context = self.context
         o = self.options
-        command: dict[str, Any] = {"find": self.namespace.collection}
+        command: dict[str, Any] = {"find": context.collection}
         command["filter"] = self.filter if self.filter is not None else {}
-        # plain ifs rather than put(): this runs for every find and find_one
+        if o is DEFAULT_FIND_OPTIONS:  # find(filter): nothing else to send
+            if context.read_concern is not None:
+                command["readConcern"] = context.read_concern.document
+            return Command(context.database, command)
+        # plain ifs rather than put(): this runs for every find with options
         if o.sort is not None:
             command["sort"] = sort_document(o.sort)
         if o.projection is not None:
@@ -188,7 +220,8 @@ class Find:
             command["comment"] = o.comment
         if o.max_time_ms is not None:
             command["maxTimeMS"] = o.max_time_ms
-        put_concerns(command, self.read_concern)
+        if context.read_concern is not None:
+            command["readConcern"] = context.read_concern.document
         if o.max is not None:
             command["max"] = o.max
         if o.min is not None:
@@ -214,35 +247,10 @@ class Find:
             command["let"] = o.let
         if o.raw_data is not None:
             command = with_raw_data(command, o.raw_data, conn)
-        return Command(self.namespace.database, command)
+        return Command(context.database, command)
 
     def parse(self, reply: Mapping[str, Any]) -> CursorPage:
-        return parse_cursor_page(reply, self.namespace)
-
-
-class FindOneContext:
-    """What every ``find_one(filter)`` through one collection object shares: its namespace,
-    where it may run, its read concern and codec options, computed once per collection
-    (its settings never change) instead of once per call."""
-
-    __slots__ = ("codec_options", "collection", "database", "namespace", "read_concern", "target")
-
-    def __init__(
-        self,
-        namespace: Namespace,
-        read_preference: ReadPreference,
-        read_concern: ReadConcern | None,
-        codec_options: CodecOptions,
-    ) -> None:
-        self.namespace = namespace
-        self.database = namespace.database
-        self.collection = namespace.collection
-        self.target = Target.read(read_preference)
-        #: None when it is the server's default (not sent).
-        self.read_concern = (
-            None if read_concern is None or read_concern.is_server_default else read_concern
-        )
-        self.codec_options = codec_options
+        return parse_cursor_page(reply, self.context.namespace)
 
 
 class FindOne:
@@ -260,7 +268,7 @@ class FindOne:
 
     name = "find"
 
-    def __init__(self, context: FindOneContext, filter: Mapping[str, Any] | None) -> None:
+    def __init__(self, context: FindContext, filter: Mapping[str, Any] | None) -> None:
         self.context = context
         self.filter = filter
         self.target = context.target
