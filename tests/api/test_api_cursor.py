@@ -103,6 +103,15 @@ async def test_to_list_length_and_next() -> None:
     assert not [op for op in runner.ran if isinstance(op, KillCursors)]
 
 
+async def test_to_list_length_ends_inside_a_later_batch() -> None:
+    runner = ScriptedRunner(page(5, [1, 2, 3]), [page(0, [4, 5, 6])])
+    cursor = AsyncCursor(Collection(runner), None, FindOptions())
+    assert await cursor.to_list(4) == [1, 2, 3, 4]
+    assert await cursor.to_list(1) == [5]
+    assert await cursor.to_list() == [6]
+    assert await cursor.to_list() == []
+
+
 async def test_cursors_of_find_filter_share_the_default_options_untouched() -> None:
     runner = ScriptedRunner(page(0, []), [])
     collection = Collection(runner)
