@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
-from asyncmongo._scope import ClientScope, DatabaseScope, NamedScope
+from asyncmongo._scope import ClientScope, DatabaseScope, NamedScope, new_id_class
 from asyncmongo.bson.codec_options import CodecOptions
 from asyncmongo.bson.typings import _DocumentType
 from asyncmongo.collection.arguments import with_raw_data
@@ -17,7 +17,7 @@ from asyncmongo.core.concern import ReadConcern, WriteConcern
 from asyncmongo.core.operations.command import CommandOperation
 from asyncmongo.core.operations.common import Namespace, check_collection_name
 from asyncmongo.core.operations.find import FindContext
-from asyncmongo.core.operations.write import InsertContext
+from asyncmongo.core.operations.write import WriteContext
 from asyncmongo.core.selection import ReadPreference
 
 __all__ = ["CollectionBase"]
@@ -28,7 +28,7 @@ _T = TypeVar("_T")
 class CollectionBase(NamedScope[DatabaseScope], Generic[_DocumentType]):
     """A collection's database, name, namespace and settings (AsyncCollection's base)."""
 
-    __slots__ = ("_client", "_find_context", "_insert_context", "_namespace")
+    __slots__ = ("_client", "_find_context", "_namespace", "_write_context")
 
     _ITEM_HINT = "coll[{name}] for a sub-collection"
 
@@ -54,10 +54,10 @@ class CollectionBase(NamedScope[DatabaseScope], Generic[_DocumentType]):
         self._namespace = Namespace(database.name, name)
         #: The client operations run through (an attribute: read by every method).
         self._client: ClientScope = database.client
-        #: find's and insert_one's per-collection parts, made on their first call (the
+        #: find's and the single writes' per-collection parts, made on their first call (the
         #: settings never change; ``with_options`` makes another collection).
         self._find_context: FindContext | None = None
-        self._insert_context: InsertContext | None = None
+        self._write_context: WriteContext | None = None
 
     @property
     def full_name(self) -> str:
@@ -75,6 +75,16 @@ class CollectionBase(NamedScope[DatabaseScope], Generic[_DocumentType]):
         if context is None:
             context = self._find_context = FindContext(
                 self._namespace, self._read_preference, self._read_concern, self._codec_options
+            )
+        return context
+
+    def _context_for_write(self) -> WriteContext:
+        """What every single write through this collection shares (made once)."""
+        context = self._write_context
+        if context is None:
+            codec_options = self._codec_options
+            context = self._write_context = WriteContext(
+                self._namespace, self._write_concern, codec_options, new_id_class(codec_options)
             )
         return context
 

@@ -26,9 +26,10 @@ from asyncmongo.core.operations.statements import (
     update_statement,
 )
 from asyncmongo.core.operations.write import (
-    InsertContext,
+    DEFAULT_WRITE_OPTIONS,
     InsertOne,
     WriteCommand,
+    WriteOne,
     WriteOptions,
     write_options,
 )
@@ -61,6 +62,19 @@ class CollectionWrites(CollectionBase[_DocumentType]):
     ) -> _R:
         """The update/replace/delete family: one statement, its reply checked and shaped
         (an unacknowledged write has no reply to check)."""
+        context = self._write_context or self._context_for_write()
+        if context.acknowledged and options is DEFAULT_WRITE_OPTIONS:
+            # the usual call: one statement in one command, the collection's parts made once
+            client = self._client
+            reply = await client._run(
+                WriteOne(context, statement),
+                session,
+                client._next_operation_id(),
+                timeout_ms=self._timeout_ms,
+            )
+            if "writeErrors" in reply or "writeConcernError" in reply:
+                check_write_reply(reply)  # (the ok: 0 error was WriteOne.parse's)
+            return result(reply, True)
         concern = self._write_concern_for(session)
         (reply,) = await run_writes(
             self._client,
@@ -86,15 +100,7 @@ class CollectionWrites(CollectionBase[_DocumentType]):
         raw_data: bool | None = None,
     ) -> InsertOneResult:
         """Insert one document (an ``_id`` is added to it when missing)."""
-        context = self._insert_context
-        if context is None:
-            codec_options = self._codec_options
-            context = self._insert_context = InsertContext(
-                self._namespace,
-                self._write_concern,
-                codec_options,
-                new_id_class(codec_options),
-            )
+        context = self._write_context or self._context_for_write()
         client = self._client
         if (
             context.acknowledged

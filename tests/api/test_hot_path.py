@@ -24,11 +24,18 @@ from asyncmongo.core.operations.common import Namespace
 from asyncmongo.core.operations.cursors import CursorPage
 from asyncmongo.core.operations.find import Find, FindContext, FindOne, FindOptions
 from asyncmongo.core.operations.run_command import run_command
-from asyncmongo.core.operations.statements import StatementKind, insert_statement
+from asyncmongo.core.operations.statements import (
+    StatementKind,
+    WriteStatement,
+    delete_statement,
+    insert_statement,
+    update_statement,
+)
 from asyncmongo.core.operations.write import (
-    InsertContext,
     InsertOne,
     WriteCommand,
+    WriteContext,
+    WriteOne,
     WriteOptions,
     write_options,
 )
@@ -39,8 +46,10 @@ from asyncmongo.errors import (
     DuplicateKeyError,
     OperationFailure,
     ProtocolError,
+    WriteError,
 )
 from asyncmongo.monitoring import CommandStartedEvent
+from asyncmongo.runtime.attempt import is_retryable_write_operation
 from asyncmongo.runtime.executor import Executor
 from asyncmongo.testing import Standalone
 
@@ -219,7 +228,7 @@ def test_insert_one_builds_what_the_write_command_builds(concern: WriteConcern) 
     general = WriteCommand(
         NS, StatementKind.INSERT, [insert_statement(document)], concern, codec
     ).build(Conn())
-    context = InsertContext(NS, concern, codec, ObjectId)
+    context = WriteContext(NS, concern, codec, ObjectId)
     fast = InsertOne(context, document).build(Conn())
     assert fast == general
     assert list(fast.document) == list(general.document)  # key order too
@@ -235,7 +244,7 @@ def test_insert_one_of_a_document_too_large_raises_what_the_write_command_raises
         max_bson_object_size = 1024
 
     document = {"_id": 1, "x": "y" * 2048}
-    context = InsertContext(NS, WriteConcern(), CodecOptions(), ObjectId)
+    context = WriteContext(NS, WriteConcern(), CodecOptions(), ObjectId)
     with pytest.raises(DocumentTooLarge) as fast:
         InsertOne(context, document).build(Small())
     general = WriteCommand(
@@ -251,7 +260,7 @@ def test_insert_one_near_the_message_limit_is_built_exactly() -> None:
         max_message_size_bytes = 4096  # below the fast path's allowance: the exact way
 
     document = {"_id": 1, "x": "y" * 100}
-    context = InsertContext(NS, WriteConcern(), CodecOptions(), ObjectId)
+    context = WriteContext(NS, WriteConcern(), CodecOptions(), ObjectId)
     general = WriteCommand(
         NS, StatementKind.INSERT, [insert_statement(document)], WriteConcern(), CodecOptions()
     )
@@ -259,17 +268,139 @@ def test_insert_one_near_the_message_limit_is_built_exactly() -> None:
 
 
 def test_insert_one_parse_raises_the_command_error_and_returns_the_reply() -> None:
-    op = InsertOne(InsertContext(NS, WriteConcern(), CodecOptions(), ObjectId), {"_id": 1})
+    op = InsertOne(WriteContext(NS, WriteConcern(), CodecOptions(), ObjectId), {"_id": 1})
     reply = {"ok": 1.0, "n": 0, "writeErrors": [{"index": 0, "code": 11000, "errmsg": "dup"}]}
     assert op.parse(reply) is reply  # its write errors are insert_one's to raise
     with pytest.raises(OperationFailure):
         op.parse({"ok": 0.0, "code": 2, "errmsg": "bad"})
 
 
-def test_insert_context_says_what_the_write_concern_sends() -> None:
-    default = InsertContext(NS, WriteConcern(), CodecOptions(), ObjectId)
+_ONE_STATEMENTS = [
+    update_statement({"a": 1}, {"$set": {"b": 2}}, multi=False),
+    update_statement({"a": 1}, {"$set": {"b": 2}}, multi=True, upsert=True),
+    update_statement(
+        {"a": 1}, [{"$set": {"b": 2}}], multi=False, collation={"locale": "fr"}, hint="a_1",
+        sort={"a": 1},
+    ),
+    update_statement({"a": 1}, {"$set": {"c.$[e]": 1}}, multi=False, array_filters=[{"e": 1}]),
+    update_statement({"a": 1}, {"b": 2}, multi=False, replace=True, upsert=True),
+    delete_statement({"a": 1}, multi=False),
+    delete_statement({}, multi=True, collation={"locale": "fr"}, hint={"a": 1}),
+]
+
+
+@pytest.mark.parametrize("statement", _ONE_STATEMENTS)
+@pytest.mark.parametrize("concern", [WriteConcern(), WriteConcern(w="majority", wtimeout_ms=5)])
+def test_write_one_builds_what_the_write_command_builds(
+    statement: WriteStatement, concern: WriteConcern
+) -> None:
+    codec = CodecOptions()
+    general = WriteCommand(NS, statement.kind, [statement], concern, codec).build(Conn())
+    context = WriteContext(NS, concern, codec, ObjectId)
+    op = WriteOne(context, statement)
+    fast = op.build(Conn())
+    assert fast == general
+    assert list(fast.document) == list(general.document)  # key order too
+    assert [s.identifier for s in fast.sequences] == [statement.kind.sequence]
+    assert (op.name, op.target, op.codec_options, op.acknowledged) == (
+        statement.kind.value, Target.write(), codec, True
+    )
+    assert op.statements == (statement,)
+    # the executor's retryable-write check sees what it sees of the write command
+    assert is_retryable_write_operation(op) is is_retryable_write_operation(
+        WriteCommand(NS, statement.kind, [statement], concern, codec)
+    ) is (not statement.multi)
+
+
+def test_write_one_of_a_statement_too_large_raises_what_the_write_command_raises() -> None:
+    class Small(Conn):
+        max_bson_object_size = 1024
+
+    statement = update_statement({"a": "y" * (1024 + 16384)}, {"$set": {"b": 1}}, multi=False)
+    context = WriteContext(NS, WriteConcern(), CodecOptions(), ObjectId)
+    with pytest.raises(DocumentTooLarge) as fast:
+        WriteOne(context, statement).build(Small())
+    general = WriteCommand(NS, statement.kind, [statement], WriteConcern(), CodecOptions())
+    with pytest.raises(DocumentTooLarge) as slow:
+        general.build(Small())
+    assert str(fast.value) == str(slow.value)
+
+
+def test_write_one_near_the_message_limit_is_built_exactly() -> None:
+    class Tight(Conn):
+        max_message_size_bytes = 4096  # below the fast path's allowance: the exact way
+
+    statement = delete_statement({"a": "y" * 100}, multi=False)
+    context = WriteContext(NS, WriteConcern(), CodecOptions(), ObjectId)
+    general = WriteCommand(NS, statement.kind, [statement], WriteConcern(), CodecOptions())
+    assert WriteOne(context, statement).build(Tight()) == general.build(Tight())
+
+
+def test_write_one_parse_raises_the_command_error_and_returns_the_reply() -> None:
+    statement = delete_statement({"a": 1}, multi=False)
+    op = WriteOne(WriteContext(NS, WriteConcern(), CodecOptions(), ObjectId), statement)
+    reply = {"ok": 1.0, "n": 0, "writeErrors": [{"index": 0, "code": 2, "errmsg": "bad"}]}
+    assert op.parse(reply) is reply  # its write errors are the caller's to raise
+    with pytest.raises(OperationFailure):
+        op.parse({"ok": 0.0, "code": 2, "errmsg": "bad"})
+
+
+async def test_single_writes_send_the_same_command_with_and_without_options() -> None:
+    """update_one, replace_one, delete_one and their _many forms: the usual call (WriteOne)
+    and one with a command-level option (WriteCommand) send the same command but for that
+    option, and give the same results and errors."""
+    events: list[Any] = []
+    async with Standalone() as server:
+        async with AsyncMongoClient(server.uri, event_listeners=[events.append]) as client:
+            coll = client.db.coll
+            await coll.insert_many([{"_id": i, "n": i} for i in range(6)])
+            for extra in ({}, {"comment": "c"}):
+                updated = await coll.update_one({"_id": 0}, {"$inc": {"n": 1}}, **extra)
+                assert (updated.matched_count, updated.modified_count) == (1, 1)
+                upserted = await coll.update_one(
+                    {"_id": 10 + len(extra)}, {"$set": {"n": 0}}, upsert=True, **extra
+                )
+                assert upserted.upserted_id == 10 + len(extra)
+                replaced = await coll.replace_one({"_id": 1}, {"n": 9}, **extra)
+                assert replaced.modified_count == 1
+                many = await coll.update_many({"n": {"$gte": 0}}, {"$set": {"m": 1}}, **extra)
+                assert many.matched_count == 7  # the six, less one deleted, and one upserted
+                with pytest.raises(WriteError) as error:
+                    await coll.update_one({"_id": 2}, {"$inc": {"m": "x"}}, **extra)
+                assert error.value.code == 14  # TypeMismatch: $inc of a string
+                deleted = await coll.delete_one({"_id": 3 + len(extra)}, **extra)
+                assert deleted.deleted_count == 1
+            assert (await coll.delete_many({"m": 1}, comment="c")).deleted_count == 6
+            unacknowledged = await coll.with_options(
+                write_concern=WriteConcern(w=0)
+            ).delete_one({"_id": 10})
+            assert not unacknowledged.acknowledged
+    started = [
+        {k: v for k, v in e.command.items() if k not in ("lsid", "$clusterTime", "txnNumber")}
+        for e in events
+        if isinstance(e, CommandStartedEvent) and e.command_name in ("update", "delete")
+    ]
+    plain, commented = started[:6], started[6:12]
+    names = ["update"] * 5 + ["delete"]
+    assert [list(c)[:2] for c in started[:12]] == [[name, "ordered"] for name in names * 2]
+    for usual, with_comment in zip(plain, commented, strict=True):
+        assert with_comment.pop("comment") == "c"
+        if "updates" in usual:
+            with_comment["updates"][0]["q"] = usual["updates"][0]["q"]
+        else:
+            with_comment["deletes"][0]["q"] = usual["deletes"][0]["q"]
+        assert with_comment == usual
+    assert plain[0] == {
+        "update": "coll", "ordered": True, "$db": "db",
+        "updates": [{"q": {"_id": 0}, "u": {"$inc": {"n": 1}}}],
+    }
+    assert started[-1]["writeConcern"] == {"w": 0}
+
+
+def test_write_context_says_what_the_write_concern_sends() -> None:
+    default = WriteContext(NS, WriteConcern(), CodecOptions(), ObjectId)
     assert (default.acknowledged, default.write_concern_sent) == (True, False)
-    w0 = InsertContext(NS, WriteConcern(w=0), CodecOptions(), ObjectId)
+    w0 = WriteContext(NS, WriteConcern(w=0), CodecOptions(), ObjectId)
     assert (w0.acknowledged, w0.write_concern_sent) == (False, True)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from asyncmongo.bson.codec import encode
 from asyncmongo.bson.codec_options import CodecOptions
@@ -24,10 +24,12 @@ from asyncmongo.core.wire.batching import BatchLimits, split_batches
 from asyncmongo.core.wire.op_msg import DocumentSequence
 
 __all__ = [
+    "DEFAULT_WRITE_OPTIONS",
     "BatchReply",
-    "InsertContext",
     "InsertOne",
     "WriteCommand",
+    "WriteContext",
+    "WriteOne",
     "WriteOptions",
     "write_options",
 ]
@@ -48,7 +50,7 @@ class WriteOptions:
 
 
 #: The options of a single write without any (insert_one, update_one, ...): one shared object.
-_DEFAULT_OPTIONS = WriteOptions()
+DEFAULT_WRITE_OPTIONS: Final = WriteOptions()
 #: Each command's document sequence, by command name (a str key hashes faster than an enum).
 _SEQUENCES = {kind.value: kind.sequence for kind in StatementKind}
 
@@ -68,7 +70,7 @@ def write_options(
         and let is None
         and raw_data is None
     ):
-        return _DEFAULT_OPTIONS
+        return DEFAULT_WRITE_OPTIONS
     return WriteOptions(ordered, bypass_document_validation, comment, let, raw_data)
 
 
@@ -134,7 +136,7 @@ class WriteCommand:
         statements: Sequence[WriteStatement],
         write_concern: WriteConcern,
         codec_options: CodecOptions,
-        options: WriteOptions = _DEFAULT_OPTIONS,
+        options: WriteOptions = DEFAULT_WRITE_OPTIONS,
         *,
         start: int = 0,
         encoded: list[bytes] | None = None,
@@ -166,7 +168,7 @@ class WriteCommand:
         command["ordered"] = options.ordered
         if not self.write_concern.is_server_default:
             command["writeConcern"] = self.write_concern.document
-        if options is not _DEFAULT_OPTIONS:  # insert_one, update_one, ... : none of them
+        if options is not DEFAULT_WRITE_OPTIONS:  # insert_one, update_one, ... : none of them
             put(command, "bypassDocumentValidation", options.bypass_document_validation)
             put(command, "comment", options.comment)
             put(command, "let", options.let)
@@ -246,10 +248,19 @@ class WriteCommand:
         )
 
 
-class InsertContext:
-    """What every ``insert_one`` through one collection object shares: its namespace, codec
-    options, ``_id`` class and write concern (with what the command sends of it), computed
-    once per collection (its settings never change) instead of once per call."""
+def _single_write_reply(reply: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A single write's reply: its error if ``ok: 0``, else the reply (write errors and a
+    write concern error are the caller's to raise)."""
+    if not reply.get("ok") == 1:  # is_ok, inline (check_reply raises the reply's error)
+        check_reply(reply)
+    return reply
+
+
+class WriteContext:
+    """What every single write (``insert_one``, ``update_one``, ``delete_one``, ...) through
+    one collection object shares: its namespace, codec options, ``_id`` class and write
+    concern (with what the command sends of it), computed once per collection (its settings
+    never change) instead of once per call."""
 
     __slots__ = (
         "acknowledged",
@@ -298,7 +309,7 @@ class InsertOne:
     acknowledged = True
     target = Target.write()
 
-    def __init__(self, context: InsertContext, document: Mapping[str, Any]) -> None:
+    def __init__(self, context: WriteContext, document: Mapping[str, Any]) -> None:
         self.context = context
         self.statements = (document,)
         self.codec_options = context.codec_options
@@ -331,7 +342,57 @@ class InsertOne:
         )
         return command.build(conn)
 
-    def parse(self, reply: Mapping[str, Any]) -> Mapping[str, Any]:
-        if not reply.get("ok") == 1:  # is_ok, inline (check_reply raises the reply's error)
-            check_reply(reply)
-        return reply
+    parse = staticmethod(_single_write_reply)
+
+
+class WriteOne:
+    """One update, replace or delete statement without command-level options, acknowledged
+    (``update_one``, ``replace_one``, ``delete_one`` and their ``_many`` forms): the command
+    :class:`WriteCommand` builds for it with the default options, without its batching (one
+    statement always goes whole, or raises DocumentTooLarge).
+
+    ``statements`` holds the statement (the executor's retryable-write check reads its
+    ``multi``). ``parse`` raises the error of an ``ok: 0`` reply and returns the reply, whose
+    write errors the caller raises.
+    """
+
+    __slots__ = ("codec_options", "context", "name", "statements")
+
+    #: Only acknowledged writes take this path (w:0 goes by WriteCommand).
+    acknowledged = True
+    target = Target.write()
+
+    def __init__(self, context: WriteContext, statement: WriteStatement) -> None:
+        self.context = context
+        self.name: str = statement.kind._value_  # .value is a property call (enum, 3.11)
+        self.statements = (statement,)
+        self.codec_options = context.codec_options
+
+    def build(self, conn: ConnectionInfo) -> Command:
+        context = self.context
+        name = self.name
+        command: dict[str, Any] = {name: context.collection, "ordered": True}
+        if context.write_concern_sent:
+            command["writeConcern"] = context.write_concern.document
+        encoded = encode(self.statements[0].document, codec_options=self.codec_options)
+        size = len(encoded)
+        if size > conn.max_bson_object_size + 16384 or (
+            size + FAST_PATH_ALLOWANCE > conn.max_message_size_bytes
+        ):  # WriteCommand's exact computation (and its DocumentTooLarge)
+            return self._exact(conn)
+        return Command(context.database, command, (DocumentSequence(_SEQUENCES[name], [encoded]),))
+
+    def _exact(self, conn: ConnectionInfo) -> Command:
+        """``build`` for a statement near the size limits, by the general write command."""
+        context = self.context
+        statement = self.statements[0]
+        command = WriteCommand(
+            context.namespace,
+            statement.kind,
+            [statement],
+            context.write_concern,
+            context.codec_options,
+        )
+        return command.build(conn)
+
+    parse = staticmethod(_single_write_reply)
