@@ -147,6 +147,8 @@ def is_retryable_write_operation(op: Any) -> bool:
     if statements is None:
         return False
     start = getattr(op, "start", 0)
+    if len(statements) - start == 1:  # update_one, delete_one, ...: no generator to run
+        return not getattr(statements[start], "multi", False)
     return not any(getattr(s, "multi", False) for s in statements[start:])
 
 

@@ -18,6 +18,7 @@ from asyncmongo.errors import (
     OperationFailure,
     ServerSelectionTimeoutError,
 )
+from asyncmongo.runtime.attempt import is_retryable_write_operation
 from asyncmongo.runtime.executor import Executor
 
 A: Address = ("a", 1)
@@ -205,6 +206,28 @@ async def test_multi_document_writes_are_not_retried() -> None:
     )
     with pytest.raises(AutoReconnect):
         await executor.run(op)
+
+
+@pytest.mark.parametrize(
+    ("multi", "start", "retryable"),
+    [
+        ([False], 0, True),
+        ([True], 0, False),
+        ([False, True], 0, False),
+        ([True, False], 0, False),
+        ([True, False], 1, True),  # a later batch: only what is left to send counts
+        ([False, True], 1, False),
+        ([False, False, False], 1, True),
+    ],
+)
+@pytest.mark.parametrize("name", ["update", "delete"])
+def test_an_update_or_delete_is_retryable_when_no_statement_left_is_multi(
+    name: str, multi: list[bool], start: int, retryable: bool
+) -> None:
+    op = SimpleNamespace(
+        name=name, statements=[SimpleNamespace(multi=m) for m in multi], start=start
+    )
+    assert is_retryable_write_operation(op) is retryable
 
 
 async def test_reads_retry_once_and_respect_retry_reads() -> None:
