@@ -6,7 +6,7 @@ and retries); the update/replace/delete family shares :meth:`CollectionWrites._w
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from asyncmongo._adopt import adopt_write_model
@@ -53,6 +53,14 @@ class CollectionWrites(CollectionBase[_DocumentType]):
 
     __slots__ = ()
 
+    def _run_single(
+        self, op: InsertOne | WriteOne, session: Any
+    ) -> Awaitable[Mapping[str, Any]]:
+        """Run the fast operation of a single write: the reply, checked for ``ok: 0`` only (a
+        plain function returning what to await, not one more coroutine)."""
+        client = self._client
+        return client._run(op, session, client._next_operation_id(), timeout_ms=self._timeout_ms)
+
     async def _write_one(
         self,
         statement: WriteStatement,
@@ -65,13 +73,7 @@ class CollectionWrites(CollectionBase[_DocumentType]):
         context = self._write_context or self._context_for_write()
         if context.acknowledged and options is DEFAULT_WRITE_OPTIONS:
             # the usual call: one statement in one command, the collection's parts made once
-            client = self._client
-            reply = await client._run(
-                WriteOne(context, statement),
-                session,
-                client._next_operation_id(),
-                timeout_ms=self._timeout_ms,
-            )
+            reply = await self._run_single(WriteOne(context, statement), session)
             if "writeErrors" in reply or "writeConcernError" in reply:
                 check_write_reply(reply)  # (the ok: 0 error was WriteOne.parse's)
             return result(reply, True)
@@ -113,12 +115,7 @@ class CollectionWrites(CollectionBase[_DocumentType]):
                     document["_id"] = context.new_id()
             else:
                 insert_statement(document, context.new_id)
-            reply = await client._run(
-                InsertOne(context, document),
-                session,
-                client._next_operation_id(),
-                timeout_ms=self._timeout_ms,
-            )
+            reply = await self._run_single(InsertOne(context, document), session)
             if "writeErrors" in reply or "writeConcernError" in reply:
                 check_write_reply(reply)  # (the ok: 0 error was InsertOne.parse's)
             return InsertOneResult(document.get("_id"), True)

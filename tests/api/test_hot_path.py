@@ -239,38 +239,60 @@ def test_insert_one_builds_what_the_write_command_builds(concern: WriteConcern) 
     assert op.statements == (document,)
 
 
-def test_insert_one_of_a_document_too_large_raises_what_the_write_command_raises() -> None:
+def _single_write(context: WriteContext, statement: WriteStatement) -> InsertOne | WriteOne:
+    """The fast operation of a single write: insert_one's or the others'."""
+    if statement.kind is StatementKind.INSERT:
+        return InsertOne(context, statement.document)
+    return WriteOne(context, statement)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        insert_statement({"_id": 1, "x": "y" * 2048}),
+        update_statement({"a": "y" * (1024 + 16384)}, {"$set": {"b": 1}}, multi=False),
+        delete_statement({"a": "y" * (1024 + 16384)}, multi=False),
+    ],
+)
+def test_a_single_write_too_large_raises_what_the_write_command_raises(
+    statement: WriteStatement,
+) -> None:
     class Small(Conn):
         max_bson_object_size = 1024
 
-    document = {"_id": 1, "x": "y" * 2048}
     context = WriteContext(NS, WriteConcern(), CodecOptions(), ObjectId)
     with pytest.raises(DocumentTooLarge) as fast:
-        InsertOne(context, document).build(Small())
-    general = WriteCommand(
-        NS, StatementKind.INSERT, [insert_statement(document)], WriteConcern(), CodecOptions()
-    )
+        _single_write(context, statement).build(Small())
+    general = WriteCommand(NS, statement.kind, [statement], WriteConcern(), CodecOptions())
     with pytest.raises(DocumentTooLarge) as slow:
         general.build(Small())
     assert str(fast.value) == str(slow.value)
 
 
-def test_insert_one_near_the_message_limit_is_built_exactly() -> None:
+@pytest.mark.parametrize(
+    "statement",
+    [insert_statement({"_id": 1, "x": "y" * 100}), delete_statement({"a": "y" * 100}, multi=False)],
+)
+def test_a_single_write_near_the_message_limit_is_built_exactly(
+    statement: WriteStatement,
+) -> None:
     class Tight(Conn):
         max_message_size_bytes = 4096  # below the fast path's allowance: the exact way
 
-    document = {"_id": 1, "x": "y" * 100}
     context = WriteContext(NS, WriteConcern(), CodecOptions(), ObjectId)
-    general = WriteCommand(
-        NS, StatementKind.INSERT, [insert_statement(document)], WriteConcern(), CodecOptions()
-    )
-    assert InsertOne(context, document).build(Tight()) == general.build(Tight())
+    general = WriteCommand(NS, statement.kind, [statement], WriteConcern(), CodecOptions())
+    assert _single_write(context, statement).build(Tight()) == general.build(Tight())
 
 
-def test_insert_one_parse_raises_the_command_error_and_returns_the_reply() -> None:
-    op = InsertOne(WriteContext(NS, WriteConcern(), CodecOptions(), ObjectId), {"_id": 1})
+@pytest.mark.parametrize(
+    "statement", [insert_statement({"_id": 1}), delete_statement({"a": 1}, multi=False)]
+)
+def test_a_single_write_parse_raises_the_command_error_and_returns_the_reply(
+    statement: WriteStatement,
+) -> None:
+    op = _single_write(WriteContext(NS, WriteConcern(), CodecOptions(), ObjectId), statement)
     reply = {"ok": 1.0, "n": 0, "writeErrors": [{"index": 0, "code": 11000, "errmsg": "dup"}]}
-    assert op.parse(reply) is reply  # its write errors are insert_one's to raise
+    assert op.parse(reply) is reply  # its write errors are the caller's to raise
     with pytest.raises(OperationFailure):
         op.parse({"ok": 0.0, "code": 2, "errmsg": "bad"})
 
@@ -310,39 +332,6 @@ def test_write_one_builds_what_the_write_command_builds(
     assert is_retryable_write_operation(op) is is_retryable_write_operation(
         WriteCommand(NS, statement.kind, [statement], concern, codec)
     ) is (not statement.multi)
-
-
-def test_write_one_of_a_statement_too_large_raises_what_the_write_command_raises() -> None:
-    class Small(Conn):
-        max_bson_object_size = 1024
-
-    statement = update_statement({"a": "y" * (1024 + 16384)}, {"$set": {"b": 1}}, multi=False)
-    context = WriteContext(NS, WriteConcern(), CodecOptions(), ObjectId)
-    with pytest.raises(DocumentTooLarge) as fast:
-        WriteOne(context, statement).build(Small())
-    general = WriteCommand(NS, statement.kind, [statement], WriteConcern(), CodecOptions())
-    with pytest.raises(DocumentTooLarge) as slow:
-        general.build(Small())
-    assert str(fast.value) == str(slow.value)
-
-
-def test_write_one_near_the_message_limit_is_built_exactly() -> None:
-    class Tight(Conn):
-        max_message_size_bytes = 4096  # below the fast path's allowance: the exact way
-
-    statement = delete_statement({"a": "y" * 100}, multi=False)
-    context = WriteContext(NS, WriteConcern(), CodecOptions(), ObjectId)
-    general = WriteCommand(NS, statement.kind, [statement], WriteConcern(), CodecOptions())
-    assert WriteOne(context, statement).build(Tight()) == general.build(Tight())
-
-
-def test_write_one_parse_raises_the_command_error_and_returns_the_reply() -> None:
-    statement = delete_statement({"a": 1}, multi=False)
-    op = WriteOne(WriteContext(NS, WriteConcern(), CodecOptions(), ObjectId), statement)
-    reply = {"ok": 1.0, "n": 0, "writeErrors": [{"index": 0, "code": 2, "errmsg": "bad"}]}
-    assert op.parse(reply) is reply  # its write errors are the caller's to raise
-    with pytest.raises(OperationFailure):
-        op.parse({"ok": 0.0, "code": 2, "errmsg": "bad"})
 
 
 async def test_single_writes_send_the_same_command_with_and_without_options() -> None:

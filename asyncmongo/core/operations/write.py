@@ -256,6 +256,18 @@ def _single_write_reply(reply: Mapping[str, Any]) -> Mapping[str, Any]:
     return reply
 
 
+def _built_exactly(
+    context: WriteContext, statement: WriteStatement, conn: ConnectionInfo
+) -> Command:
+    """A single write near the size limits, built by the general write command (its exact
+    fitting, and its DocumentTooLarge)."""
+    command = WriteCommand(
+        context.namespace, statement.kind, [statement], context.write_concern,
+        context.codec_options,
+    )
+    return command.build(conn)
+
+
 class WriteContext:
     """What every single write (``insert_one``, ``update_one``, ``delete_one``, ...) through
     one collection object shares: its namespace, codec options, ``_id`` class and write
@@ -324,23 +336,11 @@ class InsertOne:
         if size > conn.max_bson_object_size or (
             size + FAST_PATH_ALLOWANCE > conn.max_message_size_bytes
         ):  # WriteCommand's exact computation (and its DocumentTooLarge)
-            return self._exact(conn)
+            statement = WriteStatement(StatementKind.INSERT, self.statements[0])
+            return _built_exactly(context, statement, conn)
         return Command(
             context.database, command, (DocumentSequence("documents", [encoded]),)
         )
-
-    def _exact(self, conn: ConnectionInfo) -> Command:
-        """``build`` for a document near the size limits, by the general write command."""
-        context = self.context
-        statement = WriteStatement(StatementKind.INSERT, self.statements[0])
-        command = WriteCommand(
-            context.namespace,
-            StatementKind.INSERT,
-            [statement],
-            context.write_concern,
-            context.codec_options,
-        )
-        return command.build(conn)
 
     parse = staticmethod(_single_write_reply)
 
@@ -379,20 +379,7 @@ class WriteOne:
         if size > conn.max_bson_object_size + 16384 or (
             size + FAST_PATH_ALLOWANCE > conn.max_message_size_bytes
         ):  # WriteCommand's exact computation (and its DocumentTooLarge)
-            return self._exact(conn)
+            return _built_exactly(context, self.statements[0], conn)
         return Command(context.database, command, (DocumentSequence(_SEQUENCES[name], [encoded]),))
-
-    def _exact(self, conn: ConnectionInfo) -> Command:
-        """``build`` for a statement near the size limits, by the general write command."""
-        context = self.context
-        statement = self.statements[0]
-        command = WriteCommand(
-            context.namespace,
-            statement.kind,
-            [statement],
-            context.write_concern,
-            context.codec_options,
-        )
-        return command.build(conn)
 
     parse = staticmethod(_single_write_reply)
