@@ -5,6 +5,10 @@ connection's limits allow into one OP_MSG (``asyncmongo.core.wire.batching``) an
 returns a :class:`BatchReply` saying how many went. The caller (single writes, bulk) loops
 until every statement was sent, so a bulk larger than maxWriteBatchSize/maxMessageSizeBytes
 becomes several commands, each of them selected, sent and (later) retried on its own.
+
+A single write without command-level options (the usual ``insert_one``, ``update_one``, ...)
+always goes whole in one command: :class:`InsertOne` and :class:`WriteOne` build it without
+the batching, from the collection's :class:`WriteContext`.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from asyncmongo.core.operations.base import Command, ConnectionInfo, Target, wit
 from asyncmongo.core.operations.common import Namespace, put
 from asyncmongo.core.operations.replies import check_reply
 from asyncmongo.core.operations.statements import StatementKind, WriteStatement
-from asyncmongo.core.wire.batching import BatchLimits, split_batches
+from asyncmongo.core.wire.batching import COMMAND_OVERHEAD, BatchLimits, split_batches
 from asyncmongo.core.wire.op_msg import DocumentSequence
 
 __all__ = [
@@ -205,7 +209,8 @@ class WriteCommand:
         if len(statements) > conn.max_write_batch_size:
             return 0
         largest = max(map(len, statements))
-        allowed = conn.max_bson_object_size + (0 if self.kind is StatementKind.INSERT else 16384)
+        overhead = 0 if self.kind is StatementKind.INSERT else COMMAND_OVERHEAD
+        allowed = conn.max_bson_object_size + overhead
         total = sum(map(len, statements))
         if largest > allowed or total + FAST_PATH_ALLOWANCE > conn.max_message_size_bytes:
             return 0
@@ -376,7 +381,7 @@ class WriteOne:
             command["writeConcern"] = context.write_concern.document
         encoded = encode(self.statements[0].document, codec_options=self.codec_options)
         size = len(encoded)
-        if size > conn.max_bson_object_size + 16384 or (
+        if size > conn.max_bson_object_size + COMMAND_OVERHEAD or (
             size + FAST_PATH_ALLOWANCE > conn.max_message_size_bytes
         ):  # WriteCommand's exact computation (and its DocumentTooLarge)
             return _built_exactly(context, self.statements[0], conn)
