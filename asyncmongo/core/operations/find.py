@@ -187,10 +187,6 @@ class Find:
         self.target = context.target
         self.codec_options = context.codec_options
 
-    @property
-    def namespace(self) -> Namespace:
-        return self.context.namespace
-
     def build(self, conn: ConnectionInfo) -> Command:
         context = self.context
         o = self.options
