@@ -55,8 +55,9 @@ _SIMULATED_PARAMETERS: Final = dict(DEFAULT_PARAMETERS)
 class Target:
     """A running deployment: its connection strings and what runOnRequirements see.
 
-    ``single_host_uri`` (the first host only) is what a client with ``useMultipleMongoses:
-    false`` or ``directConnection: true`` gets.
+    ``single_host_uri`` is what a client with ``useMultipleMongoses: false`` or
+    ``directConnection: true`` gets: the first host only, or behind load balancers the one
+    fronting a single server (``uri`` is then the one fronting several).
     """
 
     uri: str
@@ -185,7 +186,16 @@ class TargetPool:
         await deployment.start()
         self._deployments[key] = deployment
         uri = _with_user(deployment.uri, *SIMULATED_USER) if auth else deployment.uri
-        return Target(uri, _single_host(uri), simulated_info(topology, auth), simulated=True)
+        single = _single_host(uri)
+        if topology == "load-balanced":
+            # useMultipleMongoses true or unset: the load balancer fronting several servers
+            # (two services here, over the same data and users); false: the single one's.
+            several = sim.LoadBalanced(services=2, users=deployment.users,
+                                       store=deployment.store)
+            await several.start()
+            self._deployments[f"{key}+several"] = several
+            uri = _with_user(several.uri, *SIMULATED_USER) if auth else several.uri
+        return Target(uri, single, simulated_info(topology, auth), simulated=True)
 
     def _users(self) -> UserDirectory:
         """The SCRAM user, and MONGODB-OIDC with a token in OIDC_TOKEN_FILE."""
