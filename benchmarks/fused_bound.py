@@ -22,11 +22,15 @@ frames alone cost. ``lean`` keeps the operation object and ``Connection.command`
 the executor one coroutine with the attempt in locals: ``executor`` over ``lean`` bounds what
 restructuring the executor alone can save.
 
-They reach into the runtime's private attributes, so they are measurements, not an API:
-each checks that it returns what ``find_one`` returns before anything is timed.
+``--op insert_one`` measures the same bound for insert_one: ``fused`` from the pieces
+alone (the ``_id``, a retryable write's lsid and txnNumber, the cluster time, the write
+errors checked), beside asyncmongo's own.
 
-    PYTHONPATH=. python benchmarks/fused_bound.py [--loop asyncio|uvloop] [--pairs 20]
-        [--batch 300]
+They reach into the runtime's private attributes, so they are measurements, not an API:
+each find_one checks that it returns what ``find_one`` returns before anything is timed.
+
+    PYTHONPATH=. python benchmarks/fused_bound.py [--op find_one|insert_one]
+        [--loop asyncio|uvloop] [--pairs 20] [--batch 300]
 """
 
 from __future__ import annotations
@@ -42,11 +46,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_support import ReplayServer, paired_cpu, paired_ratios
+from bench_support import ReplayServer, load_data, paired_cpu, paired_ratios
 from floor_client import FloorClient
 
 import asyncmongo
-from asyncmongo.bson import codec
+from asyncmongo.bson import ObjectId, codec
+from asyncmongo.core.operations.base import Target
 from asyncmongo.core.operations.find import FindOne
 from asyncmongo.core.operations.replies import is_ok
 from asyncmongo.core.sdam.types import TopologyType
@@ -66,6 +71,29 @@ def _pieces(
     context = collection._find_context
     assert context is not None, "run one find_one on the collection first"
     return runtime.executor, context
+
+
+def _send(conn: Any, document: dict[str, Any], codec_options: Any,
+          loop: asyncio.AbstractEventLoop) -> asyncio.Future[Any]:
+    """Write ``document`` as one OP_MSG on ``conn`` by its fast path; the future its reply
+    (the message body) resolves."""
+    body = codec._encode(document, False, codec_options)
+    request_id = next(wire._request_ids)
+    protocol = conn._protocol
+    protocol.reader.expected_response_to = request_id
+    conn._busy = True
+    conn._transport.write(wire._pack_plain_prefix(
+        len(body) + wire._REQUEST_PREFIX_SIZE, request_id, wire._PLAIN_PREFIX_TAIL
+    ) + body)
+    waiter: asyncio.Future[Any] = loop.create_future()
+    protocol._reply_waiter = waiter
+    return waiter
+
+
+def _received(conn: Any) -> None:
+    """``conn`` awaits no reply any more."""
+    conn._protocol._reply_waiter = None
+    conn._busy = False
 
 
 def fused_find_one(
@@ -98,21 +126,11 @@ def fused_find_one(
         if clock.cluster_time is not None:
             document["$clusterTime"] = clock.cluster_time
         try:
-            body = codec._encode(document, False, codec_options)
-            request_id = next(wire._request_ids)
-            protocol = conn._protocol
-            protocol.reader.expected_response_to = request_id
-            conn._busy = True
-            conn._transport.write(wire._pack_plain_prefix(
-                len(body) + wire._REQUEST_PREFIX_SIZE, request_id, wire._PLAIN_PREFIX_TAIL
-            ) + body)
-            waiter = protocol._reply_waiter = loop.create_future()
+            waiter = _send(conn, document, codec_options, loop)
             try:
                 result = await waiter
             finally:
-                protocol._reply_waiter = None
-                conn._busy = False
-            assert result is not None, "a plain reply"
+                _received(conn)
             reply: dict[str, Any] = codec._decode(result, codec_options)
             if reply.get("ok") != 1:
                 raise RuntimeError(f"find failed: {reply}")
@@ -127,6 +145,61 @@ def fused_find_one(
 
     return find_one
 
+
+def fused_insert_one(
+    client: asyncmongo.AsyncMongoClient[dict[str, Any]], collection: Any
+) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+    """insert_one(document) on ``collection`` (of ``client``, which has run an insert_one
+    on it) from the pieces alone, as ``fused_find_one`` is find_one's: the ``_id`` added,
+    a retryable write's lsid and txnNumber, the cluster time's gossip both ways, the write
+    errors checked. The document goes in the command's body, as the floor sends it."""
+    runtime = client._runtime
+    assert runtime is not None, "connect the client first"
+    executor = runtime.executor
+    topology, clock = executor._topology, executor.clock
+    sessions = client._server_sessions
+    selection = Target.write().selection
+    codec_options = collection.codec_options
+    database, name = collection.database.name, collection.name
+    monotonic = time.monotonic
+    loop = asyncio.get_running_loop()
+
+    async def insert_one(document: dict[str, Any]) -> Any:
+        if "_id" not in document:
+            document["_id"] = ObjectId()
+        route = topology.route(selection)
+        assert route is not None, "the route is remembered after the first insert_one"
+        pool = route[0].pool
+        conn = pool.try_check_out() or await pool.check_out(None)
+        description = topology.description
+        now = monotonic()
+        server_session = sessions.pool.acquire(now, description)
+        server_session.last_use = now
+        command: dict[str, Any] = {
+            "insert": name, "ordered": True, "lsid": server_session.lsid,
+            "txnNumber": server_session.next_txn_number(), "$db": database,
+            "documents": [document],
+        }
+        if clock.cluster_time is not None:
+            command["$clusterTime"] = clock.cluster_time
+        try:
+            waiter = _send(conn, command, codec_options, loop)
+            try:
+                result = await waiter
+            finally:
+                _received(conn)
+            reply: dict[str, Any] = codec._decode(result, codec_options)
+            if reply.get("ok") != 1 or "writeErrors" in reply:
+                raise RuntimeError(f"insert failed: {reply}")
+            clock.advance(reply)
+        except BaseException:
+            conn.close()
+            raise
+        pool.check_in(conn)
+        sessions.pool.release(server_session, monotonic(), description)
+        return document["_id"]
+
+    return insert_one
 
 
 def flat_find_one(
@@ -425,9 +498,40 @@ async def measure(uri: str, pairs: int, batch: int, label: str) -> None:
         await client.close()
         floor.close()
     print(f"find one by _id, {label}, {pairs} pairs of {batch} operations\n")
+    _table(samples, ("asyncmongo", "executor", "lean", "nested", "flat", "fused", "floor"))
+
+
+async def measure_insert(uri: str, pairs: int, batch: int, label: str) -> None:
+    """insert_one: asyncmongo's and the fused one's CPU per op, paired with the floor's."""
+    small = load_data().small
+    client: asyncmongo.AsyncMongoClient[dict[str, Any]] = asyncmongo.AsyncMongoClient(uri)
+    floor = await FloorClient.connect(uri)
+    try:
+        target = client.perftest.floor_ratio_insert
+        await target.insert_one(dict(small))
+        fused = fused_insert_one(client, target)
+        await fused(dict(small))
+        samples = await paired_cpu(
+            {
+                "asyncmongo": lambda: target.insert_one(dict(small)),
+                "fused": lambda: fused(dict(small)),
+                "floor": lambda: floor.insert_one("perftest", "floor_ratio_insert",
+                                                  dict(small)),
+            },
+            pairs,
+            batch,
+        )
+    finally:
+        await client.close()
+        floor.close()
+    print(f"small doc insert_one, {label}, {pairs} pairs of {batch} operations\n")
+    _table(samples, ("asyncmongo", "fused", "floor"))
+
+
+def _table(samples: dict[str, list[float]], names: tuple[str, ...]) -> None:
     print("| client | CPU µs/op | / floor (median) | quartiles |")
     print("|---|---:|---:|---:|")
-    for name in ("asyncmongo", "executor", "lean", "nested", "flat", "fused", "floor"):
+    for name in names:
         ratios = paired_ratios(samples[name], samples["floor"])
         low, _, high = statistics.quantiles(ratios, n=4)
         print(f"| {name} | {statistics.median(samples[name]):.1f} "
@@ -436,6 +540,7 @@ async def measure(uri: str, pairs: int, batch: int, label: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--op", choices=("find_one", "insert_one"), default="find_one")
     parser.add_argument("--loop", choices=("asyncio", "uvloop"), default="asyncio")
     parser.add_argument("--pairs", type=int, default=20)
     parser.add_argument("--batch", type=int, default=300)
@@ -445,9 +550,9 @@ def main() -> None:
         import uvloop
 
         factory = uvloop.new_event_loop
+    run = measure if args.op == "find_one" else measure_insert
     with ReplayServer(find_many=0) as server, asyncio.Runner(loop_factory=factory) as runner:
-        runner.run(measure(server.uri, args.pairs, args.batch,
-                           f"replay server, {args.loop} loop"))
+        runner.run(run(server.uri, args.pairs, args.batch, f"replay server, {args.loop} loop"))
 
 
 if __name__ == "__main__":
